@@ -1,0 +1,104 @@
+import json
+import re
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from turnframe_core.canonical import CanonicalJsonError, canonical_json, digest
+from turnframe_core.ids import (
+    InvalidId,
+    SequentialIdSource,
+    UlidIdSource,
+    derive_block_id,
+    derive_command_id,
+    derive_id,
+    derive_interaction_id,
+    derive_outbox_id,
+    derive_receipt_id,
+    derive_replay_token,
+    require_prefixed,
+)
+
+json_scalars = st.none() | st.booleans() | st.integers() | st.text(max_size=12)
+json_values = st.recursive(
+    json_scalars,
+    lambda children: (
+        st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=6), children, max_size=4)
+    ),
+    max_leaves=20,
+)
+
+
+def test_canonical_json_sorts_keys_and_drops_whitespace():
+    assert canonical_json({"b": 1, "a": [True, None, "é"]}) == '{"a":[true,null,"é"],"b":1}'
+
+
+def test_integers_stay_integers():
+    assert canonical_json({"n": 10**20}) == '{"n":100000000000000000000}'
+
+
+def test_nan_has_no_canonical_form_and_the_error_does_not_echo_the_value():
+    with pytest.raises(CanonicalJsonError) as info:
+        canonical_json({"secret-value": float("nan")})
+    assert "secret" not in str(info.value)
+
+
+def test_a_digest_is_sha256_hex():
+    assert re.fullmatch(r"sha256:[0-9a-f]{64}", digest({"a": 1}))
+
+
+@given(st.dictionaries(st.text(max_size=8), json_values, max_size=6))
+def test_a_digest_is_stable_under_key_order(value):
+    reordered = dict(reversed(list(value.items())))
+    assert digest(value) == digest(reordered)
+    assert json.loads(canonical_json(value)) == value
+
+
+@given(st.dictionaries(st.text(max_size=8), st.integers(), min_size=1, max_size=6), st.data())
+def test_a_digest_changes_when_any_value_changes(value, data):
+    key = data.draw(st.sampled_from(sorted(value)))
+    changed = {**value, key: value[key] + 1}
+    assert digest(changed) != digest(value)
+
+
+def test_ulids_are_prefixed_lowercase_and_sort_by_creation():
+    clock = iter([1_700_000_000_000, 1_700_000_000_000, 1_700_000_000_001])
+    source = UlidIdSource(clock_ms=lambda: next(clock))
+    ids = [source.new_id("turn") for _ in range(3)]
+    assert all(re.fullmatch(r"turn_[0-9a-z]{26}", i) for i in ids)
+    assert ids == sorted(ids)
+    assert len(set(ids)) == 3
+
+
+def test_the_sequential_source_is_deterministic():
+    assert (
+        SequentialIdSource().new_id("evt") == SequentialIdSource().new_id("evt") == "evt_0000000001"
+    )
+
+
+def test_derived_ids_are_deterministic_and_sensitive_to_every_input():
+    assert derive_command_id("turn_1", "a1", 0) == derive_command_id("turn_1", "a1", 0)
+    assert derive_command_id("turn_1", "a1", 0) != derive_command_id("turn_1", "a1", 1)
+    assert derive_command_id("turn_1", "a1", 0) != derive_command_id("turn_2", "a1", 0)
+    assert derive_id("blk", "d1", {"x": 1}) != derive_id("blk", "d2", {"x": 1})
+
+
+def test_each_derived_id_carries_its_prefix():
+    assert derive_block_id("turn_1", "transition").startswith("blk_")
+    assert derive_receipt_id("s", ["evt_1"]).startswith("rcp_")
+    assert derive_interaction_id("turn_1", "confirm:a1").startswith("int_")
+    assert derive_outbox_id("cmd_1").startswith("obx_")
+    assert derive_replay_token("turn_1").startswith("rpl_")
+
+
+def test_a_receipt_id_ignores_event_order_and_repeats():
+    assert derive_receipt_id("s", ["evt_2", "evt_1"]) == derive_receipt_id(
+        "s", ["evt_1", "evt_2", "evt_1"]
+    )
+
+
+def test_a_malformed_id_is_refused():
+    with pytest.raises(InvalidId):
+        require_prefixed("turn", "conv_1")
+    assert require_prefixed("turn", "turn_1") == "turn_1"

@@ -1,0 +1,114 @@
+"""The dependency rules of DESIGN §2, checked on the source (ast), not on what happens to load."""
+
+from __future__ import annotations
+
+import ast
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+PACKAGES = ("turnframe_core", "turnframe_store", "turnframe_runtime", "turnframe_test")
+#: Third-party distributions each package may import (beyond stdlib and the turnframe packages
+#: its rule allows).
+THIRD_PARTY = {
+    "turnframe_core": {"pydantic", "pydantic_core", "typing_extensions"},
+    "turnframe_store": {
+        "pydantic",
+        "pydantic_core",
+        "typing_extensions",
+        "sqlmodel",
+        "sqlalchemy",
+        "psycopg",
+        "psycopg_pool",
+        "alembic",
+        "aiosqlite",
+    },
+    "turnframe_runtime": None,  # any installed dependency
+    "turnframe_test": None,
+}
+ALLOWED_TURNFRAME = {
+    "turnframe_core": {"turnframe_core"},
+    "turnframe_store": {"turnframe_core", "turnframe_store"},
+    "turnframe_runtime": {"turnframe_core", "turnframe_store", "turnframe_runtime"},
+    "turnframe_test": set(PACKAGES),
+}
+#: The runtime may use the store's protocols and errors, never a concrete store.
+RUNTIME_STORE_MODULES = {
+    "turnframe_store",
+    "turnframe_store.protocols",
+    "turnframe_store.errors",
+    "turnframe_store.records",
+    "turnframe_store.bundle",
+    "turnframe_store.faults",
+}
+
+
+def imports_of(path: Path) -> list[tuple[str, int]]:
+    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    found: list[tuple[str, int]] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found.extend((alias.name, node.lineno) for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            found.extend(
+                (
+                    f"{node.module}.{alias.name}"
+                    if node.module == "turnframe_store"
+                    else node.module,
+                    node.lineno,
+                )
+                for alias in node.names
+            )
+    return found
+
+
+def violations(package: str, root: Path = ROOT) -> list[str]:
+    problems: list[str] = []
+    for path in sorted((root / package).rglob("*.py")):
+        for module, line in imports_of(path):
+            top = module.split(".")[0]
+            where = f"{path.relative_to(root)}:{line} imports {module}"
+            if top.startswith("turnframe_"):
+                if top not in ALLOWED_TURNFRAME[package]:
+                    problems.append(where)
+                elif package == "turnframe_runtime" and top == "turnframe_store":
+                    base = module.rsplit(".", 1)[0] if module.count(".") > 1 else module
+                    if module not in RUNTIME_STORE_MODULES and base not in RUNTIME_STORE_MODULES:
+                        problems.append(where)
+                continue
+            if top in sys.stdlib_module_names or top == "__future__":
+                continue
+            allowed = THIRD_PARTY[package]
+            if allowed is not None and top not in allowed:
+                problems.append(where)
+    return problems
+
+
+def test_core_imports_nothing_but_stdlib_and_pydantic():
+    assert violations("turnframe_core") == []
+
+
+def test_the_store_imports_only_core():
+    assert violations("turnframe_store") == []
+
+
+def test_the_runtime_imports_core_and_the_store_protocols_only():
+    assert violations("turnframe_runtime") == []
+
+
+def test_no_library_package_imports_the_test_kit():
+    for package in ("turnframe_core", "turnframe_store", "turnframe_runtime"):
+        assert not [v for v in violations(package) if "turnframe_test" in v]
+
+
+def test_the_checker_reports_a_forbidden_import(tmp_path):
+    bad = tmp_path / "turnframe_core"
+    bad.mkdir()
+    (bad / "leak.py").write_text(
+        "import sqlalchemy\nfrom turnframe_runtime import x\nimport json\n"
+    )
+    found = violations("turnframe_core", root=tmp_path)
+    assert found == [
+        "turnframe_core/leak.py:1 imports sqlalchemy",
+        "turnframe_core/leak.py:2 imports turnframe_runtime",
+    ]

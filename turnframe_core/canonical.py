@@ -1,0 +1,85 @@
+"""Canonical JSON and `sha256:` digests.
+
+Canonical form: keys sorted at every depth, no insignificant whitespace, UTF-8 (non-ASCII kept as
+is), integers as integers. NaN and infinities are refused because JSON cannot carry them. Every
+hash in Turnframe (payload hashes, idempotency keys, plan hashes, derived ids, replay chains) is
+taken over this form, so it never depends on key order or on a storage engine's re-ordering.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Mapping
+from typing import Annotated, Any
+
+from pydantic import BaseModel, StringConstraints
+
+from turnframe_core.codes import CANONICAL_UNREPRESENTABLE
+from turnframe_core.errors import TurnframeError
+
+__all__ = [
+    "Digest",
+    "DIGEST_PATTERN",
+    "CanonicalJsonError",
+    "canonical_bytes",
+    "canonical_json",
+    "digest",
+    "digest_bytes",
+    "to_jsonable",
+]
+
+DIGEST_PATTERN = r"^sha256:[0-9a-f]{64}$"
+Digest = Annotated[str, StringConstraints(pattern=DIGEST_PATTERN)]
+
+
+class CanonicalJsonError(TurnframeError):
+    """A value has no canonical JSON form (NaN, infinity, a non-string key, an unknown type)."""
+
+    code = CANONICAL_UNREPRESENTABLE
+
+
+def to_jsonable(value: Any) -> Any:
+    """Turn pydantic models (in JSON mode) into plain JSON values; leave JSON values as they are."""
+    if isinstance(value, BaseModel):
+        return value.model_dump(mode="json")
+    if isinstance(value, Mapping):
+        out: dict[str, Any] = {}
+        for key, item in value.items():
+            if not isinstance(key, str):
+                raise CanonicalJsonError("canonical JSON objects need string keys")
+            out[key] = to_jsonable(item)
+        return out
+    if isinstance(value, list | tuple):
+        return [to_jsonable(item) for item in value]
+    return value
+
+
+def canonical_json(value: Any) -> str:
+    """The canonical JSON text of a JSON value or a pydantic model."""
+    try:
+        return json.dumps(
+            to_jsonable(value),
+            sort_keys=True,
+            separators=(",", ":"),
+            ensure_ascii=False,
+            allow_nan=False,
+        )
+    except (TypeError, ValueError) as exc:
+        # The message names the failure class only, never the value (it may be user data).
+        raise CanonicalJsonError(
+            f"value has no canonical JSON form ({type(exc).__name__})"
+        ) from None
+
+
+def canonical_bytes(value: Any) -> bytes:
+    return canonical_json(value).encode("utf-8")
+
+
+def digest_bytes(data: bytes) -> str:
+    return "sha256:" + hashlib.sha256(data).hexdigest()
+
+
+def digest(value: Any) -> str:
+    """`sha256:<hex>` of the canonical JSON of `value`."""
+    return digest_bytes(canonical_bytes(value))

@@ -1,0 +1,41 @@
+"""Case references: which record of which workflow, at which revision."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from pydantic import StringConstraints
+
+from turnframe_core._model import FrozenModel, Revision
+
+__all__ = ["CaseKey", "CaseRef", "CaseId", "WorkflowKey"]
+
+WorkflowKey = Annotated[
+    str, StringConstraints(min_length=1, max_length=100, pattern=r"^[a-z][a-z0-9_.-]*$")
+]
+CaseId = Annotated[str, StringConstraints(min_length=1, max_length=200)]
+
+
+class CaseKey(FrozenModel):
+    """A case without a revision: the identity of one record of one workflow."""
+
+    workflow: WorkflowKey
+    case_id: CaseId
+
+
+class CaseRef(FrozenModel):
+    """A case at an expected revision (0 = the case does not exist yet)."""
+
+    workflow: WorkflowKey
+    case_id: CaseId
+    expected_revision: Revision
+
+    @property
+    def key(self) -> CaseKey:
+        return CaseKey(workflow=self.workflow, case_id=self.case_id)
+
+    def at(self, revision: int) -> CaseRef:
+        return CaseRef(workflow=self.workflow, case_id=self.case_id, expected_revision=revision)
+
+    def same_case(self, other: CaseRef | CaseKey) -> bool:
+        return self.workflow == other.workflow and self.case_id == other.case_id

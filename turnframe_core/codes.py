@@ -1,0 +1,124 @@
+"""Every stable code Turnframe emits, as constants.
+
+A code is a lowercase dotted string. It appears in notices, errors, metrics and logs alike and
+never changes meaning once released. `ALL_CODES` lists them; a test checks they are unique and
+well formed.
+"""
+
+from __future__ import annotations
+
+# --- notices (server-authored blocks) -----------------------------------------------------------
+NOTICE_COMMAND_FAILED = "turnframe.notice.command_failed"
+NOTICE_VERIFICATION_IN_PROGRESS = "turnframe.notice.verification_in_progress"
+NOTICE_REVISION_CONFLICT = "turnframe.notice.revision_conflict"
+NOTICE_INTERACTION_UNAVAILABLE = "turnframe.notice.interaction_unavailable"
+NOTICE_CASE_REFRESH_UNAVAILABLE = "turnframe.notice.case_refresh_unavailable"
+NOTICE_INSTRUCTION_DECLINED = "turnframe.notice.instruction_declined"
+NOTICE_NOTHING_SUBMITTED = "turnframe.notice.nothing_submitted"
+NOTICE_NOTHING_DELETED = "turnframe.notice.nothing_deleted"
+NOTICE_NO_EXTERNAL_EFFECTS = "turnframe.notice.no_external_effects"
+NOTICE_PARTIAL_RESULT = "turnframe.notice.partial_result"
+NOTICE_ACT_REFUSED = "turnframe.notice.act_refused"
+NOTICE_ALREADY_ANSWERED = "turnframe.notice.already_answered"
+NOTICE_NOT_UNDERSTOOD = "turnframe.notice.not_understood"
+NOTICE_MESSAGE_UNREADABLE = "turnframe.notice.message_unreadable"
+NOTICE_KEPT_UNCHANGED = "turnframe.notice.kept_unchanged"
+NOTICE_STALE_INTERACTION = "turnframe.notice.stale_interaction"
+NOTICE_INTERACTION_CLOSED = "turnframe.notice.interaction_closed"
+NOTICE_AWAITING_CONFIRMATION = "turnframe.notice.awaiting_confirmation"
+NOTICE_TARGET_AMBIGUOUS = "turnframe.notice.target_ambiguous"
+NOTICE_TURN_INTERRUPTED = "turnframe.notice.turn_interrupted"
+
+# --- claim guard violations ---------------------------------------------------------------------
+CLAIM_RECEIPT_WITHOUT_EVENTS = "turnframe.claim.receipt_without_events"
+CLAIM_DUPLICATE_RECEIPT_ID = "turnframe.claim.duplicate_receipt_id"
+CLAIM_UNBACKED_OUTCOME = "turnframe.claim.unbacked_operational_outcome"
+CLAIM_INTERACTION_NOT_IN_TURN = "turnframe.claim.interaction_not_in_turn"
+CLAIM_VIOLATION = "turnframe.claim.violation"
+
+# --- blocks, authorship and turns ---------------------------------------------------------------
+AUTHORSHIP_FORBIDDEN_KIND = "turnframe.authorship.forbidden_kind"
+AUTHORSHIP_MALFORMED_OUTPUT = "turnframe.authorship.malformed_output"
+BLOCK_UNKNOWN_KIND = "turnframe.block.unknown_kind"
+BLOCK_INVALID = "turnframe.block.invalid"
+TURN_TERMINAL_STATUS = "turnframe.turn.terminal_status"
+TURN_INVALID_INPUT = "turnframe.turn.invalid_input"
+
+# --- canonical JSON and ids ---------------------------------------------------------------------
+CANONICAL_UNREPRESENTABLE = "turnframe.canonical.unrepresentable"
+ID_INVALID = "turnframe.id.invalid"
+
+# --- commands and policy ------------------------------------------------------------------------
+POLICY_ALLOWED = "turnframe.policy.allowed"
+POLICY_CONFIRMATION_REQUIRED = "turnframe.policy.confirmation_required"
+POLICY_TRUSTED_ORIGIN_REQUIRED = "turnframe.policy.trusted_origin_required"
+POLICY_HUMAN_REVIEW_REQUIRED = "turnframe.policy.human_review_required"
+POLICY_FORBIDDEN_RISK_CLASS = "turnframe.policy.forbidden_risk_class"
+POLICY_BLOCKED_BY_CONSTRAINT = "turnframe.policy.blocked_by_constraint"
+COMMAND_IDEMPOTENCY_KEY_MISMATCH = "turnframe.command.idempotency_key_mismatch"
+COMMAND_SCOPE_VIOLATION = "turnframe.command.scope_violation"
+
+# --- interactions -------------------------------------------------------------------------------
+INTERACTION_NOT_FOUND = "turnframe.interaction.not_found"
+INTERACTION_ALREADY_ANSWERED = "turnframe.interaction.already_answered"
+INTERACTION_NOT_ACTIVE = "turnframe.interaction.not_active"
+INTERACTION_EXPIRED = "turnframe.interaction.expired"
+INTERACTION_UNKNOWN_OPTION = "turnframe.interaction.unknown_option"
+INTERACTION_STALE = "turnframe.interaction.stale"
+INTERACTION_FREEFORM_NOT_ALLOWED = "turnframe.interaction.freeform_not_allowed"
+INTERACTION_FREEFORM_REQUIRED = "turnframe.interaction.freeform_required"
+INTERACTION_FREEFORM_TOO_LONG = "turnframe.interaction.freeform_too_long"
+INTERACTION_PAYLOAD_CORRUPT = "turnframe.interaction.payload_corrupt"
+INTERACTION_ILLEGAL_TRANSITION = "turnframe.interaction.illegal_transition"
+INTERACTION_INVALID_SPEC = "turnframe.interaction.invalid_spec"
+
+# --- workflow view invariants -------------------------------------------------------------------
+WORKFLOW_DUPLICATE_OBLIGATION = "turnframe.workflow.duplicate_obligation"
+WORKFLOW_MISSING_BLOCKING_INTERACTION = "turnframe.workflow.missing_blocking_interaction"
+WORKFLOW_BLOCKING_ON_NON_USER_PHASE = "turnframe.workflow.blocking_interaction_on_non_user_phase"
+WORKFLOW_NON_BLOCKING_IN_BLOCKING_SLOT = (
+    "turnframe.workflow.non_blocking_requirement_in_blocking_slot"
+)
+WORKFLOW_OUTCOME_ON_NON_TERMINAL_PHASE = "turnframe.workflow.outcome_on_non_terminal_phase"
+WORKFLOW_TERMINAL_WITHOUT_OUTCOME = "turnframe.workflow.terminal_phase_without_outcome"
+WORKFLOW_INVARIANT_VIOLATION = "turnframe.workflow.invariant_violation"
+WORKFLOW_UNKNOWN = "turnframe.workflow.unknown"
+
+# --- understanding (model proposals) ------------------------------------------------------------
+UNDERSTANDING_REJECTED = "turnframe.understanding.rejected"
+UNDERSTANDING_UNKNOWN_OPERATION = "turnframe.understanding.unknown_operation"
+UNDERSTANDING_UNKNOWN_HANDLE = "turnframe.understanding.unknown_handle"
+UNDERSTANDING_UNKNOWN_ARGUMENT = "turnframe.understanding.unknown_argument"
+UNDERSTANDING_EVIDENCE_NOT_IN_TEXT = "turnframe.understanding.evidence_not_in_text"
+UNDERSTANDING_UNKNOWN_INTERACTION = "turnframe.understanding.unknown_interaction"
+UNDERSTANDING_UNKNOWN_OPTION = "turnframe.understanding.unknown_option"
+UNDERSTANDING_DUPLICATE_ID = "turnframe.understanding.duplicate_id"
+UNDERSTANDING_DANGLING_REFERENCE = "turnframe.understanding.dangling_reference"
+
+# --- targets ------------------------------------------------------------------------------------
+TARGET_AMBIGUOUS = "turnframe.target.ambiguous"
+TARGET_MISSING = "turnframe.target.missing"
+TARGET_UNAUTHORIZED = "turnframe.target.unauthorized"
+TARGET_STALE = "turnframe.target.stale"
+
+# --- replay -------------------------------------------------------------------------------------
+REPLAY_CHAIN_BROKEN = "turnframe.replay.chain_broken"
+REPLAY_DIGEST_MISMATCH = "turnframe.replay.digest_mismatch"
+
+# --- stream -------------------------------------------------------------------------------------
+STREAM_TURN_FAILED = "turnframe.stream.turn_failed"
+
+# --- understanding (continued) ------------------------------------------------------------------
+UNDERSTANDING_UNKNOWN_WORKFLOW = "turnframe.understanding.unknown_workflow"
+UNDERSTANDING_DUPLICATE_ARGUMENT = "turnframe.understanding.duplicate_argument"
+
+
+def _collect() -> tuple[str, ...]:
+    return tuple(
+        value
+        for name, value in sorted(globals().items())
+        if name.isupper() and isinstance(value, str) and value.startswith("turnframe.")
+    )
+
+
+ALL_CODES: tuple[str, ...] = _collect()

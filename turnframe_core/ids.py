@@ -1,0 +1,211 @@
+"""Identifiers: prefixed fresh ids (ULID) and derived ids.
+
+Fresh ids come from an injectable `IdSource` (the runtime owns one, so tests are deterministic).
+Ids that a replay must reproduce (blocks, receipts, commands, batches, interactions, outbox rows,
+replay tokens) are DERIVED: a domain string and the canonical JSON of the inputs, hashed with
+sha256 and rendered in lowercase base32. Never random where replay needs the same id.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import os
+import threading
+import time
+from collections.abc import Callable, Iterable
+from typing import Annotated, Any, Final, Literal, Protocol
+
+from pydantic import StringConstraints
+
+from turnframe_core.canonical import canonical_bytes
+from turnframe_core.codes import ID_INVALID
+from turnframe_core.errors import TurnframeError
+
+__all__ = [
+    "AccountId",
+    "BatchId",
+    "BlockId",
+    "CommandId",
+    "ConversationId",
+    "EventId",
+    "IdPrefix",
+    "IdSource",
+    "InteractionId",
+    "InvalidId",
+    "OptionId",
+    "OutboxId",
+    "PREFIXES",
+    "ReceiptId",
+    "ReplayToken",
+    "SequentialIdSource",
+    "TurnId",
+    "UlidIdSource",
+    "derive_batch_id",
+    "derive_block_id",
+    "derive_command_id",
+    "derive_id",
+    "derive_interaction_id",
+    "derive_outbox_id",
+    "derive_receipt_id",
+    "derive_replay_token",
+    "require_prefixed",
+]
+
+IdPrefix = Literal["conv", "turn", "blk", "evt", "cmd", "int", "opt", "obx", "rcp", "rpl", "bat"]
+PREFIXES: Final[tuple[str, ...]] = (
+    "conv", "turn", "blk", "evt", "cmd", "int", "opt", "obx", "rcp", "rpl", "bat",
+)  # fmt: skip
+
+_BODY = r"[0-9A-Za-z][0-9A-Za-z_-]{0,127}"
+
+
+def _id_type(prefix: str) -> Any:
+    return Annotated[str, StringConstraints(pattern=rf"^{prefix}_{_BODY}$")]
+
+
+ConversationId = _id_type("conv")
+TurnId = _id_type("turn")
+BlockId = _id_type("blk")
+EventId = _id_type("evt")
+CommandId = _id_type("cmd")
+InteractionId = _id_type("int")
+OptionId = _id_type("opt")
+OutboxId = _id_type("obx")
+ReceiptId = _id_type("rcp")
+ReplayToken = _id_type("rpl")
+BatchId = _id_type("bat")
+#: The tenant boundary. Adopter-chosen; no prefix required.
+AccountId = Annotated[
+    str, StringConstraints(min_length=1, max_length=200, pattern=r"^[A-Za-z0-9][A-Za-z0-9_.:@-]*$")
+]
+
+
+class InvalidId(TurnframeError):
+    code = ID_INVALID
+
+
+def require_prefixed(prefix: str, value: str) -> str:
+    """Return `value` if it is a well-formed id with `prefix`, else raise `InvalidId`."""
+    import re
+
+    if not re.fullmatch(rf"{prefix}_{_BODY}", value):
+        raise InvalidId(f"not a well-formed {prefix}_ id")
+    return value
+
+
+# --- fresh ids ----------------------------------------------------------------------------------
+
+_CROCKFORD = "0123456789abcdefghjkmnpqrstvwxyz"
+
+
+def _crockford(value: int, length: int) -> str:
+    chars = []
+    for _ in range(length):
+        chars.append(_CROCKFORD[value & 31])
+        value >>= 5
+    return "".join(reversed(chars))
+
+
+class IdSource(Protocol):
+    """Where fresh (non-derived) ids come from."""
+
+    def new_id(self, prefix: IdPrefix) -> str: ...
+
+
+class UlidIdSource:
+    """ULID ids (48-bit millisecond time + 80 random bits), lowercase Crockford base32.
+
+    Ids from one source sort by creation time; within one millisecond the random part is
+    incremented so they still sort in creation order.
+    """
+
+    def __init__(
+        self,
+        clock_ms: Callable[[], int] | None = None,
+        random_bytes: Callable[[int], bytes] = os.urandom,
+    ) -> None:
+        self._clock_ms = clock_ms or (lambda: time.time_ns() // 1_000_000)
+        self._random_bytes = random_bytes
+        self._lock = threading.Lock()
+        self._last_ms = -1
+        self._last_rand = 0
+
+    def new_id(self, prefix: IdPrefix) -> str:
+        with self._lock:
+            now = self._clock_ms()
+            if now <= self._last_ms:
+                now = self._last_ms
+                rand = (self._last_rand + 1) & ((1 << 80) - 1)
+            else:
+                rand = int.from_bytes(self._random_bytes(10), "big")
+            self._last_ms, self._last_rand = now, rand
+        return f"{prefix}_{_crockford(now & ((1 << 48) - 1), 10)}{_crockford(rand, 16)}"
+
+
+class SequentialIdSource:
+    """Deterministic ids for tests and replays: `turn_0000000001`, `turn_0000000002`, …"""
+
+    def __init__(self, start: int = 1) -> None:
+        self._next = start
+        self._lock = threading.Lock()
+
+    def new_id(self, prefix: IdPrefix) -> str:
+        with self._lock:
+            value, self._next = self._next, self._next + 1
+        return f"{prefix}_{value:010d}"
+
+
+# --- derived ids --------------------------------------------------------------------------------
+
+
+def derive_id(prefix: IdPrefix, domain: str, inputs: Any) -> str:
+    """`{prefix}_` + 26 lowercase base32 chars (130 bits) of sha256(domain NUL canonical_json)."""
+    material = domain.encode("utf-8") + b"\x00" + canonical_bytes(inputs)
+    body = base64.b32encode(hashlib.sha256(material).digest()).decode("ascii").lower()
+    return f"{prefix}_{body[:26]}"
+
+
+def derive_block_id(turn_id: str, slot: str) -> str:
+    """A block's id from its turn and its slot (`receipt:rcp_…`, `answer:q1`, `transition`, …)."""
+    return derive_id("blk", "turnframe.block_id.v1", {"turn_id": turn_id, "slot": slot})
+
+
+def derive_receipt_id(status_code: str, event_ids: Iterable[str]) -> str:
+    """A receipt's id from what it states and the events it cites (order-free)."""
+    return derive_id(
+        "rcp",
+        "turnframe.receipt_id.v1",
+        {"status_code": status_code, "event_ids": sorted(set(event_ids))},
+    )
+
+
+def derive_command_id(turn_id: str, act_id: str, position: int) -> str:
+    return derive_id(
+        "cmd",
+        "turnframe.command_id.v1",
+        {"turn_id": turn_id, "act_id": act_id, "position": position},
+    )
+
+
+def derive_batch_id(turn_id: str, workflow: str, case_id: str, scope: str) -> str:
+    return derive_id(
+        "bat",
+        "turnframe.batch_id.v1",
+        {"turn_id": turn_id, "workflow": workflow, "case_id": case_id, "scope": scope},
+    )
+
+
+def derive_interaction_id(turn_id: str, spec_key: str) -> str:
+    return derive_id(
+        "int", "turnframe.interaction_id.v1", {"turn_id": turn_id, "spec_key": spec_key}
+    )
+
+
+def derive_outbox_id(command_id: str) -> str:
+    return derive_id("obx", "turnframe.outbox_id.v1", {"command_id": command_id})
+
+
+def derive_replay_token(turn_id: str) -> str:
+    """The replay token joins an assistant turn to its audit record; one per turn, stable."""
+    return derive_id("rpl", "turnframe.replay_token.v1", {"turn_id": turn_id})

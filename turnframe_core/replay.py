@@ -1,0 +1,251 @@
+"""The turn's phase marker and its replay record (the audit half of an assistant turn).
+
+One record per turn, upserted as the turn advances. Records of one conversation are hash-chained:
+each stores the digest of the conversation's previous record, so an altered or deleted record is
+detected by `verify_chain`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from enum import StrEnum
+from typing import Annotated, Any, Literal
+
+from pydantic import Field
+
+from turnframe_core import codes
+from turnframe_core._model import FrozenModel, Millis, NonEmptyStr, Revision
+from turnframe_core.canonical import Digest, digest
+from turnframe_core.cases import CaseRef
+from turnframe_core.commands import CommandOrigin, CommandPolicy
+from turnframe_core.errors import TurnframeError
+from turnframe_core.ids import (
+    AccountId,
+    CommandId,
+    ConversationId,
+    EventId,
+    InteractionId,
+    OutboxId,
+    ReplayToken,
+    TurnId,
+)
+from turnframe_core.turn import TurnInput
+
+__all__ = [
+    "AwaitingConfirmationOutcome",
+    "ChainBreak",
+    "CommandOutcome",
+    "CommandOutcomeRecord",
+    "CommittedOutcome",
+    "FailedOutcome",
+    "IdempotentReplayOutcome",
+    "OutcomeUnknown",
+    "PolicyDecisionRecord",
+    "ProviderAttempt",
+    "RejectedOutcome",
+    "ReplayRecord",
+    "RevisionConflictOutcome",
+    "TargetResolutionRecord",
+    "TurnPhase",
+    "WorkflowVersion",
+    "verify_chain",
+]
+
+
+class TurnPhase(StrEnum):
+    """How far a turn got; the crash-recovery marker."""
+
+    RECEIVED = "received"
+    INTERPRETED = "interpreted"
+    REDUCED = "reduced"
+    EXECUTING = "executing"
+    COMMITTED = "committed"
+    COMPOSED = "composed"
+    DELIVERED = "delivered"
+    FAILED = "failed"
+
+    @property
+    def is_terminal(self) -> bool:
+        return self in (TurnPhase.DELIVERED, TurnPhase.FAILED)
+
+    @property
+    def effects_may_exist(self) -> bool:
+        return self in (
+            TurnPhase.EXECUTING,
+            TurnPhase.COMMITTED,
+            TurnPhase.COMPOSED,
+            TurnPhase.DELIVERED,
+        )
+
+    @property
+    def rank(self) -> int:
+        return _PHASE_ORDER.index(self)
+
+
+_PHASE_ORDER = list(TurnPhase)
+
+
+class WorkflowVersion(FrozenModel):
+    key: NonEmptyStr
+    version: NonEmptyStr
+
+
+class TargetResolutionRecord(FrozenModel):
+    act_id: NonEmptyStr
+    resolution: Literal["exact", "ambiguous", "missing", "unauthorized", "stale", "new"]
+    case_ref: CaseRef | None = None
+    candidates: tuple[CaseRef, ...] = ()
+
+
+class PolicyDecisionRecord(FrozenModel):
+    command_id: CommandId
+    command_type: NonEmptyStr
+    policy: CommandPolicy
+    origin: CommandOrigin
+    allowed: bool
+    reason_code: NonEmptyStr
+
+
+class CommittedOutcome(FrozenModel):
+    kind: Literal["committed"] = "committed"
+    new_revision: Revision
+    event_ids: tuple[EventId, ...]
+
+
+class IdempotentReplayOutcome(FrozenModel):
+    kind: Literal["idempotent_replay"] = "idempotent_replay"
+    new_revision: Revision
+    event_ids: tuple[EventId, ...]
+
+
+class RevisionConflictOutcome(FrozenModel):
+    kind: Literal["revision_conflict"] = "revision_conflict"
+    current_revision: Revision
+
+
+class RejectedOutcome(FrozenModel):
+    kind: Literal["rejected"] = "rejected"
+    code: NonEmptyStr
+    explanation: str = ""
+
+
+class FailedOutcome(FrozenModel):
+    kind: Literal["failed"] = "failed"
+    code: NonEmptyStr
+
+
+class OutcomeUnknown(FrozenModel):
+    """Sent, answer unknown (a timeout after sending): reconciled, never blindly retried."""
+
+    kind: Literal["outcome_unknown"] = "outcome_unknown"
+    attempt_id: NonEmptyStr
+    reason: NonEmptyStr = "timeout"
+
+
+class AwaitingConfirmationOutcome(FrozenModel):
+    kind: Literal["awaiting_confirmation"] = "awaiting_confirmation"
+    interaction_id: InteractionId
+
+
+CommandOutcome = Annotated[
+    CommittedOutcome
+    | IdempotentReplayOutcome
+    | RevisionConflictOutcome
+    | RejectedOutcome
+    | FailedOutcome
+    | OutcomeUnknown
+    | AwaitingConfirmationOutcome,
+    Field(discriminator="kind"),
+]
+
+
+class CommandOutcomeRecord(FrozenModel):
+    command_id: CommandId
+    command_type: NonEmptyStr
+    idempotency_key: Digest
+    case_ref: CaseRef
+    origin: CommandOrigin
+    outcome: CommandOutcome
+
+
+class ProviderAttempt(FrozenModel):
+    """One model call: which purpose, which provider and model, how it ended."""
+
+    attempt: int = Field(ge=1)
+    purpose: NonEmptyStr
+    provider: NonEmptyStr
+    model: NonEmptyStr
+    outcome: Literal["succeeded", "failed", "fell_back", "cancelled"]
+    code: str | None = None
+    request_id: str | None = None
+    latency_ms: int | None = Field(default=None, ge=0)
+
+
+class ReplayRecord(FrozenModel):
+    """Everything needed to answer the audit questions about one turn, without re-running it."""
+
+    turn_id: TurnId
+    conversation_id: ConversationId
+    account_id: AccountId
+    replay_token: ReplayToken
+    phase: TurnPhase
+    recorded_at: Millis
+    input: TurnInput
+    previous_digest: Digest | None = None
+    loaded_cases: tuple[CaseRef, ...] = ()
+    workflow_versions: tuple[WorkflowVersion, ...] = ()
+    understanding: dict[str, Any] | None = None
+    understanding_hash: Digest | None = None
+    target_resolutions: tuple[TargetResolutionRecord, ...] = ()
+    reduction_plan: dict[str, Any] | None = None
+    plan_hash: Digest | None = None
+    policy_decisions: tuple[PolicyDecisionRecord, ...] = ()
+    command_outcomes: tuple[CommandOutcomeRecord, ...] = ()
+    interactions_created: tuple[InteractionId, ...] = ()
+    event_ids: tuple[EventId, ...] = ()
+    outbox_ids: tuple[OutboxId, ...] = ()
+    response_block_ids: tuple[str, ...] = ()
+    provider_attempts: tuple[ProviderAttempt, ...] = ()
+    failure_code: str | None = None
+
+    def digest(self) -> str:
+        """Digest of this record's canonical JSON (what the next record of the chain stores)."""
+        return digest(self)
+
+    def advanced(self, phase: TurnPhase, *, at: int, **changes: Any) -> ReplayRecord:
+        """This record at a later phase (phases never go back, except into `failed`)."""
+        if self.phase.is_terminal and phase is not self.phase:
+            raise TurnframeError(f"replay record is already {self.phase.value}")
+        data = self.model_dump(mode="python", round_trip=True)
+        data.update(changes, phase=phase, recorded_at=at)
+        return ReplayRecord.model_validate(data)
+
+    def pending_reconciliations(self) -> tuple[str, ...]:
+        seen: list[str] = []
+        for record in self.command_outcomes:
+            if isinstance(record.outcome, OutcomeUnknown) and record.outcome.attempt_id not in seen:
+                seen.append(record.outcome.attempt_id)
+        return tuple(seen)
+
+
+class ChainBreak(FrozenModel):
+    code: str
+    turn_id: str
+    position: int
+
+
+def verify_chain(records: Sequence[ReplayRecord]) -> list[ChainBreak]:
+    """Check one conversation's records, oldest first: each must cite its predecessor's digest and
+    the first must cite none. Every break is reported (an edit, a deletion or a reorder)."""
+    breaks: list[ChainBreak] = []
+    previous: ReplayRecord | None = None
+    for position, record in enumerate(records):
+        expected = previous.digest() if previous is not None else None
+        if record.previous_digest != expected:
+            breaks.append(
+                ChainBreak(
+                    code=codes.REPLAY_CHAIN_BROKEN, turn_id=record.turn_id, position=position
+                )
+            )
+        previous = record
+    return breaks

@@ -1,0 +1,228 @@
+"""Turns: what a user sends (`TurnInput`) and what the assistant returns (`AssistantTurn`).
+
+An `AssistantTurn` is ONE ordered, immutable list of blocks plus a `replay_token` that joins it to
+its audit record. No other field carries user-visible content. It is stored as canonical JSON and
+reloads byte-identical.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import Any, Literal
+
+from pydantic import Field, model_validator
+
+from turnframe_core import codes
+from turnframe_core._model import FrozenModel, Millis, NonEmptyStr
+from turnframe_core.blocks import (
+    STORED_CONTEXT,
+    BlockKind,
+    ResponseBlock,
+    UnknownBlock,
+    block_rank,
+)
+from turnframe_core.canonical import canonical_json
+from turnframe_core.cases import CaseRef
+from turnframe_core.errors import TurnframeError
+from turnframe_core.ids import (
+    AccountId,
+    ConversationId,
+    ReplayToken,
+    TurnId,
+    derive_replay_token,
+)
+from turnframe_core.interactions import InteractionResponse
+
+__all__ = [
+    "AssistantTurn",
+    "AttachmentRef",
+    "Expectation",
+    "ExpectationKind",
+    "InvalidTurnInput",
+    "Offer",
+    "TerminalStatus",
+    "TurnInput",
+    "TurnStatus",
+]
+
+MAX_TEXT_CHARS = 20_000
+
+
+class InvalidTurnInput(TurnframeError):
+    code = codes.TURN_INVALID_INPUT
+
+
+class AttachmentRef(FrozenModel):
+    attachment_id: NonEmptyStr
+    media_type: NonEmptyStr
+    filename: str | None = None
+    size_bytes: int | None = Field(default=None, ge=0)
+
+
+class TurnInput(FrozenModel):
+    """A user's turn: text and/or a card answer (both together is legal), never anything that
+    defines a card's meaning. `turn_id` is the client's idempotency handle; the runtime assigns
+    one when it is absent."""
+
+    account_id: AccountId
+    conversation_id: ConversationId
+    turn_id: TurnId | None = None
+    text: str | None = Field(default=None, max_length=MAX_TEXT_CHARS)
+    interaction_response: InteractionResponse | None = None
+    attachments: tuple[AttachmentRef, ...] = ()
+    origin_ref: str | None = Field(default=None, max_length=500)
+    locale: Literal["en", "it"] | str = "en"
+
+    @model_validator(mode="after")
+    def _not_empty(self) -> TurnInput:
+        has_text = self.text is not None and bool(self.text.strip())
+        if not has_text and self.interaction_response is None and not self.attachments:
+            raise InvalidTurnInput("a turn needs text, a card answer or an attachment")
+        if not self.locale or len(self.locale) > 35:
+            raise InvalidTurnInput("locale must be a BCP 47 tag")
+        return self
+
+    @property
+    def is_click_only(self) -> bool:
+        """A card answer with no text and no attachment: it needs no model call."""
+        has_text = self.text is not None and bool(self.text.strip())
+        return self.interaction_response is not None and not has_text and not self.attachments
+
+
+class TurnStatus(StrEnum):
+    STREAMING = "streaming"
+    COMPLETED = "completed"
+    FAILED = "failed"
+    CANCELLED = "cancelled"
+    INTERRUPTED = "interrupted"
+
+    @property
+    def is_terminal(self) -> bool:
+        return self is not TurnStatus.STREAMING
+
+
+class TerminalStatus(TurnframeError):
+    code = codes.TURN_TERMINAL_STATUS
+
+
+class ExpectationKind(StrEnum):
+    AWAITING_VALUE = "awaiting_value"
+    AWAITING_OBLIGATION = "awaiting_obligation"
+    AWAITING_CONFIRMATION = "awaiting_confirmation"
+    AWAITING_SELECTION = "awaiting_selection"
+
+
+class Expectation(FrozenModel):
+    """What this reply asked for; the next turn reads its message as a possible answer."""
+
+    kind: ExpectationKind
+    case_ref: CaseRef | None = None
+    operation: str | None = None
+    missing: tuple[str, ...] = ()
+
+
+class Offer(FrozenModel):
+    """A next step this reply offered (the next turn may take it up)."""
+
+    case_ref: CaseRef | None = None
+    operation: NonEmptyStr
+    words: str
+    arguments: dict[str, Any] = Field(default_factory=dict)
+
+
+class AssistantTurn(FrozenModel):
+    """The assistant's turn, exactly as returned, persisted and reloaded."""
+
+    turn_id: TurnId
+    conversation_id: ConversationId
+    account_id: AccountId
+    status: TurnStatus
+    locale: NonEmptyStr
+    blocks: tuple[ResponseBlock, ...]
+    replay_token: ReplayToken
+    created_at: Millis
+    completed_at: Millis | None = None
+    expectations: tuple[Expectation, ...] = ()
+    offers: tuple[Offer, ...] = ()
+    subjects: tuple[CaseRef, ...] = ()
+
+    @model_validator(mode="after")
+    def _structure(self) -> AssistantTurn:
+        if self.replay_token != derive_replay_token(self.turn_id):
+            raise ValueError("replay_token is not derived from turn_id")
+        if (self.completed_at is None) != (self.status is TurnStatus.STREAMING):
+            raise ValueError("completed_at is set exactly when the status is terminal")
+        if self.completed_at is not None and self.completed_at < self.created_at:
+            raise ValueError("completed_at precedes created_at")
+        seen: set[str] = set()
+        last_rank = -1
+        transitions = 0
+        for index, block in enumerate(self.blocks):
+            block_id = block.block_id
+            if block_id is not None:
+                if block_id in seen:
+                    raise ValueError(f"blocks[{index}] repeats a block_id")
+                seen.add(block_id)
+            rank = block_rank(block)
+            if rank is None:
+                continue
+            if rank < last_rank:
+                raise ValueError(
+                    f"blocks[{index}] ({block.kind}) is out of the documented block order"
+                )
+            last_rank = rank
+            if block.kind == BlockKind.TRANSITION.value:
+                transitions += 1
+        if transitions > 1:
+            raise ValueError("a turn has at most one transition block")
+        return self
+
+    @classmethod
+    def begin(
+        cls,
+        *,
+        turn_id: str,
+        conversation_id: str,
+        account_id: str,
+        locale: str,
+        created_at: int,
+    ) -> AssistantTurn:
+        """An empty turn in status `streaming`."""
+        return cls(
+            turn_id=turn_id,
+            conversation_id=conversation_id,
+            account_id=account_id,
+            status=TurnStatus.STREAMING,
+            locale=locale,
+            blocks=(),
+            replay_token=derive_replay_token(turn_id),
+            created_at=created_at,
+        )
+
+    def finish(self, status: TurnStatus, *, at: int, **changes: Any) -> AssistantTurn:
+        """This turn moved to a terminal status. A terminal turn never changes again."""
+        if self.status.is_terminal:
+            raise TerminalStatus(f"turn is already {self.status.value}")
+        if not status.is_terminal:
+            raise TerminalStatus("finish() needs a terminal status")
+        data = self.model_dump(mode="python", round_trip=True)
+        data.update(changes, status=status, completed_at=at)
+        return AssistantTurn.model_validate(data, context=STORED_CONTEXT if self.has_unknown_blocks
+                                            else None)  # fmt: skip
+
+    @property
+    def has_unknown_blocks(self) -> bool:
+        return any(isinstance(block, UnknownBlock) for block in self.blocks)
+
+    @property
+    def block_ids(self) -> tuple[str | None, ...]:
+        return tuple(block.block_id for block in self.blocks)
+
+    def to_stored_json(self) -> str:
+        """The canonical JSON text the store keeps; reloading it gives this turn byte for byte."""
+        return canonical_json(self.model_dump(mode="json"))
+
+    @classmethod
+    def from_stored_json(cls, text: str | bytes) -> AssistantTurn:
+        """Read a stored turn; unknown block kinds are kept as opaque `UnknownBlock`s."""
+        return cls.model_validate_json(text, context=STORED_CONTEXT)

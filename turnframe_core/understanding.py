@@ -1,0 +1,367 @@
+"""What an Interpreter proposes for a turn, what it was offered, and the all-or-nothing check.
+
+An `Understanding` is a proposal, never an effect: acts on offered operations, questions,
+constraints ("do not submit") and card answers, each pinned to a verbatim quote of the user's text.
+The Interpreter sees only a `Brief`: opaque per-turn handles (never database ids), the operations
+on offer with their argument names, the card on screen. `validate_understanding` checks a proposal
+against its brief and either accepts all of it or rejects all of it, listing every problem by code
+and path. A problem never quotes the user's text or the model's values.
+
+Missing required arguments are not a rejection: the reducer turns them into a question for the
+user. The brief lists them so the Interpreter knows what to look for.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from enum import StrEnum
+from typing import Annotated, Literal
+
+from pydantic import Field, JsonValue, StringConstraints, field_validator, model_validator
+
+from turnframe_core import codes
+from turnframe_core._model import FrozenModel, NonEmptyStr
+from turnframe_core.canonical import CanonicalJsonError, canonical_json, digest
+from turnframe_core.cases import WorkflowKey
+from turnframe_core.errors import TurnframeError
+from turnframe_core.ids import InteractionId, OptionId
+
+__all__ = [
+    "ActId",
+    "AmbiguousTarget",
+    "ArgumentValue",
+    "Brief",
+    "CardAnswerProposal",
+    "CardTarget",
+    "Constraint",
+    "ConstraintKind",
+    "Evidence",
+    "Handle",
+    "HandleTarget",
+    "NewRecord",
+    "OfferedCard",
+    "OfferedHandle",
+    "OfferedOperation",
+    "Problem",
+    "ProposedAct",
+    "Question",
+    "QuestionId",
+    "Target",
+    "Understanding",
+    "UnderstandingRejected",
+    "validate_understanding",
+]
+
+#: An opaque per-turn reference to a case; only the runtime knows which case it stands for.
+Handle = Annotated[str, StringConstraints(pattern=r"^h[0-9a-z]{1,32}$")]
+ActId = Annotated[str, StringConstraints(pattern=r"^a[0-9]{1,4}$")]
+QuestionId = Annotated[str, StringConstraints(pattern=r"^q[0-9]{1,4}$")]
+
+
+# --- targets ------------------------------------------------------------------------------------
+
+
+class HandleTarget(FrozenModel):
+    """An existing case, by the handle the brief issued for it."""
+
+    kind: Literal["handle"] = "handle"
+    handle: Handle
+
+
+class NewRecord(FrozenModel):
+    """A case that does not exist yet, of a workflow the brief allows to start."""
+
+    kind: Literal["new_record"] = "new_record"
+    workflow: WorkflowKey
+
+
+class CardTarget(FrozenModel):
+    """The case of the card on screen."""
+
+    kind: Literal["card"] = "card"
+
+
+class AmbiguousTarget(FrozenModel):
+    """The user's words fit several cases; the runtime asks, it never picks one."""
+
+    kind: Literal["ambiguous"] = "ambiguous"
+    handles: tuple[Handle, ...] = Field(min_length=2)
+
+    @field_validator("handles")
+    @classmethod
+    def _distinct(cls, handles: tuple[str, ...]) -> tuple[str, ...]:
+        if len(set(handles)) != len(handles):
+            raise ValueError("an ambiguity lists distinct handles")
+        return handles
+
+
+Target = Annotated[
+    HandleTarget | NewRecord | CardTarget | AmbiguousTarget, Field(discriminator="kind")
+]
+
+
+# --- proposals ----------------------------------------------------------------------------------
+
+
+class Evidence(FrozenModel):
+    """A verbatim span of the user's text that the proposal rests on."""
+
+    quote: NonEmptyStr
+
+
+class ArgumentValue(FrozenModel):
+    """One argument of an act: a JSON value and the words it was read from."""
+
+    name: NonEmptyStr
+    value: JsonValue
+    evidence: Evidence
+
+    @field_validator("value")
+    @classmethod
+    def _canonical(cls, value: JsonValue) -> JsonValue:
+        try:
+            canonical_json(value)
+        except CanonicalJsonError:
+            raise ValueError("an argument value needs a canonical JSON form") from None
+        return value
+
+
+class ProposedAct(FrozenModel):
+    """One operation the user asked for; `corrects`/`cancels` name an earlier act of this turn."""
+
+    act_id: ActId
+    operation: NonEmptyStr
+    target: Target
+    arguments: tuple[ArgumentValue, ...] = ()
+    evidence: Evidence
+    corrects: ActId | None = None
+    cancels: ActId | None = None
+
+
+class Question(FrozenModel):
+    """Something the user asked; `about` names the cases it concerns, `hypothetical` a what-if."""
+
+    question_id: QuestionId
+    text: NonEmptyStr
+    about: tuple[Handle, ...] = ()
+    hypothetical: bool = False
+
+
+class ConstraintKind(StrEnum):
+    DO_NOT_SUBMIT = "do_not_submit"
+    DO_NOT_DELETE = "do_not_delete"
+    NO_EXTERNAL_EFFECTS = "no_external_effects"
+    ASK_BEFORE_APPLYING = "ask_before_applying"
+
+
+class Constraint(FrozenModel):
+    """A limit the user put on this turn's effects; the reducer enforces it."""
+
+    kind: ConstraintKind
+    evidence: Evidence
+
+
+class CardAnswerProposal(FrozenModel):
+    """The user's words read as an answer to the card on screen (only a card that accepts text)."""
+
+    interaction_id: InteractionId
+    option_id: OptionId
+    evidence: Evidence
+
+
+class Understanding(FrozenModel):
+    """Everything an Interpreter proposes for one turn. A proposal, never an effect."""
+
+    acts: tuple[ProposedAct, ...] = ()
+    questions: tuple[Question, ...] = ()
+    constraints: tuple[Constraint, ...] = ()
+    card_answers: tuple[CardAnswerProposal, ...] = ()
+
+    @property
+    def is_empty(self) -> bool:
+        return not (self.acts or self.questions or self.constraints or self.card_answers)
+
+    def hash(self) -> str:
+        """`sha256:` digest of the canonical JSON; equal understandings share it."""
+        return digest(self)
+
+
+# --- the offer ----------------------------------------------------------------------------------
+
+
+class OfferedOperation(FrozenModel):
+    """An operation on offer this turn and the argument names it takes."""
+
+    operation: NonEmptyStr
+    arguments: tuple[NonEmptyStr, ...] = ()
+    required: tuple[NonEmptyStr, ...] = ()
+
+    @model_validator(mode="after")
+    def _required_are_arguments(self) -> OfferedOperation:
+        if len(set(self.arguments)) != len(self.arguments):
+            raise ValueError("argument names of an offered operation are unique")
+        if not set(self.required) <= set(self.arguments):
+            raise ValueError("required arguments are among the operation's arguments")
+        return self
+
+
+class OfferedHandle(FrozenModel):
+    """A case the turn may refer to, under an opaque handle and a label the user would recognise."""
+
+    handle: Handle
+    label: NonEmptyStr
+    workflow: WorkflowKey
+
+
+class OfferedCard(FrozenModel):
+    """The card on screen and its option ids; `accepts_text` when typed words may answer it."""
+
+    interaction_id: InteractionId
+    option_ids: tuple[OptionId, ...] = Field(min_length=1)
+    accepts_text: bool = False
+
+
+class Brief(FrozenModel):
+    """All an Interpreter sees of a turn: the user's text, opaque handles, no write tools."""
+
+    text: str | None
+    locale: NonEmptyStr
+    handles: tuple[OfferedHandle, ...] = ()
+    operations: tuple[OfferedOperation, ...] = ()
+    card_on_screen: OfferedCard | None = None
+    new_record_workflows: tuple[WorkflowKey, ...] = ()
+
+    @model_validator(mode="after")
+    def _unique_offers(self) -> Brief:
+        handles = [offered.handle for offered in self.handles]
+        if len(set(handles)) != len(handles):
+            raise ValueError("a brief issues each handle once")
+        operations = [offered.operation for offered in self.operations]
+        if len(set(operations)) != len(operations):
+            raise ValueError("a brief offers each operation once")
+        return self
+
+
+# --- validation ---------------------------------------------------------------------------------
+
+
+class Problem(FrozenModel):
+    """One reason an understanding was rejected: a stable code and a path, never a value."""
+
+    code: NonEmptyStr
+    path: NonEmptyStr
+
+
+class UnderstandingRejected(TurnframeError):
+    """The whole understanding was refused; `problems` lists every reason by code and path."""
+
+    code = codes.UNDERSTANDING_REJECTED
+
+    def __init__(self, problems: Sequence[Problem]) -> None:
+        self.problems: tuple[Problem, ...] = tuple(problems)
+        listed = "; ".join(f"{p.code} at {p.path}" for p in self.problems)
+        super().__init__(f"understanding rejected, {len(self.problems)} problem(s): {listed}")
+
+
+def _evidence_problems(evidence: Evidence, path: str, text: str | None) -> Iterator[Problem]:
+    if text is None or evidence.quote not in text:
+        yield Problem(code=codes.UNDERSTANDING_EVIDENCE_NOT_IN_TEXT, path=f"{path}.evidence")
+
+
+def _target_problems(
+    target: Target, path: str, brief: Brief, handles: frozenset[str]
+) -> Iterator[Problem]:
+    if isinstance(target, HandleTarget):
+        if target.handle not in handles:
+            yield Problem(code=codes.UNDERSTANDING_UNKNOWN_HANDLE, path=f"{path}.handle")
+    elif isinstance(target, AmbiguousTarget):
+        for index, handle in enumerate(target.handles):
+            if handle not in handles:
+                yield Problem(
+                    code=codes.UNDERSTANDING_UNKNOWN_HANDLE, path=f"{path}.handles[{index}]"
+                )
+    elif isinstance(target, NewRecord):
+        if target.workflow not in brief.new_record_workflows:
+            yield Problem(code=codes.UNDERSTANDING_UNKNOWN_WORKFLOW, path=f"{path}.workflow")
+    elif brief.card_on_screen is None:
+        yield Problem(code=codes.UNDERSTANDING_UNKNOWN_INTERACTION, path=path)
+
+
+def _act_problems(
+    index: int,
+    act: ProposedAct,
+    brief: Brief,
+    handles: frozenset[str],
+    earlier_acts: frozenset[str],
+) -> Iterator[Problem]:
+    path = f"acts[{index}]"
+    if act.act_id in earlier_acts:
+        yield Problem(code=codes.UNDERSTANDING_DUPLICATE_ID, path=f"{path}.act_id")
+    offered = next((o for o in brief.operations if o.operation == act.operation), None)
+    if offered is None:
+        yield Problem(code=codes.UNDERSTANDING_UNKNOWN_OPERATION, path=f"{path}.operation")
+    yield from _target_problems(act.target, f"{path}.target", brief, handles)
+    seen_names: set[str] = set()
+    for arg_index, argument in enumerate(act.arguments):
+        arg_path = f"{path}.arguments[{arg_index}]"
+        # An unknown operation has no argument names to check against; its own problem suffices.
+        if offered is not None and argument.name not in offered.arguments:
+            yield Problem(code=codes.UNDERSTANDING_UNKNOWN_ARGUMENT, path=arg_path)
+        elif argument.name in seen_names:
+            yield Problem(code=codes.UNDERSTANDING_DUPLICATE_ARGUMENT, path=arg_path)
+        seen_names.add(argument.name)
+        yield from _evidence_problems(argument.evidence, arg_path, brief.text)
+    yield from _evidence_problems(act.evidence, path, brief.text)
+    for field, reference in (("corrects", act.corrects), ("cancels", act.cancels)):
+        if reference is not None and reference not in earlier_acts:
+            yield Problem(code=codes.UNDERSTANDING_DANGLING_REFERENCE, path=f"{path}.{field}")
+
+
+def _problems(understanding: Understanding, brief: Brief) -> Iterator[Problem]:
+    handles = frozenset(offered.handle for offered in brief.handles)
+    earlier_acts: set[str] = set()
+    for index, act in enumerate(understanding.acts):
+        yield from _act_problems(index, act, brief, handles, frozenset(earlier_acts))
+        earlier_acts.add(act.act_id)
+
+    question_ids: set[str] = set()
+    for index, question in enumerate(understanding.questions):
+        path = f"questions[{index}]"
+        if question.question_id in question_ids:
+            yield Problem(code=codes.UNDERSTANDING_DUPLICATE_ID, path=f"{path}.question_id")
+        question_ids.add(question.question_id)
+        if brief.text is None:  # a question needs words the user wrote
+            yield Problem(code=codes.UNDERSTANDING_EVIDENCE_NOT_IN_TEXT, path=path)
+        for about_index, handle in enumerate(question.about):
+            if handle not in handles:
+                yield Problem(
+                    code=codes.UNDERSTANDING_UNKNOWN_HANDLE, path=f"{path}.about[{about_index}]"
+                )
+
+    for index, constraint in enumerate(understanding.constraints):
+        yield from _evidence_problems(constraint.evidence, f"constraints[{index}]", brief.text)
+
+    card = brief.card_on_screen
+    answered: set[str] = set()
+    for index, answer in enumerate(understanding.card_answers):
+        path = f"card_answers[{index}]"
+        # A card that does not take typed answers is, to an Interpreter, no card at all.
+        if card is None or not card.accepts_text or answer.interaction_id != card.interaction_id:
+            yield Problem(
+                code=codes.UNDERSTANDING_UNKNOWN_INTERACTION, path=f"{path}.interaction_id"
+            )
+        elif answer.option_id not in card.option_ids:
+            yield Problem(code=codes.UNDERSTANDING_UNKNOWN_OPTION, path=f"{path}.option_id")
+        if answer.interaction_id in answered:
+            yield Problem(code=codes.UNDERSTANDING_DUPLICATE_ID, path=f"{path}.interaction_id")
+        answered.add(answer.interaction_id)
+        yield from _evidence_problems(answer.evidence, path, brief.text)
+
+
+def validate_understanding(understanding: Understanding, brief: Brief) -> Understanding:
+    """`understanding` itself if every part fits `brief`; else `UnderstandingRejected` listing
+    every problem. All or nothing: one bad part rejects the whole understanding."""
+    problems = list(_problems(understanding, brief))
+    if problems:
+        raise UnderstandingRejected(problems)
+    return understanding

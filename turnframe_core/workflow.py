@@ -1,0 +1,320 @@
+"""The workflow contract: what a domain workflow tells Turnframe, and the rules its views obey.
+
+A workflow is a pure projector plus a compiler. `project` turns a case's state into a
+`WorkflowView`: exactly one phase (a single field), 0..n parameterized obligations in ask order, at
+most one blocking interaction requirement, notices, and an outcome only when the phase is terminal.
+`check_view` reports every broken view rule with its own code; the runtime refuses a view that
+breaks any. Operations the workflow offers are compiled from resolved acts into typed commands, or
+refused in the domain's own words. Nothing here performs I/O.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from enum import StrEnum
+from typing import Annotated, Any, Protocol
+
+from pydantic import Field, StringConstraints, model_validator
+
+from turnframe_core import codes
+from turnframe_core._model import FrozenModel, NonEmptyStr
+from turnframe_core.blocks import NoticeSeverity
+from turnframe_core.canonical import Digest, canonical_json
+from turnframe_core.cases import CaseRef
+from turnframe_core.commands import CommandPolicy, RiskClass
+from turnframe_core.errors import TurnframeError
+from turnframe_core.events import DomainEvent, ReceiptSpec
+from turnframe_core.interactions import InteractionKind, InteractionPayload
+
+__all__ = [
+    "ArgumentName",
+    "ArgumentSpec",
+    "CompiledCommand",
+    "DomainRefusal",
+    "InteractionRequirement",
+    "NextStep",
+    "Obligation",
+    "OperationName",
+    "OperationSpec",
+    "PhaseOwnership",
+    "ResolvedAct",
+    "ViewInvariantViolation",
+    "ViewViolation",
+    "WorkflowDefinition",
+    "WorkflowNotice",
+    "WorkflowView",
+    "check_view",
+    "ensure_view",
+]
+
+#: An operation a workflow offers (lowercase; dots group related operations).
+OperationName = Annotated[
+    str, StringConstraints(min_length=1, max_length=100, pattern=r"^[a-z][a-z0-9_.]*$")
+]
+#: An operation's argument name; it becomes a JSON key, so it is snake_case.
+ArgumentName = Annotated[
+    str, StringConstraints(min_length=1, max_length=100, pattern=r"^[a-z][a-z0-9_]*$")
+]
+
+
+class PhaseOwnership(StrEnum):
+    """Who moves the case out of its current phase."""
+
+    USER = "user"
+    SYSTEM = "system"
+    EXTERNAL = "external"
+    TERMINAL = "terminal"
+
+
+class Obligation(FrozenModel):
+    """Something still owed on a case; repeated entities give one obligation per entity params."""
+
+    key: NonEmptyStr
+    params: dict[str, Any] = Field(default_factory=dict)
+
+    @model_validator(mode="after")
+    def _canonical(self) -> Obligation:
+        canonical_json(self.params)  # raises CanonicalJsonError: an obligation id must exist
+        return self
+
+    @property
+    def obligation_id(self) -> str:
+        """The canonical JSON of the obligation: equal obligations share it, others never do."""
+        return canonical_json(self)
+
+
+class InteractionRequirement(FrozenModel):
+    """The card a view needs; the runtime builds, persists and shows it, never the projector."""
+
+    key: NonEmptyStr
+    kind: InteractionKind
+    blocking: bool = True
+    revision_independent: bool = False
+    confirms_risk: RiskClass = RiskClass.IRREVERSIBLE
+    expires_in_ms: int | None = Field(default=None, ge=1)
+    params: dict[str, Any] = Field(default_factory=dict)
+
+
+class WorkflowNotice(FrozenModel):
+    """A workflow's own remark about a case, carried under a stable code."""
+
+    code: NonEmptyStr
+    severity: NoticeSeverity
+    text: NonEmptyStr
+
+
+class WorkflowView(FrozenModel):
+    """One projection of one case: exactly one phase, obligations in ask order, at most one card."""
+
+    case_ref: CaseRef
+    workflow_version: NonEmptyStr
+    phase: NonEmptyStr
+    phase_ownership: PhaseOwnership
+    obligations: tuple[Obligation, ...] = ()
+    blocking_interaction: InteractionRequirement | None = None
+    notices: tuple[WorkflowNotice, ...] = ()
+    outcome: dict[str, Any] | None = None
+    label: str | None = None
+
+    @property
+    def is_terminal(self) -> bool:
+        return self.phase_ownership is PhaseOwnership.TERMINAL
+
+
+# --- view invariants ----------------------------------------------------------------------------
+
+
+class ViewViolation(FrozenModel):
+    """One broken view rule. `detail` names positions and rules, never state values."""
+
+    code: NonEmptyStr
+    detail: NonEmptyStr
+
+
+class ViewInvariantViolation(TurnframeError):
+    """A projected view broke at least one rule; the runtime never uses such a view."""
+
+    code = codes.WORKFLOW_INVARIANT_VIOLATION
+
+    def __init__(self, violations: Sequence[ViewViolation]) -> None:
+        self.violations: tuple[ViewViolation, ...] = tuple(violations)
+        listed = ", ".join(v.code for v in self.violations)
+        super().__init__(f"workflow view breaks {len(self.violations)} rule(s): {listed}")
+
+
+def check_view(view: WorkflowView) -> list[ViewViolation]:
+    """Every rule `view` breaks, one entry per breach, in rule order (empty list: a sound view)."""
+    found: list[ViewViolation] = []
+    first_seen: dict[str, int] = {}
+    for index, obligation in enumerate(view.obligations):
+        earlier = first_seen.setdefault(obligation.obligation_id, index)
+        if earlier != index:
+            found.append(
+                ViewViolation(
+                    code=codes.WORKFLOW_DUPLICATE_OBLIGATION,
+                    detail=f"obligations[{index}] repeats obligations[{earlier}]",
+                )
+            )
+    ownership = view.phase_ownership
+    requirement = view.blocking_interaction
+    if ownership is PhaseOwnership.USER and requirement is None:
+        found.append(
+            ViewViolation(
+                code=codes.WORKFLOW_MISSING_BLOCKING_INTERACTION,
+                detail="a user-owned phase needs a blocking interaction requirement",
+            )
+        )
+    if requirement is not None and ownership is not PhaseOwnership.USER:
+        found.append(
+            ViewViolation(
+                code=codes.WORKFLOW_BLOCKING_ON_NON_USER_PHASE,
+                detail=f"a {ownership.value} phase allows no blocking interaction requirement",
+            )
+        )
+    if requirement is not None and not requirement.blocking:
+        found.append(
+            ViewViolation(
+                code=codes.WORKFLOW_NON_BLOCKING_IN_BLOCKING_SLOT,
+                detail="the blocking slot holds a requirement that is not blocking",
+            )
+        )
+    if view.outcome is not None and ownership is not PhaseOwnership.TERMINAL:
+        found.append(
+            ViewViolation(
+                code=codes.WORKFLOW_OUTCOME_ON_NON_TERMINAL_PHASE,
+                detail=f"a {ownership.value} phase carries no outcome",
+            )
+        )
+    if ownership is PhaseOwnership.TERMINAL and view.outcome is None:
+        found.append(
+            ViewViolation(
+                code=codes.WORKFLOW_TERMINAL_WITHOUT_OUTCOME,
+                detail="a terminal phase needs an outcome",
+            )
+        )
+    return found
+
+
+def ensure_view(view: WorkflowView) -> WorkflowView:
+    """`view` itself if it breaks no rule; else `ViewInvariantViolation` listing every breach."""
+    violations = check_view(view)
+    if violations:
+        raise ViewInvariantViolation(violations)
+    return view
+
+
+# --- operations, acts and compilation -----------------------------------------------------------
+
+
+class ArgumentSpec(FrozenModel):
+    """One argument an operation takes; `description` is what an Interpreter reads about it."""
+
+    name: ArgumentName
+    description: NonEmptyStr
+    required: bool = True
+
+
+class OperationSpec(FrozenModel):
+    """An operation the current view offers; only `proposable` ones reach a model."""
+
+    operation: OperationName
+    summary: NonEmptyStr
+    arguments: tuple[ArgumentSpec, ...] = ()
+    proposable: bool = True
+
+    @model_validator(mode="after")
+    def _unique_arguments(self) -> OperationSpec:
+        names = [argument.name for argument in self.arguments]
+        if len(names) != len(set(names)):
+            raise ValueError("argument names of an operation are unique")
+        return self
+
+
+class ResolvedAct(FrozenModel):
+    """An act after target resolution: one operation on one case, arguments by name."""
+
+    act_id: NonEmptyStr
+    operation: OperationName
+    case_ref: CaseRef
+    arguments: dict[str, Any] = Field(default_factory=dict)
+    evidence_digest: Digest
+
+
+class CompiledCommand(FrozenModel):
+    """A typed command a resolved act compiles to; the runtime wraps it in an envelope."""
+
+    command_type: NonEmptyStr
+    payload: dict[str, Any] = Field(default_factory=dict)
+
+
+class DomainRefusal(FrozenModel):
+    """The workflow declines an act; `explanation` is the domain's own sentence for the user."""
+
+    code: NonEmptyStr
+    explanation: NonEmptyStr
+
+
+class NextStep(FrozenModel):
+    """A step the user could take next: an offered operation, how to say it, preset arguments."""
+
+    operation: OperationName
+    words: NonEmptyStr
+    arguments: dict[str, Any] = Field(default_factory=dict)
+
+
+class WorkflowDefinition(Protocol):
+    """What a domain implements to run under Turnframe. Every method is pure: no I/O, no clock,
+    no randomness, no model call; the same version and state always give the same answer.
+
+    A change in what `project` or `compile` derives requires a new `version`; a stored case is
+    projected by the version recorded against it.
+    """
+
+    @property
+    def key(self) -> str:
+        """The workflow key cases carry (`CaseRef.workflow`)."""
+        ...
+
+    @property
+    def version(self) -> str:
+        """The version views carry as `workflow_version`."""
+        ...
+
+    def project(self, case_ref: CaseRef, state: Mapping[str, Any] | None) -> WorkflowView:
+        """The view of the case; `state` None means the case does not exist yet."""
+        ...
+
+    def operations(self, view: WorkflowView) -> Sequence[OperationSpec]:
+        """The operations on offer in this view; nothing else can be proposed or compiled."""
+        ...
+
+    def compile(
+        self, act: ResolvedAct, view: WorkflowView, state: Mapping[str, Any] | None
+    ) -> Sequence[CompiledCommand] | DomainRefusal:
+        """The commands an act means against this view and state, or the domain's refusal."""
+        ...
+
+    def policy(self, command_type: str) -> CommandPolicy:
+        """The command's policy; an unknown type gets `CommandPolicy.conservative()`."""
+        ...
+
+    def receipts(self, events: Sequence[DomainEvent]) -> Sequence[ReceiptSpec]:
+        """What receipts to render for committed events; each spec cites the events it states."""
+        ...
+
+    def obligation_sentence(self, obligation: Obligation, locale: str) -> str | None:
+        """How an open obligation reads to the user in `locale`; None when there is no sentence."""
+        ...
+
+    def next_steps(self, view: WorkflowView) -> Sequence[NextStep]:
+        """Steps worth suggesting in this view; each names an operation the view offers."""
+        ...
+
+    def build_interaction(
+        self,
+        requirement: InteractionRequirement,
+        view: WorkflowView,
+        state: Mapping[str, Any] | None,
+    ) -> InteractionPayload:
+        """The card payload for a view's blocking requirement; the runtime persists it."""
+        ...
