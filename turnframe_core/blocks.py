@@ -141,6 +141,9 @@ class CopyRef(FrozenModel):
 
 
 class AnswerBlock(FrozenModel):
+    """Prose answering one question. `copy_ref` is set when no model wrote it and server copy
+    stood in (the slot stays a model-kind slot: it never carries an operational claim)."""
+
     kind: Literal["answer"] = "answer"
     author: Literal["model"] = "model"
     block_id: BlockId
@@ -149,14 +152,18 @@ class AnswerBlock(FrozenModel):
     basis: AnswerBasis = AnswerBasis.CURRENT_COMMITTED_STATE
     status: AnswerStatus = AnswerStatus.ANSWERED
     facts_used: tuple[NarratableFact, ...] = ()
+    copy_ref: CopyRef | None = None
 
 
 class TransitionBlock(FrozenModel):
+    """The reply's connecting prose. `copy_ref` is set when server copy stood in for a model."""
+
     kind: Literal["transition"] = "transition"
     author: Literal["model"] = "model"
     block_id: BlockId
     text: NonEmptyStr
     facts_used: tuple[NarratableFact, ...] = ()
+    copy_ref: CopyRef | None = None
 
 
 ModelBlock = AnswerBlock | TransitionBlock

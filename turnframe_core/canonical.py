@@ -1,7 +1,8 @@
 """Canonical JSON and `sha256:` digests.
 
 Canonical form: keys sorted at every depth, no insignificant whitespace, UTF-8 (non-ASCII kept as
-is), integers as integers. NaN and infinities are refused because JSON cannot carry them. Every
+is), integers as integers. NaN and infinities are refused because JSON cannot carry them. Object
+keys are strings (everything hashed comes from JSON or from pydantic's JSON mode). Every
 hash in Turnframe (payload hashes, idempotency keys, plan hashes, derived ids, replay chains) is
 taken over this form, so it never depends on key order or on a storage engine's re-ordering.
 """
@@ -55,21 +56,31 @@ def to_jsonable(value: Any) -> Any:
     return value
 
 
+def _nested(value: Any) -> Any:
+    if isinstance(value, BaseModel):
+        return value.model_dump(mode="json")
+    raise TypeError(type(value).__name__)
+
+
+_ENCODER = json.JSONEncoder(
+    sort_keys=True,
+    separators=(",", ":"),
+    ensure_ascii=False,
+    allow_nan=False,
+    default=_nested,
+)
+
+
 def canonical_json(value: Any) -> str:
-    """The canonical JSON text of a JSON value or a pydantic model."""
+    """The canonical JSON text of a JSON value or a pydantic model (models nest anywhere)."""
+    if isinstance(value, BaseModel):
+        value = value.model_dump(mode="json")
     try:
-        return json.dumps(
-            to_jsonable(value),
-            sort_keys=True,
-            separators=(",", ":"),
-            ensure_ascii=False,
-            allow_nan=False,
-        )
+        return _ENCODER.encode(value)
     except (TypeError, ValueError) as exc:
         # The message names the failure class only, never the value (it may be user data).
-        raise CanonicalJsonError(
-            f"value has no canonical JSON form ({type(exc).__name__})"
-        ) from None
+        reason = type(exc).__name__
+        raise CanonicalJsonError(f"value has no canonical JSON form ({reason})") from None
 
 
 def canonical_bytes(value: Any) -> bytes:

@@ -95,6 +95,21 @@ UNDERSTANDING_UNKNOWN_OPTION = "turnframe.understanding.unknown_option"
 UNDERSTANDING_DUPLICATE_ID = "turnframe.understanding.duplicate_id"
 UNDERSTANDING_DANGLING_REFERENCE = "turnframe.understanding.dangling_reference"
 
+# --- execution (domain executor outcomes) -----------------------------------------------------
+EXECUTION_REVISION_CONFLICT = "turnframe.execution.revision_conflict"
+EXECUTION_REJECTED = "turnframe.execution.rejected"
+EXECUTION_TIMEOUT = "turnframe.execution.timeout"
+EXECUTION_FAILED = "turnframe.execution.failed"
+EXECUTION_DECLINED = "turnframe.execution.declined"
+
+# --- runtime ------------------------------------------------------------------------------------
+RUNTIME_CONVERSATION_NOT_FOUND = "turnframe.runtime.conversation_not_found"
+RUNTIME_TURN_IN_PROGRESS = "turnframe.runtime.turn_in_progress"
+RUNTIME_MISSING_COPY = "turnframe.runtime.missing_copy"
+RUNTIME_UNKNOWN_WORKFLOW = "turnframe.runtime.unknown_workflow"
+RUNTIME_INTERPRETER_FAILED = "turnframe.runtime.interpreter_failed"
+RUNTIME_TURN_FAILED = "turnframe.runtime.turn_failed"
+
 # --- targets ------------------------------------------------------------------------------------
 TARGET_AMBIGUOUS = "turnframe.target.ambiguous"
 TARGET_MISSING = "turnframe.target.missing"
@@ -111,6 +126,16 @@ STREAM_TURN_FAILED = "turnframe.stream.turn_failed"
 # --- understanding (continued) ------------------------------------------------------------------
 UNDERSTANDING_UNKNOWN_WORKFLOW = "turnframe.understanding.unknown_workflow"
 UNDERSTANDING_DUPLICATE_ARGUMENT = "turnframe.understanding.duplicate_argument"
+
+# --- store --------------------------------------------------------------------------------------
+STORE_ERROR = "turnframe.store.error"
+STORE_NOT_FOUND = "turnframe.store.not_found"
+STORE_CONFLICT = "turnframe.store.conflict"
+STORE_INVALID_RECORD = "turnframe.store.invalid_record"
+STORE_TIMEOUT = "turnframe.store.timeout"
+STORE_UNAVAILABLE = "turnframe.store.unavailable"
+STORE_CORRUPT = "turnframe.store.corrupt"
+STORE_MISSING_ROLE = "turnframe.store.missing_role"
 
 
 def _collect() -> tuple[str, ...]:

@@ -9,6 +9,7 @@ sha256 and rendered in lowercase base32. Never random where replay needs the sam
 from __future__ import annotations
 
 import base64
+import functools
 import hashlib
 import os
 import threading
@@ -59,22 +60,17 @@ PREFIXES: Final[tuple[str, ...]] = (
 
 _BODY = r"[0-9A-Za-z][0-9A-Za-z_-]{0,127}"
 
-
-def _id_type(prefix: str) -> Any:
-    return Annotated[str, StringConstraints(pattern=rf"^{prefix}_{_BODY}$")]
-
-
-ConversationId = _id_type("conv")
-TurnId = _id_type("turn")
-BlockId = _id_type("blk")
-EventId = _id_type("evt")
-CommandId = _id_type("cmd")
-InteractionId = _id_type("int")
-OptionId = _id_type("opt")
-OutboxId = _id_type("obx")
-ReceiptId = _id_type("rcp")
-ReplayToken = _id_type("rpl")
-BatchId = _id_type("bat")
+ConversationId = Annotated[str, StringConstraints(pattern=rf"^conv_{_BODY}$")]
+TurnId = Annotated[str, StringConstraints(pattern=rf"^turn_{_BODY}$")]
+BlockId = Annotated[str, StringConstraints(pattern=rf"^blk_{_BODY}$")]
+EventId = Annotated[str, StringConstraints(pattern=rf"^evt_{_BODY}$")]
+CommandId = Annotated[str, StringConstraints(pattern=rf"^cmd_{_BODY}$")]
+InteractionId = Annotated[str, StringConstraints(pattern=rf"^int_{_BODY}$")]
+OptionId = Annotated[str, StringConstraints(pattern=rf"^opt_{_BODY}$")]
+OutboxId = Annotated[str, StringConstraints(pattern=rf"^obx_{_BODY}$")]
+ReceiptId = Annotated[str, StringConstraints(pattern=rf"^rcp_{_BODY}$")]
+ReplayToken = Annotated[str, StringConstraints(pattern=rf"^rpl_{_BODY}$")]
+BatchId = Annotated[str, StringConstraints(pattern=rf"^bat_{_BODY}$")]
 #: The tenant boundary. Adopter-chosen; no prefix required.
 AccountId = Annotated[
     str, StringConstraints(min_length=1, max_length=200, pattern=r"^[A-Za-z0-9][A-Za-z0-9_.:@-]*$")
@@ -173,10 +169,13 @@ def derive_block_id(turn_id: str, slot: str) -> str:
 
 def derive_receipt_id(status_code: str, event_ids: Iterable[str]) -> str:
     """A receipt's id from what it states and the events it cites (order-free)."""
+    return _receipt_id(status_code, tuple(sorted(set(event_ids))))
+
+
+@functools.lru_cache(maxsize=4096)
+def _receipt_id(status_code: str, event_ids: tuple[str, ...]) -> str:
     return derive_id(
-        "rcp",
-        "turnframe.receipt_id.v1",
-        {"status_code": status_code, "event_ids": sorted(set(event_ids))},
+        "rcp", "turnframe.receipt_id.v1", {"status_code": status_code, "event_ids": event_ids}
     )
 
 
@@ -206,6 +205,7 @@ def derive_outbox_id(command_id: str) -> str:
     return derive_id("obx", "turnframe.outbox_id.v1", {"command_id": command_id})
 
 
+@functools.lru_cache(maxsize=4096)
 def derive_replay_token(turn_id: str) -> str:
     """The replay token joins an assistant turn to its audit record; one per turn, stable."""
     return derive_id("rpl", "turnframe.replay_token.v1", {"turn_id": turn_id})

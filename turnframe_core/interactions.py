@@ -190,6 +190,7 @@ class DeclineAndRecord(FrozenModel):
 
     kind: Literal["decline_and_record"] = "decline_and_record"
     operation: NonEmptyStr
+    arguments: dict[str, Any] = Field(default_factory=dict)
 
 
 class SelectTarget(FrozenModel):

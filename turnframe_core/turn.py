@@ -8,7 +8,7 @@ reloads byte-identical.
 from __future__ import annotations
 
 from enum import StrEnum
-from typing import Any, Literal
+from typing import Any
 
 from pydantic import Field, model_validator
 
@@ -71,7 +71,7 @@ class TurnInput(FrozenModel):
     interaction_response: InteractionResponse | None = None
     attachments: tuple[AttachmentRef, ...] = ()
     origin_ref: str | None = Field(default=None, max_length=500)
-    locale: Literal["en", "it"] | str = "en"
+    locale: str = "en"
 
     @model_validator(mode="after")
     def _not_empty(self) -> TurnInput:

@@ -306,6 +306,10 @@ class WorkflowDefinition(Protocol):
         """How an open obligation reads to the user in `locale`; None when there is no sentence."""
         ...
 
+    def narratable_state(self, state: Mapping[str, Any] | None) -> Mapping[str, Any]:
+        """The fields of a case a narrator may state (values as the user would read them)."""
+        ...
+
     def next_steps(self, view: WorkflowView) -> Sequence[NextStep]:
         """Steps worth suggesting in this view; each names an operation the view offers."""
         ...

@@ -17,7 +17,7 @@ from turnframe_core import (
     TurnStatus,
     digest,
 )
-from turnframe_core.blocks import AnswerBlock, AnswerStatus, TransitionBlock
+from turnframe_core.blocks import AnswerBlock, AnswerStatus, ReceiptBlock, TransitionBlock
 from turnframe_core.commands import ConfirmedInteraction, DirectSafeUserAct, InternalPolicy
 from turnframe_core.facts import InteractionAvailable, OperationalOutcome, StateValue
 from turnframe_core.ids import derive_block_id, derive_replay_token
@@ -79,6 +79,7 @@ def turns(draw):
             receipt_id=b.receipt_id, event_ids=b.event_ids, status_code=b.status_code
         )
         for b in blocks
+        if isinstance(b, ReceiptBlock)
     ]
     for i in range(draw(st.integers(0, 2))):
         blocks.append(
