@@ -1,0 +1,706 @@
+"""Broken-store controls: each breaks one rule of MemoryStores and must fail exactly its check.
+
+The five rules of DESIGN §6 each have a control here: total account scoping
+(`foreign_card_visible`), compare-and-swap (`blind_journal_completion`), immutability
+(`mutable_card_payload`, `rewritten_assistant_turn`), specified ordering
+(`unsorted_journal_for_turn`) and stable codes (`loose_conflict_code`). Every other check has a
+control too, so no check in the suite is one that cannot fail.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+from typing import Any
+
+import pytest
+
+from turnframe_core.cases import CaseKey
+from turnframe_core.events import DomainEvent
+from turnframe_core.interactions import Interaction, InteractionStatus
+from turnframe_core.replay import CommandOutcome, ReplayRecord, TurnPhase
+from turnframe_core.turn import AssistantTurn
+from turnframe_store import Conflict, InvalidRecord, NotFound, Stores
+from turnframe_store.conformance import CHECKS, run_all
+from turnframe_store.memory import (
+    MemoryCommits,
+    MemoryConversations,
+    MemoryEvents,
+    MemoryInteractions,
+    MemoryJournal,
+    MemoryOutbox,
+    MemoryReplay,
+    MemoryStores,
+    _UndoLog,
+)
+from turnframe_store.records import (
+    CommitBundle,
+    CommitResult,
+    ConversationRecord,
+    EventCursor,
+    EventPage,
+    Fresh,
+    JournalAdmission,
+    JournalEntry,
+    OutboxEntry,
+    OutboxStatus,
+    PhaseMarker,
+    Replay,
+    UserTurnRecord,
+)
+
+# --- conversations ------------------------------------------------------------------------------
+
+
+class RecreatedConversation(MemoryConversations):
+    """ensure_conversation rewrites an existing conversation instead of returning it."""
+
+    async def ensure_conversation(
+        self, account_id: str, conversation_id: str
+    ) -> ConversationRecord:
+        engine = self._engine
+        key = (account_id, conversation_id)
+        found = engine.read(lambda: engine.t.conversations.get(key))
+        if found is None:
+            return await super().ensure_conversation(account_id, conversation_id)
+        moved = found.model_copy(update={"created_at": found.created_at + 1})
+        engine.write(lambda undo: undo.put(engine.t.conversations, key, moved))
+        return moved
+
+
+class RewrittenAssistantTurn(MemoryConversations):
+    """A stored assistant turn is overwritten by the next one."""
+
+    async def append_assistant_turn(
+        self, account_id: str, turn: AssistantTurn, *, phase: TurnPhase | None = None
+    ) -> None:
+        engine = self._engine
+
+        def write(undo: _UndoLog) -> None:
+            undo.remove(engine.t.assistant_turns, (account_id, turn.turn_id))
+            engine.append_assistant_turn(undo, account_id, turn, phase)
+
+        engine.write(write)
+
+
+class PhaseLeavesTerminal(MemoryConversations):
+    """set_phase moves any marker anywhere."""
+
+    async def set_phase(self, account_id: str, turn_id: str, phase: TurnPhase) -> PhaseMarker:
+        engine = self._engine
+
+        def write(undo: _UndoLog) -> PhaseMarker:
+            marker = engine.t.phases.get((account_id, turn_id))
+            if marker is None:
+                raise NotFound()
+            moved = marker.model_copy(update={"phase": phase, "updated_at": engine.clock()})
+            undo.put(engine.t.phases, (account_id, turn_id), moved)
+            if phase.is_terminal:
+                undo.remove(engine.t.unfinished, (account_id, turn_id))
+            else:
+                undo.put(engine.t.unfinished, (account_id, turn_id), None)
+            return moved
+
+        return engine.write(write)
+
+
+class ForgetfulUnfinished(MemoryConversations):
+    """A turn interrupted right after it was received is not listed for recovery."""
+
+    async def list_unfinished_turns(self, limit: int) -> tuple[PhaseMarker, ...]:
+        markers = await super().list_unfinished_turns(limit)
+        return tuple(m for m in markers if m.phase is not TurnPhase.RECEIVED)
+
+
+class _LooseConflict(Conflict):
+    code = "conflict"
+
+
+class LooseConflictCode(MemoryConversations):
+    """A repeated user turn raises a Conflict without its stable code."""
+
+    async def append_user_turn(self, record: UserTurnRecord) -> None:
+        try:
+            await super().append_user_turn(record)
+        except Conflict as exc:
+            raise _LooseConflict(exc.message) from None
+
+
+# --- interactions -------------------------------------------------------------------------------
+
+
+def _case_of(card: Interaction) -> tuple[str, str, str]:
+    return (card.account_id, card.case_ref.workflow, card.case_ref.case_id)
+
+
+class SecondBlockingCard(MemoryInteractions):
+    """insert ignores the one-open-blocking-card-per-case slot."""
+
+    async def insert(self, interaction: Interaction) -> Interaction:
+        engine = self._engine
+
+        def write(undo: _UndoLog) -> Interaction:
+            undo.remove(engine.t.blocking_slot, _case_of(interaction))
+            return engine.insert_card(undo, interaction)
+
+        return engine.write(write)
+
+
+class ForeignCardVisible(MemoryInteractions):
+    """get finds a card by id in any account."""
+
+    async def get(self, account_id: str, interaction_id: str) -> Interaction:
+        engine = self._engine
+        for (_, found_id), card in engine.t.cards.items():
+            if found_id == interaction_id:
+                return card
+        raise NotFound()
+
+
+class ReplacingResolving(MemoryInteractions):
+    """insert_replacing_blocking also replaces a card that is being resolved."""
+
+    async def insert_replacing_blocking(self, interaction: Interaction) -> tuple[str, ...]:
+        engine = self._engine
+
+        def write(undo: _UndoLog) -> tuple[str, ...]:
+            holder_id = engine.t.blocking_slot.get(_case_of(interaction))
+            if holder_id is None or holder_id == interaction.interaction_id:
+                engine.insert_card(undo, interaction)
+                return ()
+            holder = engine.t.cards[(interaction.account_id, holder_id)]
+            engine._move_card(undo, holder.model_copy(update={"status": "invalidated"}))
+            engine.insert_card(undo, interaction)
+            return (holder_id,)
+
+        return engine.write(write)
+
+
+class BlindCardResolution(MemoryInteractions):
+    """begin_resolution claims a card whatever its status."""
+
+    async def begin_resolution(
+        self, account_id: str, interaction_id: str, option_id: str
+    ) -> Interaction:
+        engine = self._engine
+
+        def write(undo: _UndoLog) -> Interaction:
+            card = engine.card(account_id, interaction_id)
+            if card.payload.option(option_id) is None:
+                raise InvalidRecord("unknown option")
+            claimed = card.model_copy(
+                update={"status": InteractionStatus.RESOLVING, "resolved_option_id": option_id}
+            )
+            return engine._move_card(undo, claimed)
+
+        return engine.write(write)
+
+
+class MutableCardPayload(MemoryInteractions):
+    """insert overwrites a stored card that has the same id."""
+
+    async def insert(self, interaction: Interaction) -> Interaction:
+        engine = self._engine
+
+        def write(undo: _UndoLog) -> Interaction:
+            key = (interaction.account_id, interaction.interaction_id)
+            if key in engine.t.cards:
+                undo.put(engine.t.cards, key, interaction)
+                return interaction
+            return engine.insert_card(undo, interaction)
+
+        return engine.write(write)
+
+
+class RevisionBlindInvalidation(MemoryInteractions):
+    """invalidate_for_revision also invalidates revision-independent cards."""
+
+    async def invalidate_for_revision(
+        self, account_id: str, case_key: CaseKey, current_revision: int
+    ) -> tuple[str, ...]:
+        engine = self._engine
+
+        def write(undo: _UndoLog) -> tuple[str, ...]:
+            stale = [
+                card
+                for card in engine.cards_of_case(account_id, case_key)
+                if card.status is InteractionStatus.ACTIVE
+                and card.bound_revision != current_revision
+            ]
+            for card in stale:
+                engine._move_card(
+                    undo, card.transition(InteractionStatus.INVALIDATED, at=engine.clock())
+                )
+            return tuple(card.interaction_id for card in stale)
+
+        return engine.write(write)
+
+
+class EagerExpiry(MemoryInteractions):
+    """expire_due expires every active card that has an expiry, due or not."""
+
+    async def expire_due(self, now: int, limit: int) -> tuple[Interaction, ...]:
+        engine = self._engine
+
+        def write(undo: _UndoLog) -> tuple[Interaction, ...]:
+            cards = [engine.t.cards[key] for key in engine.t.cards_expiring]
+            due = [c for c in cards if c.status is InteractionStatus.ACTIVE]
+            due.sort(key=lambda c: (c.expires_at or 0, c.account_id, c.interaction_id))
+            return tuple(
+                engine._move_card(undo, c.transition(InteractionStatus.EXPIRED, at=now))
+                for c in due[:limit]
+            )
+
+        return engine.write(write)
+
+
+# --- journal ------------------------------------------------------------------------------------
+
+
+class BlindJournalCompletion(MemoryJournal):
+    """complete overwrites whatever outcome is stored."""
+
+    async def complete(
+        self, account_id: str, command_id: str, outcome: CommandOutcome
+    ) -> JournalEntry:
+        engine = self._engine
+
+        def write(undo: _UndoLog) -> JournalEntry:
+            settled = engine.entry(account_id, command_id).settled(outcome, at=engine.clock())
+            undo.put(engine.t.journal, (account_id, command_id), settled)
+            return settled
+
+        return engine.write(write)
+
+
+class RacyJournalAdmission(MemoryJournal):
+    """begin looks the key up and inserts in two steps, letting other callers in between."""
+
+    async def begin(self, entry: JournalEntry) -> JournalAdmission:
+        engine = self._engine
+        account = entry.account_id
+
+        def look() -> JournalAdmission | None:
+            stored_id = engine.t.journal_by_key.get((account, entry.idempotency_key))
+            if stored_id is not None:
+                stored = engine.t.journal[(account, stored_id)]
+                if not stored.same_command(entry):
+                    raise Conflict("another command")
+                return Replay(entry=stored)
+            if (account, entry.command_id) in engine.t.journal:
+                raise Conflict("command id under another key")
+            return None
+
+        found = engine.read(look)
+        if found is not None:
+            return found
+        await asyncio.sleep(0)
+
+        def write(undo: _UndoLog) -> JournalAdmission:
+            undo.put(engine.t.journal, (account, entry.command_id), entry)
+            undo.put(engine.t.journal_by_key, (account, entry.idempotency_key), entry.command_id)
+            if entry.command_id not in engine.t.journal_by_turn.get((account, entry.turn_id), []):
+                undo.index(engine.t.journal_by_turn, (account, entry.turn_id), entry.command_id)
+            return Fresh(entry=entry)
+
+        return engine.write(write)
+
+
+class ReadmittingJournal(MemoryJournal):
+    """begin admits a settled command again, as fresh."""
+
+    async def begin(self, entry: JournalEntry) -> JournalAdmission:
+        engine = self._engine
+
+        def write(undo: _UndoLog) -> JournalAdmission:
+            key = (entry.account_id, entry.idempotency_key)
+            stored_id = engine.t.journal_by_key.get(key)
+            if stored_id is not None:
+                stored = engine.t.journal[(entry.account_id, stored_id)]
+                if stored.status.is_terminal and stored.same_command(entry):
+                    undo.put(engine.t.journal, (entry.account_id, stored_id), entry)
+                    return Fresh(entry=entry)
+            return engine.begin(undo, entry)
+
+        return engine.write(write)
+
+
+class KeyReuseAccepted(MemoryJournal):
+    """begin replays a stored key whatever command comes with it."""
+
+    async def begin(self, entry: JournalEntry) -> JournalAdmission:
+        engine = self._engine
+
+        def write(undo: _UndoLog) -> JournalAdmission:
+            stored_id = engine.t.journal_by_key.get((entry.account_id, entry.idempotency_key))
+            if stored_id is not None:
+                return Replay(entry=engine.t.journal[(entry.account_id, stored_id)])
+            return engine.begin(undo, entry)
+
+        return engine.write(write)
+
+
+class UnsortedJournalForTurn(MemoryJournal):
+    """for_turn sorts by command id instead of (created_at, command_id)."""
+
+    async def for_turn(self, account_id: str, turn_id: str) -> tuple[JournalEntry, ...]:
+        entries = await super().for_turn(account_id, turn_id)
+        return tuple(sorted(entries, key=lambda e: e.command_id))
+
+
+# --- events -------------------------------------------------------------------------------------
+
+
+class SortedBatchAppend(MemoryEvents):
+    """append orders a batch by event id instead of keeping the given order."""
+
+    async def append(
+        self, account_id: str, events: Sequence[DomainEvent]
+    ) -> tuple[DomainEvent, ...]:
+        return await super().append(account_id, sorted(events, key=lambda e: e.event_id))
+
+
+class PartialEventAppend(MemoryEvents):
+    """append writes a batch event by event, so a duplicate leaves the events before it."""
+
+    async def append(
+        self, account_id: str, events: Sequence[DomainEvent]
+    ) -> tuple[DomainEvent, ...]:
+        appended: list[DomainEvent] = []
+        for event in events:
+            appended.extend(await super().append(account_id, [event]))
+        return tuple(appended)
+
+
+class SkippingPager(MemoryEvents):
+    """read_from drops the last event of a full page but moves the cursor past it."""
+
+    async def read_from(self, account_id: str, cursor: EventCursor, limit: int) -> EventPage:
+        page = await super().read_from(account_id, cursor, limit)
+        if len(page.events) < limit:
+            return page
+        return EventPage(events=page.events[:-1], next_cursor=page.next_cursor)
+
+
+class InclusiveCaseHistory(MemoryEvents):
+    """list_for_case includes the `since` revision itself."""
+
+    async def list_for_case(
+        self, account_id: str, case_key: CaseKey, since_revision: int, limit: int
+    ) -> tuple[DomainEvent, ...]:
+        return await super().list_for_case(account_id, case_key, since_revision - 1, limit)
+
+
+# --- outbox -------------------------------------------------------------------------------------
+
+
+class DuplicateOutboxKey(MemoryOutbox):
+    """enqueue checks only the outbox id, not (destination, idempotency_key)."""
+
+    async def enqueue(self, entry: OutboxEntry) -> OutboxEntry:
+        engine = self._engine
+
+        def write(undo: _UndoLog) -> OutboxEntry:
+            if entry.status is not OutboxStatus.PENDING:
+                raise InvalidRecord("not pending")
+            if entry.outbox_id in engine.t.outbox:
+                raise Conflict("stored id")
+            undo.put(engine.t.outbox, entry.outbox_id, entry)
+            undo.put(engine.t.outbox_by_key, (entry.destination, entry.idempotency_key), "x")
+            undo.index(engine.t.outbox_by_command, entry.command_id, entry.outbox_id)
+            undo.put(engine.t.outbox_pending, entry.outbox_id, None)
+            return entry
+
+        return engine.write(write)
+
+
+class RacyOutboxClaim(MemoryOutbox):
+    """claim_due selects and claims in two steps, letting other claimers in between."""
+
+    async def claim_due(self, now: int, limit: int, worker_id: str) -> tuple[OutboxEntry, ...]:
+        engine = self._engine
+
+        def select() -> list[str]:
+            rows = [engine.t.outbox[i] for i in engine.t.outbox_pending]
+            due = [r for r in rows if r.next_attempt_at is None or r.next_attempt_at <= now]
+            due.sort(key=lambda r: (r.created_at, r.outbox_id))
+            return [r.outbox_id for r in due[:limit]]
+
+        picked = engine.read(select)
+        await asyncio.sleep(0)
+
+        def claim(undo: _UndoLog) -> tuple[OutboxEntry, ...]:
+            claimed = []
+            for outbox_id in picked:
+                row = engine.t.outbox[outbox_id]
+                claimed.append(
+                    engine._move_row(
+                        undo,
+                        row,
+                        status=OutboxStatus.DISPATCHING,
+                        attempt_count=row.attempt_count + 1,
+                        claim_worker_id=worker_id,
+                        claim_taken_at=now,
+                    )
+                )
+            return tuple(claimed)
+
+        return engine.write(claim)
+
+
+class RescheduleDueNow(MemoryOutbox):
+    """reschedule ignores the time it is given and makes the row due at once."""
+
+    async def reschedule(self, outbox_id: str, at: int) -> OutboxEntry:
+        engine = self._engine
+
+        def write(undo: _UndoLog) -> OutboxEntry:
+            row = engine.row(outbox_id)
+            if row.status not in (OutboxStatus.PENDING, OutboxStatus.OUTCOME_UNKNOWN):
+                raise Conflict("not reschedulable")
+            return engine._move_row(undo, row, status=OutboxStatus.PENDING, next_attempt_at=None)
+
+        return engine.write(write)
+
+
+class InclusiveReaper(MemoryOutbox):
+    """release_expired_claims also releases claims taken exactly at the limit."""
+
+    async def release_expired_claims(self, claimed_before: int) -> int:
+        return await super().release_expired_claims(claimed_before + 1)
+
+
+# --- replay and commit --------------------------------------------------------------------------
+
+
+class OverwritingReplay(MemoryReplay):
+    """put overwrites a final replay record."""
+
+    async def put(self, record: ReplayRecord) -> None:
+        engine = self._engine
+
+        def write(undo: _UndoLog) -> None:
+            key = (record.account_id, record.turn_id)
+            if key in engine.t.replay:
+                undo.put(engine.t.replay, key, record)
+                return
+            engine.put_replay(undo, record)
+
+        engine.write(write)
+
+
+class HalfBundle(MemoryCommits):
+    """commit applies items in place and never undoes them when a later item fails."""
+
+    async def commit(self, bundle: CommitBundle) -> CommitResult:
+        bundle.require_valid()
+        with self._engine.lock:
+            return self._engine.commit(_UndoLog(), bundle)
+
+
+class InsertsFirstBundle(MemoryCommits):
+    """commit inserts new cards before it finishes and invalidates the old ones."""
+
+    async def commit(self, bundle: CommitBundle) -> CommitResult:
+        bundle.require_valid()
+        engine, account = self._engine, bundle.account_id
+
+        def write(undo: _UndoLog) -> CommitResult:
+            for completion in bundle.journal_completions:
+                engine.complete(undo, account, completion.command_id, completion.outcome)
+            events = engine.append(undo, account, bundle.events)
+            for card in bundle.interaction_inserts:
+                engine.insert_card(undo, card)
+            for finish in bundle.interaction_finishes:
+                engine.finish(
+                    undo,
+                    account,
+                    finish.interaction_id,
+                    finish.status,
+                    finish.option_id,
+                    finish.event_ids,
+                )
+            invalidated: list[str] = []
+            for item in bundle.invalidations:
+                invalidated.extend(
+                    engine.invalidate(undo, account, item.case_key, item.current_revision)
+                )
+            for row in bundle.outbox:
+                engine.enqueue(undo, row)
+            if bundle.replay is not None:
+                engine.put_replay(undo, bundle.replay)
+            if bundle.phase is not None:
+                engine.set_phase(undo, account, bundle.turn_id, bundle.phase)
+            return CommitResult(events=events, invalidated=tuple(invalidated))
+
+        return engine.write(write)
+
+
+# --- the table ----------------------------------------------------------------------------------
+
+#: control name -> (role name, broken role class, the one check it must fail)
+CONTROLS: dict[str, tuple[str, type[Any], str]] = {
+    "recreated_conversation": (
+        "conversations",
+        RecreatedConversation,
+        "check_a_user_turn_is_recorded_once_with_its_received_phase",
+    ),
+    "rewritten_assistant_turn": (
+        "conversations",
+        RewrittenAssistantTurn,
+        "check_an_assistant_turn_is_written_once_and_reloads_identical",
+    ),
+    "phase_leaves_terminal": (
+        "conversations",
+        PhaseLeavesTerminal,
+        "check_the_phase_marker_never_leaves_a_terminal_phase",
+    ),
+    "forgetful_unfinished": (
+        "conversations",
+        ForgetfulUnfinished,
+        "check_unfinished_turns_are_listed_after_an_interruption",
+    ),
+    "loose_conflict_code": (
+        "conversations",
+        LooseConflictCode,
+        "check_store_errors_carry_their_stable_codes",
+    ),
+    "second_blocking_card": (
+        "interactions",
+        SecondBlockingCard,
+        "check_a_second_open_blocking_card_for_a_case_is_a_conflict",
+    ),
+    "foreign_card_visible": (
+        "interactions",
+        ForeignCardVisible,
+        "check_another_accounts_records_are_not_found_exactly_like_missing_ones",
+    ),
+    "replacing_resolving": (
+        "interactions",
+        ReplacingResolving,
+        "check_a_blocking_card_is_replaced_only_while_it_is_active",
+    ),
+    "blind_card_resolution": (
+        "interactions",
+        BlindCardResolution,
+        "check_card_resolution_is_compare_and_swap_and_a_repeat_is_accepted",
+    ),
+    "mutable_card_payload": (
+        "interactions",
+        MutableCardPayload,
+        "check_interaction_payloads_are_immutable",
+    ),
+    "revision_blind_invalidation": (
+        "interactions",
+        RevisionBlindInvalidation,
+        "check_revision_invalidation_spares_revision_independent_cards",
+    ),
+    "eager_expiry": (
+        "interactions",
+        EagerExpiry,
+        "check_the_expiry_sweep_expires_only_due_active_cards",
+    ),
+    "blind_journal_completion": (
+        "journal",
+        BlindJournalCompletion,
+        "check_journal_completion_is_compare_and_swap",
+    ),
+    "racy_journal_admission": (
+        "journal",
+        RacyJournalAdmission,
+        "check_journal_admission_is_fresh_exactly_once_per_key_under_interleaving",
+    ),
+    "readmitting_journal": (
+        "journal",
+        ReadmittingJournal,
+        "check_a_settled_journal_entry_is_replayed_not_readmitted",
+    ),
+    "key_reuse_accepted": (
+        "journal",
+        KeyReuseAccepted,
+        "check_a_reused_idempotency_key_with_a_different_command_is_refused",
+    ),
+    "unsorted_journal_for_turn": (
+        "journal",
+        UnsortedJournalForTurn,
+        "check_lists_follow_their_named_sort_keys",
+    ),
+    "sorted_batch_append": (
+        "events",
+        SortedBatchAppend,
+        "check_events_append_in_order_and_read_back_by_id",
+    ),
+    "partial_event_append": (
+        "events",
+        PartialEventAppend,
+        "check_a_duplicate_event_id_appends_nothing",
+    ),
+    "skipping_pager": (
+        "events",
+        SkippingPager,
+        "check_paging_by_sequence_skips_and_repeats_nothing_while_the_ledger_grows",
+    ),
+    "inclusive_case_history": (
+        "events",
+        InclusiveCaseHistory,
+        "check_case_history_is_read_since_a_revision",
+    ),
+    "duplicate_outbox_key": (
+        "outbox",
+        DuplicateOutboxKey,
+        "check_outbox_enqueue_refuses_duplicates_and_non_pending_rows",
+    ),
+    "racy_outbox_claim": (
+        "outbox",
+        RacyOutboxClaim,
+        "check_an_outbox_row_is_claimed_by_one_worker_only",
+    ),
+    "reschedule_due_now": (
+        "outbox",
+        RescheduleDueNow,
+        "check_a_rescheduled_outbox_row_waits_until_it_is_due",
+    ),
+    "inclusive_reaper": (
+        "outbox",
+        InclusiveReaper,
+        "check_the_reaper_releases_expired_claims",
+    ),
+    "overwriting_replay": (
+        "replay",
+        OverwritingReplay,
+        "check_a_replay_record_is_upserted_until_its_phase_is_terminal",
+    ),
+    "half_bundle": (
+        "commits",
+        HalfBundle,
+        "check_a_commit_bundle_with_an_invalid_item_writes_nothing",
+    ),
+    "inserts_first_bundle": (
+        "commits",
+        InsertsFirstBundle,
+        "check_a_commit_bundle_applies_its_items_in_the_normative_order",
+    ),
+}
+
+
+def broken_stores(role: str, broken: type[Any]):  # type: ignore[no-untyped-def]
+    async def factory() -> Stores:
+        memory = MemoryStores()
+        return memory.replace(**{role: broken(memory.engine)})
+
+    return factory
+
+
+@pytest.mark.parametrize("control", sorted(CONTROLS))
+async def test_a_store_that_breaks_one_rule_fails_exactly_the_check_for_it(control: str) -> None:
+    role, broken, expected = CONTROLS[control]
+
+    report = await run_all(broken_stores(role, broken))
+
+    assert report.failed_names == (expected,), report.describe()
+
+
+def test_every_check_of_the_suite_has_a_control_that_fails_it() -> None:
+    targets = [expected for _, _, expected in CONTROLS.values()]
+
+    assert sorted(targets) == sorted(CHECKS)

@@ -1,0 +1,124 @@
+"""turnframe_store: the store roles, their records and errors, the in-memory reference store,
+fault points, and the conformance suite every implementation passes.
+
+`turnframe_store.conformance` is public too; import it explicitly to run the suite.
+"""
+
+from turnframe_store.bundle import ROLES, ReadOnlyStores, Stores
+from turnframe_store.clock import Clock, ManualClock, system_clock
+from turnframe_store.errors import (
+    Conflict,
+    Corrupt,
+    InvalidRecord,
+    MissingRole,
+    NotFound,
+    StoreError,
+    Timeout,
+    Unavailable,
+)
+from turnframe_store.faults import FaultPlan, FaultPoint, FiredFault
+from turnframe_store.memory import MemoryStores
+from turnframe_store.protocols import (
+    CommandJournal,
+    CommandJournalReader,
+    CommandJournalWriter,
+    CommitStore,
+    ConversationReader,
+    ConversationStore,
+    ConversationWriter,
+    EventLedger,
+    EventLedgerReader,
+    EventLedgerWriter,
+    InteractionReader,
+    InteractionStore,
+    InteractionWriter,
+    OutboxReader,
+    OutboxStore,
+    OutboxWriter,
+    ReplayReader,
+    ReplayStore,
+    ReplayWriter,
+)
+from turnframe_store.records import (
+    CaseInvalidation,
+    CommitBundle,
+    CommitResult,
+    ConversationRecord,
+    EventCursor,
+    EventPage,
+    Fresh,
+    InteractionFinish,
+    JournalAdmission,
+    JournalCompletion,
+    JournalEntry,
+    JournalStatus,
+    OutboxEntry,
+    OutboxStatus,
+    PhaseMarker,
+    Replay,
+    UserTurnRecord,
+)
+
+__all__ = [
+    # bundle
+    "ROLES",
+    "ReadOnlyStores",
+    "Stores",
+    # clock
+    "Clock",
+    "ManualClock",
+    "system_clock",
+    # errors
+    "Conflict",
+    "Corrupt",
+    "InvalidRecord",
+    "MissingRole",
+    "NotFound",
+    "StoreError",
+    "Timeout",
+    "Unavailable",
+    # faults
+    "FaultPlan",
+    "FaultPoint",
+    "FiredFault",
+    # implementations
+    "MemoryStores",
+    # protocols
+    "CommandJournal",
+    "CommandJournalReader",
+    "CommandJournalWriter",
+    "CommitStore",
+    "ConversationReader",
+    "ConversationStore",
+    "ConversationWriter",
+    "EventLedger",
+    "EventLedgerReader",
+    "EventLedgerWriter",
+    "InteractionReader",
+    "InteractionStore",
+    "InteractionWriter",
+    "OutboxReader",
+    "OutboxStore",
+    "OutboxWriter",
+    "ReplayReader",
+    "ReplayStore",
+    "ReplayWriter",
+    # records
+    "CaseInvalidation",
+    "CommitBundle",
+    "CommitResult",
+    "ConversationRecord",
+    "EventCursor",
+    "EventPage",
+    "Fresh",
+    "InteractionFinish",
+    "JournalAdmission",
+    "JournalCompletion",
+    "JournalEntry",
+    "JournalStatus",
+    "OutboxEntry",
+    "OutboxStatus",
+    "PhaseMarker",
+    "Replay",
+    "UserTurnRecord",
+]

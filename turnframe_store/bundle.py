@@ -1,0 +1,152 @@
+"""`Stores`: one object per role, all seven present; `ReadOnlyStores`: the reader halves only."""
+
+from __future__ import annotations
+
+from typing import Any, Final, cast
+
+from turnframe_store.errors import MissingRole
+from turnframe_store.protocols import (
+    CommandJournal,
+    CommandJournalReader,
+    CommitStore,
+    ConversationReader,
+    ConversationStore,
+    EventLedger,
+    EventLedgerReader,
+    InteractionReader,
+    InteractionStore,
+    OutboxReader,
+    OutboxStore,
+    ReplayReader,
+    ReplayStore,
+)
+
+__all__ = ["ROLES", "ReadOnlyStores", "Stores", "protocol_methods"]
+
+#: Each role's attribute name and the protocol its object must provide.
+ROLES: Final[tuple[tuple[str, type], ...]] = (
+    ("conversations", ConversationStore),
+    ("interactions", InteractionStore),
+    ("journal", CommandJournal),
+    ("events", EventLedger),
+    ("outbox", OutboxStore),
+    ("replay", ReplayStore),
+    ("commits", CommitStore),
+)
+_READERS: Final[tuple[tuple[str, type], ...]] = (
+    ("conversations", ConversationReader),
+    ("interactions", InteractionReader),
+    ("journal", CommandJournalReader),
+    ("events", EventLedgerReader),
+    ("outbox", OutboxReader),
+    ("replay", ReplayReader),
+)
+
+
+def protocol_methods(protocol: type) -> tuple[str, ...]:
+    """The public method names a protocol (and the protocols it extends) declares, sorted."""
+    names: set[str] = set()
+    for klass in protocol.__mro__:
+        if klass is object or not getattr(klass, "_is_protocol", False):
+            continue
+        if klass.__module__ == "typing":
+            continue
+        names.update(
+            name
+            for name, value in vars(klass).items()
+            if not name.startswith("_") and callable(value)
+        )
+    return tuple(sorted(names))
+
+
+class Stores:
+    """The store bundle the runtime is given. Building it without a role raises `MissingRole`."""
+
+    conversations: ConversationStore
+    interactions: InteractionStore
+    journal: CommandJournal
+    events: EventLedger
+    outbox: OutboxStore
+    replay: ReplayStore
+    commits: CommitStore
+
+    def __init__(
+        self,
+        *,
+        conversations: ConversationStore | None = None,
+        interactions: InteractionStore | None = None,
+        journal: CommandJournal | None = None,
+        events: EventLedger | None = None,
+        outbox: OutboxStore | None = None,
+        replay: ReplayStore | None = None,
+        commits: CommitStore | None = None,
+    ) -> None:
+        given: dict[str, Any] = {
+            "conversations": conversations,
+            "interactions": interactions,
+            "journal": journal,
+            "events": events,
+            "outbox": outbox,
+            "replay": replay,
+            "commits": commits,
+        }
+        for role, protocol in ROLES:
+            value = given[role]
+            if value is None:
+                raise MissingRole(role)
+            lacking = [name for name in protocol_methods(protocol) if not hasattr(value, name)]
+            if lacking:
+                raise MissingRole(role, f"lacks {', '.join(lacking)}")
+            setattr(self, role, value)
+
+    def replace(self, **roles: Any) -> Stores:
+        """A plain bundle with the given roles swapped in (e.g. one role wrapped)."""
+        current: dict[str, Any] = {role: getattr(self, role) for role, _ in ROLES}
+        unknown = set(roles) - set(current)
+        if unknown:
+            raise TypeError(f"unknown store roles: {sorted(unknown)}")
+        current.update(roles)
+        return Stores(**current)
+
+    def read_only(self) -> ReadOnlyStores:
+        """A view through which no write method is reachable (the plan-only path holds this)."""
+        return ReadOnlyStores(self)
+
+    async def aclose(self) -> None:
+        """Release what the stores hold (connections, pools). The base bundle holds nothing."""
+
+
+class _ReaderView:
+    """Exposes exactly a reader protocol's methods of one role object, and nothing else."""
+
+    def __init__(self, target: object, protocol: type) -> None:
+        for name in protocol_methods(protocol):
+            object.__setattr__(self, name, getattr(target, name))
+        object.__setattr__(self, "_role", protocol.__name__)
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise AttributeError("a read-only store view cannot be changed")
+
+    def __repr__(self) -> str:
+        return f"<read-only {self.__dict__['_role']}>"
+
+
+class ReadOnlyStores:
+    """The reader half of every role; there is no commit role and no write method."""
+
+    conversations: ConversationReader
+    interactions: InteractionReader
+    journal: CommandJournalReader
+    events: EventLedgerReader
+    outbox: OutboxReader
+    replay: ReplayReader
+
+    __slots__ = ("conversations", "events", "interactions", "journal", "outbox", "replay")
+
+    def __init__(self, stores: Stores) -> None:
+        for role, protocol in _READERS:
+            view = _ReaderView(getattr(stores, role), protocol)
+            object.__setattr__(self, role, cast(Any, view))
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise AttributeError("a read-only store view cannot be changed")

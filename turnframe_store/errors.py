@@ -1,0 +1,85 @@
+"""The closed error surface of every store method.
+
+A store method raises only these (each with its stable code):
+
+- `NotFound`: no such record for this account. A record of another account raises exactly the
+  same error (same class, code and message), and the message never names the id.
+- `Conflict`: a uniqueness or compare-and-swap precondition failed; nothing was written.
+- `InvalidRecord` (a `Conflict`): the input itself is not acceptable; nothing was written.
+- `Timeout`: the write may have landed. Re-read and resume by key; never blindly retry.
+- `Unavailable`: the store could not be reached; nothing was written.
+- `Corrupt`: stored data no longer reads back as what was written.
+"""
+
+from __future__ import annotations
+
+from turnframe_core import codes
+from turnframe_core.errors import TurnframeError
+
+__all__ = [
+    "Conflict",
+    "Corrupt",
+    "InvalidRecord",
+    "MissingRole",
+    "NotFound",
+    "StoreError",
+    "Timeout",
+    "Unavailable",
+]
+
+_NOT_FOUND_MESSAGE = "record not found"
+
+
+class StoreError(TurnframeError):
+    """Base of the closed error surface; catch this to handle any store refusal."""
+
+    code = codes.STORE_ERROR
+
+
+class NotFound(StoreError):
+    """Missing, or another account's: the two are indistinguishable by design."""
+
+    code = codes.STORE_NOT_FOUND
+
+    def __init__(self) -> None:
+        super().__init__(_NOT_FOUND_MESSAGE)
+
+
+class Conflict(StoreError):
+    """A uniqueness or compare-and-swap precondition failed; nothing was written."""
+
+    code = codes.STORE_CONFLICT
+
+
+class InvalidRecord(Conflict):
+    """The input breaks a record rule (a wrong status, account or limit); nothing written."""
+
+    code = codes.STORE_INVALID_RECORD
+
+
+class Timeout(StoreError):
+    """The outcome is unknown: the write may have landed. Re-read; never blindly retry."""
+
+    code = codes.STORE_TIMEOUT
+
+
+class Unavailable(StoreError):
+    """The store could not be reached; nothing was written."""
+
+    code = codes.STORE_UNAVAILABLE
+
+
+class Corrupt(StoreError):
+    """Stored data does not read back as what was written."""
+
+    code = codes.STORE_CORRUPT
+
+
+class MissingRole(TurnframeError):
+    """A `Stores` bundle was built without one of its roles (a wiring error, not a store error)."""
+
+    code = codes.STORE_MISSING_ROLE
+
+    def __init__(self, role: str, detail: str = "is missing") -> None:
+        super().__init__(f"store role {role!r} {detail}")
+        self.role = role

@@ -1,0 +1,446 @@
+"""Store-level records: what the stores keep beside the core types, and the commit bundle.
+
+Every record is a frozen pydantic model with snake_case keys and integer-millisecond timestamps
+(DESIGN §3). Records are shared values: treat their dict payloads as read-only.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from enum import StrEnum
+from typing import Annotated, Any, ClassVar, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from turnframe_core.canonical import Digest
+from turnframe_core.cases import CaseKey, CaseRef, WorkflowKey
+from turnframe_core.commands import CommandEnvelope, CommandOrigin
+from turnframe_core.events import DomainEvent
+from turnframe_core.ids import (
+    AccountId,
+    CommandId,
+    ConversationId,
+    EventId,
+    InteractionId,
+    OptionId,
+    OutboxId,
+    TurnId,
+)
+from turnframe_core.interactions import Interaction, InteractionStatus
+from turnframe_core.replay import (
+    AwaitingConfirmationOutcome,
+    CommandOutcome,
+    CommittedOutcome,
+    IdempotentReplayOutcome,
+    OutcomeUnknown,
+    ReplayRecord,
+    TurnPhase,
+)
+from turnframe_core.turn import TurnInput
+from turnframe_store.errors import InvalidRecord
+
+__all__ = [
+    "CaseInvalidation",
+    "CommitBundle",
+    "CommitResult",
+    "ConversationRecord",
+    "EventCursor",
+    "EventPage",
+    "Fresh",
+    "InteractionFinish",
+    "JournalAdmission",
+    "JournalCompletion",
+    "JournalEntry",
+    "JournalStatus",
+    "OutboxEntry",
+    "OutboxStatus",
+    "PhaseMarker",
+    "Replay",
+    "UserTurnRecord",
+]
+
+#: Integer milliseconds since the Unix epoch.
+Millis = Annotated[int, Field(ge=0)]
+NonEmptyStr = Annotated[str, Field(min_length=1)]
+
+
+class _Record(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid", validate_default=True)
+
+
+# --- conversations and turns --------------------------------------------------------------------
+
+
+class ConversationRecord(_Record):
+    account_id: AccountId
+    conversation_id: ConversationId
+    created_at: Millis
+
+
+class UserTurnRecord(_Record):
+    """A user turn as received; its `input` belongs to the same account, conversation and turn."""
+
+    account_id: AccountId
+    conversation_id: ConversationId
+    turn_id: TurnId
+    received_at: Millis
+    input: TurnInput
+
+    @model_validator(mode="after")
+    def _input_matches(self) -> UserTurnRecord:
+        if self.input.account_id != self.account_id:
+            raise ValueError("input.account_id differs from account_id")
+        if self.input.conversation_id != self.conversation_id:
+            raise ValueError("input.conversation_id differs from conversation_id")
+        if self.input.turn_id is not None and self.input.turn_id != self.turn_id:
+            raise ValueError("input.turn_id differs from turn_id")
+        return self
+
+
+class PhaseMarker(_Record):
+    """How far one turn got (the crash-recovery marker), stamped by the store clock."""
+
+    account_id: AccountId
+    conversation_id: ConversationId
+    turn_id: TurnId
+    phase: TurnPhase
+    updated_at: Millis
+
+
+# --- command journal ----------------------------------------------------------------------------
+
+
+class JournalStatus(StrEnum):
+    PENDING = "pending"
+    #: Journaled with a confirmation card; runs only once the card is confirmed. Crash recovery
+    #: never resumes it.
+    AWAITING_CONFIRMATION = "awaiting_confirmation"
+    EXECUTING = "executing"
+    COMMITTED = "committed"
+    FAILED = "failed"
+    OUTCOME_UNKNOWN = "outcome_unknown"
+
+    @property
+    def is_terminal(self) -> bool:
+        return self in (JournalStatus.COMMITTED, JournalStatus.FAILED)
+
+    @property
+    def is_unsettled(self) -> bool:
+        """Not final and not waiting on the user: what recovery resumes or reconciles."""
+        return self in (
+            JournalStatus.PENDING,
+            JournalStatus.EXECUTING,
+            JournalStatus.OUTCOME_UNKNOWN,
+        )
+
+    def can_move_to(self, target: JournalStatus) -> bool:
+        """The journal's status machine (a repeat of a settled status is not a move)."""
+        return target in _JOURNAL_MOVES.get(self, frozenset())
+
+    @classmethod
+    def for_outcome(cls, outcome: CommandOutcome) -> JournalStatus:
+        """The status an outcome settles an entry into."""
+        if isinstance(outcome, CommittedOutcome | IdempotentReplayOutcome):
+            return cls.COMMITTED
+        if isinstance(outcome, OutcomeUnknown):
+            return cls.OUTCOME_UNKNOWN
+        if isinstance(outcome, AwaitingConfirmationOutcome):
+            return cls.AWAITING_CONFIRMATION
+        return cls.FAILED
+
+
+_SETTLED = frozenset({JournalStatus.COMMITTED, JournalStatus.FAILED, JournalStatus.OUTCOME_UNKNOWN})
+_JOURNAL_MOVES: dict[JournalStatus, frozenset[JournalStatus]] = {
+    JournalStatus.PENDING: _SETTLED | {JournalStatus.EXECUTING},
+    JournalStatus.AWAITING_CONFIRMATION: _SETTLED | {JournalStatus.EXECUTING},
+    JournalStatus.EXECUTING: _SETTLED,
+    JournalStatus.OUTCOME_UNKNOWN: frozenset({JournalStatus.COMMITTED, JournalStatus.FAILED}),
+}
+
+
+class JournalEntry(_Record):
+    """One admitted command and its persisted outcome. The command part never changes."""
+
+    account_id: AccountId
+    command_id: CommandId
+    idempotency_key: Digest
+    turn_id: TurnId
+    case_ref: CaseRef
+    command_type: NonEmptyStr
+    payload: dict[str, Any] = Field(default_factory=dict)
+    origin: CommandOrigin
+    status: JournalStatus = JournalStatus.PENDING
+    outcome: CommandOutcome | None = None
+    created_at: Millis
+    completed_at: Millis | None = None
+
+    @model_validator(mode="after")
+    def _outcome_matches_status(self) -> JournalEntry:
+        if self.outcome is None:
+            if self.status in _SETTLED:
+                raise ValueError(f"a {self.status.value} entry records its outcome")
+        elif JournalStatus.for_outcome(self.outcome) is not self.status:
+            raise ValueError(f"a {self.outcome.kind} outcome does not fit a {self.status.value}")
+        if (self.completed_at is None) == (self.status in _SETTLED):
+            raise ValueError("completed_at is set exactly when an outcome settles the entry")
+        return self
+
+    @classmethod
+    def from_envelope(
+        cls,
+        envelope: CommandEnvelope,
+        *,
+        now: int,
+        status: JournalStatus = JournalStatus.PENDING,
+    ) -> JournalEntry:
+        """A new entry for `envelope`, pending (or awaiting confirmation), created at `now`."""
+        return cls(
+            account_id=envelope.account_id,
+            command_id=envelope.command_id,
+            idempotency_key=envelope.idempotency_key,
+            turn_id=envelope.turn_id,
+            case_ref=envelope.case_ref,
+            command_type=envelope.command_type,
+            payload=envelope.payload,
+            origin=envelope.origin,
+            status=status,
+            created_at=now,
+        )
+
+    def same_command(self, other: JournalEntry) -> bool:
+        """Same case (with its expected revision), type and payload: what a reused key matches."""
+        return (
+            self.case_ref == other.case_ref
+            and self.command_type == other.command_type
+            and self.payload == other.payload
+        )
+
+    def settled(self, outcome: CommandOutcome, *, at: int) -> JournalEntry:
+        """This entry with `outcome` recorded (no status-machine check: the store does that)."""
+        return self.model_copy(
+            update={
+                "status": JournalStatus.for_outcome(outcome),
+                "outcome": outcome,
+                "completed_at": at,
+            }
+        )
+
+
+class Fresh(_Record):
+    """Admission won: this caller executes the command."""
+
+    kind: Literal["fresh"] = "fresh"
+    entry: JournalEntry
+
+
+class Replay(_Record):
+    """The key was admitted before: `entry` is the stored entry; never execute it again here."""
+
+    kind: Literal["replay"] = "replay"
+    entry: JournalEntry
+
+
+JournalAdmission = Annotated[Fresh | Replay, Field(discriminator="kind")]
+
+
+# --- outbox -------------------------------------------------------------------------------------
+
+
+class OutboxStatus(StrEnum):
+    PENDING = "pending"
+    DISPATCHING = "dispatching"
+    #: Sent, answer unknown: settled by reconciliation, never blindly resent.
+    OUTCOME_UNKNOWN = "outcome_unknown"
+    COMPLETED = "completed"
+    FAILED = "failed"
+
+    @property
+    def is_terminal(self) -> bool:
+        return self in (OutboxStatus.COMPLETED, OutboxStatus.FAILED)
+
+
+class OutboxEntry(_Record):
+    """One external side effect awaiting dispatch. A system queue row: no account column."""
+
+    outbox_id: OutboxId
+    command_id: CommandId
+    destination: NonEmptyStr
+    payload: dict[str, Any] = Field(default_factory=dict)
+    idempotency_key: NonEmptyStr
+    status: OutboxStatus = OutboxStatus.PENDING
+    attempt_count: int = Field(default=0, ge=0)
+    next_attempt_at: Millis | None = None
+    created_at: Millis
+    completed_at: Millis | None = None
+    claim_worker_id: str | None = None
+    claim_taken_at: Millis | None = None
+    last_failure: str | None = None
+    remote_ref: str | None = None
+
+    @model_validator(mode="after")
+    def _lifecycle_is_consistent(self) -> OutboxEntry:
+        claimed = self.claim_worker_id is not None
+        if claimed != (self.claim_taken_at is not None):
+            raise ValueError("claim_worker_id and claim_taken_at are set together")
+        if claimed != (self.status is OutboxStatus.DISPATCHING):
+            raise ValueError("a row carries a claim exactly while it is dispatching")
+        if (self.completed_at is not None) != self.status.is_terminal:
+            raise ValueError("completed_at is set exactly when the row is completed or failed")
+        return self
+
+
+# --- event ledger -------------------------------------------------------------------------------
+
+
+class EventCursor(_Record):
+    """A reader's position in one account's event stream: the last sequence it has seen."""
+
+    START: ClassVar[EventCursor]
+
+    sequence: int = Field(default=0, ge=0)
+
+
+EventCursor.START = EventCursor()
+
+
+class EventPage(_Record):
+    """Events after a cursor, in sequence order; an empty page leaves the cursor unchanged."""
+
+    events: tuple[DomainEvent, ...]
+    next_cursor: EventCursor
+
+    @property
+    def caught_up(self) -> bool:
+        return not self.events
+
+
+# --- commit bundle ------------------------------------------------------------------------------
+
+_FINISH_STATUSES = frozenset(
+    {InteractionStatus.RESOLVED, InteractionStatus.FAILED, InteractionStatus.ACTIVE}
+)
+
+
+class JournalCompletion(_Record):
+    command_id: CommandId
+    outcome: CommandOutcome
+
+
+class InteractionFinish(_Record):
+    """Settle a resolving card: resolved, failed, or released back to active."""
+
+    interaction_id: InteractionId
+    status: InteractionStatus
+    option_id: OptionId | None = None
+    event_ids: tuple[EventId, ...] = ()
+
+    @model_validator(mode="after")
+    def _settles(self) -> InteractionFinish:
+        if self.status not in _FINISH_STATUSES:
+            raise ValueError("a finish settles a card as resolved, failed or active")
+        return self
+
+
+class CaseInvalidation(_Record):
+    """The case is now at `current_revision`: its cards bound to another revision go stale."""
+
+    workflow: WorkflowKey
+    case_id: NonEmptyStr
+    current_revision: int = Field(ge=0)
+
+    @property
+    def case_key(self) -> CaseKey:
+        return CaseKey(workflow=self.workflow, case_id=self.case_id)
+
+
+class CommitBundle(_Record):
+    """Everything one turn writes at once, applied all-or-nothing in this field order."""
+
+    account_id: AccountId
+    conversation_id: ConversationId
+    turn_id: TurnId
+    journal_completions: tuple[JournalCompletion, ...] = ()
+    events: tuple[DomainEvent, ...] = ()
+    interaction_finishes: tuple[InteractionFinish, ...] = ()
+    invalidations: tuple[CaseInvalidation, ...] = ()
+    interaction_inserts: tuple[Interaction, ...] = ()
+    outbox: tuple[OutboxEntry, ...] = ()
+    replay: ReplayRecord | None = None
+    phase: TurnPhase | None = None
+
+    def problems(self) -> tuple[str, ...]:
+        """Why this bundle cannot be committed, judged on its own (empty: it can be tried)."""
+        found: list[str] = []
+        if self.is_empty:
+            found.append("the bundle writes nothing")
+        if _repeats(c.command_id for c in self.journal_completions):
+            found.append("a command is completed twice")
+        if any(
+            JournalStatus.for_outcome(c.outcome) not in _SETTLED for c in self.journal_completions
+        ):
+            found.append("a journal completion does not settle its command")
+        if any(e.account_id != self.account_id for e in self.events):
+            found.append("an event belongs to another account")
+        if any(e.sequence is not None for e in self.events):
+            found.append("an event already has a sequence")
+        if _repeats(e.event_id for e in self.events):
+            found.append("an event id repeats")
+        if _repeats(f.interaction_id for f in self.interaction_finishes):
+            found.append("a card is finished twice")
+        for card in self.interaction_inserts:
+            if card.account_id != self.account_id:
+                found.append("a card belongs to another account")
+            if card.conversation_id != self.conversation_id:
+                found.append("a card belongs to another conversation")
+            if card.created_by_turn != self.turn_id:
+                found.append("a card was created by another turn")
+            if card.status is not InteractionStatus.ACTIVE:
+                found.append("a new card is not active")
+        if _repeats(c.interaction_id for c in self.interaction_inserts):
+            found.append("a card is inserted twice")
+        if any(row.status is not OutboxStatus.PENDING for row in self.outbox):
+            found.append("an outbox row is not pending")
+        if _repeats(row.outbox_id for row in self.outbox):
+            found.append("an outbox row repeats")
+        if self.replay is not None and (
+            self.replay.account_id != self.account_id
+            or self.replay.conversation_id != self.conversation_id
+            or self.replay.turn_id != self.turn_id
+        ):
+            found.append("the replay record belongs to another turn")
+        return tuple(dict.fromkeys(found))
+
+    def require_valid(self) -> None:
+        """Raise `InvalidRecord` naming the first problem; every store calls this first."""
+        found = self.problems()
+        if found:
+            raise InvalidRecord(f"invalid commit bundle: {found[0]}")
+
+    @property
+    def is_empty(self) -> bool:
+        return not (
+            self.journal_completions
+            or self.events
+            or self.interaction_finishes
+            or self.invalidations
+            or self.interaction_inserts
+            or self.outbox
+            or self.replay is not None
+            or self.phase is not None
+        )
+
+
+class CommitResult(_Record):
+    """What a commit assigned: the events with their sequences, the cards it invalidated."""
+
+    events: tuple[DomainEvent, ...] = ()
+    invalidated: tuple[InteractionId, ...] = ()
+
+
+def _repeats(values: Iterable[str]) -> bool:
+    seen: set[str] = set()
+    for value in values:
+        if value in seen:
+            return True
+        seen.add(value)
+    return False
