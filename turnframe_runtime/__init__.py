@@ -1,4 +1,47 @@
-"""turnframe_runtime: the turn pipeline (composition, copy, narration, streaming, recovery,
-outbox)."""
+"""turnframe_runtime: the turn pipeline (reduction, execution, the commit bundle, composition,
+server copy and the ports an adopter implements)."""
 
-__all__: list[str] = []
+from turnframe_runtime.config import RuntimeConfig
+from turnframe_runtime.copy import CatalogCopy, MissingCopy, RenderedCopy, ServerCopy
+from turnframe_runtime.ports import (
+    AnswerRequest,
+    CaseCandidate,
+    CaseDirectory,
+    ExecutionFailed,
+    ExecutionRejected,
+    ExecutionResult,
+    ExecutionTimeout,
+    Interpreter,
+    LoadedCase,
+    Narrator,
+    ReviewVerdict,
+    RevisionConflict,
+    TransitionRequest,
+    WorkflowExecutor,
+)
+from turnframe_runtime.runtime import TurnInProgress, TurnRuntime, UnknownWorkflow
+
+__all__ = [
+    "AnswerRequest",
+    "CaseCandidate",
+    "CaseDirectory",
+    "CatalogCopy",
+    "ExecutionFailed",
+    "ExecutionRejected",
+    "ExecutionResult",
+    "ExecutionTimeout",
+    "Interpreter",
+    "LoadedCase",
+    "MissingCopy",
+    "Narrator",
+    "RenderedCopy",
+    "ReviewVerdict",
+    "RevisionConflict",
+    "RuntimeConfig",
+    "ServerCopy",
+    "TransitionRequest",
+    "TurnInProgress",
+    "TurnRuntime",
+    "UnknownWorkflow",
+    "WorkflowExecutor",
+]

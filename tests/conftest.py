@@ -1,0 +1,1 @@
+"""Shared fixtures. Backends for service tests are chosen in tests/services.py (DESIGN §13)."""

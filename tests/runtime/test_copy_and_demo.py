@@ -1,0 +1,71 @@
+from __future__ import annotations
+
+import io
+
+import pytest
+
+from turnframe_core import codes
+from turnframe_runtime.config import RuntimeConfig
+from turnframe_runtime.copy import CatalogCopy, MissingCopy
+from turnframe_runtime.runtime import TurnRuntime
+from turnframe_store import MemoryStores
+from turnframe_test.demo import run_demo
+from turnframe_test.domains.travel import (
+    TRIP_TEMPLATES,
+    TripDesk,
+    TripDirectory,
+    TripExecutor,
+    TripWorkflow,
+)
+from turnframe_test.harness import DeskHarness
+from turnframe_test.understandings import act
+
+
+def test_the_runtime_refuses_to_start_naming_every_missing_message():
+    copy = CatalogCopy({"de": {codes.NOTICE_COMMAND_FAILED: "Das hat nicht geklappt."}})
+    desk = TripDesk()
+    with pytest.raises(MissingCopy) as info:
+        TurnRuntime(stores=MemoryStores(), workflows=[TripWorkflow()],
+                    directory=TripDirectory(desk), executor=TripExecutor(desk), copy=copy,
+                    config=RuntimeConfig(locales=("en", "de")))  # fmt: skip
+    missing = dict.fromkeys(t for _, t in info.value.missing)
+    assert ("de", codes.NOTICE_ALREADY_ANSWERED) in info.value.missing
+    assert codes.NOTICE_COMMAND_FAILED not in missing
+    assert all(locale == "de" for locale, _ in info.value.missing)
+
+
+def test_a_rendered_block_records_template_version_locale_and_catalog():
+    copy = CatalogCopy(TRIP_TEMPLATES)
+    en = copy.render(codes.NOTICE_COMMAND_FAILED, "en-GB", {})
+    it = copy.render(codes.NOTICE_COMMAND_FAILED, "it", {})
+    assert en.copy_ref.locale == "en" and it.copy_ref.locale == "it"
+    assert en.copy_ref.catalog_digest != it.copy_ref.catalog_digest
+    assert en.text != it.text
+
+
+async def test_a_turn_in_italian_renders_italian_server_copy():
+    desk = DeskHarness()
+    desk.ready_trip()
+    turn = await desk.say(
+        "Il nome è Grace Hopper",
+        act("a1", "trip.set_name", "h1", "Grace Hopper", name="Grace Hopper"),
+        locale="it",
+    )
+    [receipt] = [b for b in turn.blocks if b.kind == "receipt"]
+    assert receipt.title == "Nome del viaggiatore impostato: Grace Hopper"
+    assert receipt.copy_ref.locale == "it"
+
+
+async def test_the_demo_runs_its_scripted_conversation_and_reloads_it_identical():
+    out = io.StringIO()
+    turns = await run_demo(out)
+    printed = out.getvalue()
+    assert len(turns) >= 6
+    kinds = [[b.kind for b in t.blocks] for t in turns]
+    assert "receipt" in kinds[0] and "answer" in kinds[0]  # two acts and a question
+    assert "interaction" in kinds[1]  # the rebooking card
+    assert codes.NOTICE_ALREADY_ANSWERED in printed  # the same card clicked again
+    assert codes.NOTICE_ACT_REFUSED in printed  # a command the domain refuses
+    assert kinds[-1] == ["answer"]  # a question only
+    assert "identical blocks" in printed
+    assert "events evt_" in printed  # receipts show the events behind them

@@ -1,0 +1,23 @@
+"""Runtime configuration (conservative defaults)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+__all__ = ["RuntimeConfig"]
+
+
+@dataclass(frozen=True)
+class RuntimeConfig:
+    """How a runtime behaves where the design leaves a choice.
+
+    - `locales`: the languages served; the runtime refuses to start while server copy lacks any.
+    - `restore_card_after_failed_command`: a card whose command failed becomes answerable again
+      (True) or ends `failed` (False).
+    - `max_selection_candidates`: a selection card lists at most this many cases.
+    """
+
+    locales: tuple[str, ...] = ("en",)
+    default_locale: str = "en"
+    restore_card_after_failed_command: bool = True
+    max_selection_candidates: int = 5

@@ -1,0 +1,181 @@
+"""What an adopter implements around the runtime: the case directory, the workflow executor, the
+interpreter, the narrator. Documented `Protocol`s; the runtime never imports an implementation."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any, Protocol
+
+from pydantic import Field
+
+from turnframe_core import codes
+from turnframe_core._model import FrozenModel, NonEmptyStr, Revision
+from turnframe_core.blocks import AnswerBasis
+from turnframe_core.cases import CaseKey
+from turnframe_core.commands import CommandBatch
+from turnframe_core.errors import TurnframeError
+from turnframe_core.events import DomainEvent
+from turnframe_core.facts import NarratableFact
+from turnframe_core.understanding import Brief, Understanding
+
+__all__ = [
+    "AnswerRequest",
+    "CaseCandidate",
+    "CaseDirectory",
+    "ExecutionFailed",
+    "ExecutionRejected",
+    "ExecutionResult",
+    "ExecutionTimeout",
+    "Interpreter",
+    "LoadedCase",
+    "Narrator",
+    "ReviewVerdict",
+    "RevisionConflict",
+    "TransitionRequest",
+    "WorkflowExecutor",
+]
+
+
+class CaseCandidate(FrozenModel):
+    """A case a conversation may address, with the label a person would use for it."""
+
+    case: CaseKey
+    label: NonEmptyStr
+
+
+class LoadedCase(FrozenModel):
+    """A case's state at a revision. An absent state (revision 0) means "not yet", never
+    "no longer": completion is a state, not a disappearance."""
+
+    case: CaseKey
+    revision: Revision
+    state: dict[str, Any] | None = None
+
+
+class CaseDirectory(Protocol):
+    """Which cases exist for an account and conversation, and who may touch them.
+
+    Security relevant: `authorize` must refuse anything the account may not reach; every case the
+    runtime projects, offers to a model or lets a card name passes through it first.
+    """
+
+    async def candidates(self, account_id: str, conversation_id: str) -> Sequence[CaseCandidate]:
+        """The cases this conversation may address, in a stable order."""
+        ...
+
+    async def authorize(self, account_id: str, case: CaseKey) -> bool:
+        """True only if `account_id` may read and act on `case`. Refuse when unsure."""
+        ...
+
+    async def load(self, account_id: str, case: CaseKey) -> LoadedCase:
+        """The case's current state and revision (an authorized case only)."""
+        ...
+
+    async def find(self, account_id: str, workflow: str, name: str) -> Sequence[CaseCandidate]:
+        """Cases of `workflow` whose label matches `name` exactly (no fuzzy matching)."""
+        ...
+
+
+class ExecutionResult(FrozenModel):
+    """What a batch committed: the revision it reached and the events it produced. A replayed key
+    returns the original result with `replayed=True` and changes nothing."""
+
+    new_revision: Revision
+    events: tuple[DomainEvent, ...] = Field(min_length=1)
+    replayed: bool = False
+
+
+class RevisionConflict(TurnframeError):
+    """The case moved since the command was planned; nothing was applied."""
+
+    code = codes.EXECUTION_REVISION_CONFLICT
+
+    def __init__(self, current_revision: int) -> None:
+        super().__init__("the case changed since this command was planned")
+        self.current_revision = current_revision
+
+
+class ExecutionRejected(TurnframeError):
+    """The domain refused the command (in its own words); nothing was applied."""
+
+    code = codes.EXECUTION_REJECTED
+
+    def __init__(self, rejection_code: str, explanation: str = "") -> None:
+        super().__init__(rejection_code)
+        self.rejection_code = rejection_code
+        self.explanation = explanation
+
+
+class ExecutionTimeout(TurnframeError):
+    """No answer in time: the command may or may not have been applied (an unknown outcome)."""
+
+    code = codes.EXECUTION_TIMEOUT
+
+
+class ExecutionFailed(TurnframeError):
+    """The executor failed for another reason; nothing was applied."""
+
+    code = codes.EXECUTION_FAILED
+
+
+class WorkflowExecutor(Protocol):
+    """Applies command batches to the domain's own state.
+
+    Contract: idempotent on each envelope's idempotency key (a repeated key returns the original
+    result and applies nothing); every envelope's expected revision is checked (a mismatch raises
+    `RevisionConflict`); a refusal raises `ExecutionRejected`; a timeout raises `ExecutionTimeout`.
+    A batch applies all of its commands or none.
+    """
+
+    async def execute(self, batch: CommandBatch) -> ExecutionResult: ...
+
+
+class Interpreter(Protocol):
+    """Reads a user's message into a proposal. It sees only the brief: opaque handles, the
+    operations on offer and the card on screen; never database ids and never a write tool."""
+
+    async def understand(self, brief: Brief) -> Understanding: ...
+
+
+class TransitionRequest(FrozenModel):
+    """What the narrator may say in the transition: these facts and nothing else."""
+
+    locale: NonEmptyStr
+    allowed_facts: tuple[NarratableFact, ...] = ()
+    receipt_titles: tuple[str, ...] = ()
+    notice_texts: tuple[str, ...] = ()
+    card_title: str | None = None
+    ask: str | None = None
+    findings: tuple[str, ...] = ()
+
+
+class AnswerRequest(FrozenModel):
+    """One question, with the facts its answer may rest on."""
+
+    locale: NonEmptyStr
+    question_id: NonEmptyStr
+    question: str
+    basis: AnswerBasis
+    allowed_facts: tuple[NarratableFact, ...] = ()
+
+
+class ReviewVerdict(FrozenModel):
+    passed: bool
+    findings: tuple[str, ...] = ()
+
+
+class Narrator(Protocol):
+    """Writes prose around the server's blocks. Its output is parsed like any model output: only
+    answer and transition drafts, citing only allowed facts."""
+
+    async def transition(self, request: TransitionRequest) -> Mapping[str, Any] | str:
+        """A transition draft: `{"kind": "transition", "text": …, "facts_used": […]}`."""
+        ...
+
+    async def answer(self, request: AnswerRequest) -> Mapping[str, Any] | str:
+        """An answer draft: `{"kind": "answer", "question_id": …, "text": …, …}`."""
+        ...
+
+    async def review(self, text: str, request: TransitionRequest) -> ReviewVerdict:
+        """Does `text` state only what the request holds? A failed review is rewritten once."""
+        ...

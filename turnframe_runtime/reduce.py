@@ -1,0 +1,339 @@
+"""Whole-turn reduction: from a validated understanding to a plan, before any effect.
+
+Rules, in the order they apply:
+1. A cancellation wins: the cancelled act does nothing (and the cancelling act is only that).
+2. A correction supersedes the act it names (as understanding linked them; never guessed).
+3. An ambiguous target raises a selection card; the reducer never picks the newest or the first.
+4. Each remaining act compiles against its case's view and state; a domain refusal, or a compile
+   to nothing ("already so"), is that act's result.
+5. Constraints block their class of act: `do_not_submit` and `no_external_effects` block commands
+   that leave the system (external saga), `do_not_delete` blocks destructive and worse,
+   `ask_before_applying` sends everything through a confirmation card.
+6. Policy per command: an origin that satisfies the policy runs now; one whose policy names a
+   confirmation card waits for it (journaled awaiting confirmation); anything else is refused.
+Every act gets exactly one result. Questions never act.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any
+
+from turnframe_core import codes
+from turnframe_core.canonical import digest
+from turnframe_core.cases import CaseKey, CaseRef
+from turnframe_core.commands import (
+    CommandEnvelope,
+    CommandOrigin,
+    CommandPolicy,
+    ConfirmationPolicy,
+    ConfirmedInteraction,
+    DirectSafeUserAct,
+    ExternalSaga,
+    RiskClass,
+    origin_satisfies,
+)
+from turnframe_core.ids import derive_command_id
+from turnframe_core.interactions import ActionClass, InteractionKind, ResolutionChannel
+from turnframe_core.understanding import (
+    AmbiguousTarget,
+    CardTarget,
+    ConstraintKind,
+    HandleTarget,
+    ProposedAct,
+    Understanding,
+)
+from turnframe_core.workflow import (
+    DomainRefusal,
+    ResolvedAct,
+    WorkflowDefinition,
+    WorkflowView,
+)
+
+__all__ = [
+    "BLOCKING_NOTICE",
+    "ActResult",
+    "CaseInView",
+    "Plan",
+    "PlannedCommand",
+    "blocking_constraint",
+    "reduce_turn",
+]
+
+
+class ActResult(StrEnum):
+    READY = "ready"
+    AWAITING_CONFIRMATION = "awaiting_confirmation"
+    NEEDS_SELECTION = "needs_selection"
+    REFUSED = "refused"
+    BLOCKED_BY_CONSTRAINT = "blocked_by_constraint"
+    SUPERSEDED = "superseded"
+    CANCELLED = "cancelled"
+    CANCELLATION = "cancellation"
+    NO_CHANGE = "no_change"
+
+
+@dataclass(frozen=True)
+class CaseInView:
+    """A loaded, authorized case as the turn sees it."""
+
+    case_ref: CaseRef  # at its current revision
+    label: str
+    state: Mapping[str, Any] | None
+    view: WorkflowView
+    workflow: WorkflowDefinition
+
+
+@dataclass(frozen=True)
+class PlannedCommand:
+    act_id: str
+    envelope: CommandEnvelope
+    policy: CommandPolicy
+
+    @property
+    def is_external(self) -> bool:
+        return isinstance(self.policy.atomicity, ExternalSaga)
+
+
+@dataclass
+class Plan:
+    act_results: dict[str, ActResult] = field(default_factory=dict)
+    ready: list[PlannedCommand] = field(default_factory=list)
+    #: act id -> commands that wait for that act's confirmation card
+    awaiting: dict[str, list[PlannedCommand]] = field(default_factory=dict)
+    #: act id -> the cases it could mean
+    selections: dict[str, tuple[CaseInView, ...]] = field(default_factory=dict)
+    refusals: list[tuple[str, CaseRef | None, DomainRefusal]] = field(default_factory=list)
+    blocked_notices: list[str] = field(default_factory=list)
+    policy_refusals: list[tuple[str, str]] = field(default_factory=list)
+
+    def summary(self) -> dict[str, Any]:
+        """The plan as recorded for audit (no user text; commands by id and key)."""
+        return {
+            "act_results": dict(self.act_results),
+            "ready": [
+                {
+                    "act_id": c.act_id,
+                    "command_id": c.envelope.command_id,
+                    "idempotency_key": c.envelope.idempotency_key,
+                }
+                for c in self.ready
+            ],
+            "awaiting": {
+                act: [c.envelope.command_id for c in commands]
+                for act, commands in self.awaiting.items()
+            },
+            "selections": {
+                act: [c.case_ref.case_id for c in cases] for act, cases in self.selections.items()
+            },
+            "refusals": [{"act_id": a, "code": r.code} for a, _, r in self.refusals],
+            "blocked": list(self.blocked_notices),
+            "policy_refusals": [{"act_id": a, "code": c} for a, c in self.policy_refusals],
+        }
+
+
+BLOCKING_NOTICE = {
+    ConstraintKind.DO_NOT_SUBMIT: codes.NOTICE_NOTHING_SUBMITTED,
+    ConstraintKind.NO_EXTERNAL_EFFECTS: codes.NOTICE_NO_EXTERNAL_EFFECTS,
+    ConstraintKind.DO_NOT_DELETE: codes.NOTICE_NOTHING_DELETED,
+}
+
+
+def blocking_constraint(
+    constraints: frozenset[ConstraintKind], policy: CommandPolicy
+) -> ConstraintKind | None:
+    """The constraint of this turn that forbids a command with `policy`, if any."""
+    external = isinstance(policy.atomicity, ExternalSaga)
+    if external and ConstraintKind.DO_NOT_SUBMIT in constraints:
+        return ConstraintKind.DO_NOT_SUBMIT
+    if external and ConstraintKind.NO_EXTERNAL_EFFECTS in constraints:
+        return ConstraintKind.NO_EXTERNAL_EFFECTS
+    if policy.risk >= RiskClass.DESTRUCTIVE and ConstraintKind.DO_NOT_DELETE in constraints:
+        return ConstraintKind.DO_NOT_DELETE
+    return None
+
+
+def reduce_turn(
+    *,
+    account_id: str,
+    turn_id: str,
+    understanding: Understanding,
+    handles: Mapping[str, CaseInView],
+    card_case: CaseInView | None,
+    confirmation_origin: Any,
+) -> Plan:
+    """Reduce the whole understanding to a plan. Pure: reads only its arguments.
+
+    `confirmation_origin(act_id, case, commands)` returns the origin a card-confirmed command
+    will carry (the runtime knows the card's id and payload hash).
+    """
+    plan = Plan()
+    acts = list(understanding.acts)
+    constraints = frozenset(c.kind for c in understanding.constraints)
+    cancelled = {a.cancels for a in acts if a.cancels}
+    superseded = {a.corrects for a in acts if a.corrects}
+
+    for act in acts:
+        if act.act_id in cancelled:
+            plan.act_results[act.act_id] = ActResult.CANCELLED
+            continue
+        if act.cancels:
+            plan.act_results[act.act_id] = ActResult.CANCELLATION
+            continue
+        if act.act_id in superseded:
+            plan.act_results[act.act_id] = ActResult.SUPERSEDED
+            continue
+        _reduce_act(
+            plan,
+            act,
+            account_id=account_id,
+            turn_id=turn_id,
+            handles=handles,
+            card_case=card_case,
+            constraints=constraints,
+            confirmation_origin=confirmation_origin,
+        )
+    missing = [a.act_id for a in acts if a.act_id not in plan.act_results]
+    if missing:  # every act gets exactly one result
+        raise AssertionError(f"reduction left acts without a result: {missing}")
+    return plan
+
+
+def _reduce_act(
+    plan: Plan,
+    act: ProposedAct,
+    *,
+    account_id: str,
+    turn_id: str,
+    handles: Mapping[str, CaseInView],
+    card_case: CaseInView | None,
+    constraints: frozenset[ConstraintKind],
+    confirmation_origin: Any,
+) -> None:
+    target = act.target
+    if isinstance(target, AmbiguousTarget):
+        plan.selections[act.act_id] = tuple(handles[h] for h in target.handles)
+        plan.act_results[act.act_id] = ActResult.NEEDS_SELECTION
+        return
+    case: CaseInView | None = None
+    if isinstance(target, HandleTarget):
+        case = handles.get(target.handle)
+    elif isinstance(target, CardTarget):
+        case = card_case
+    if case is None:
+        refusal = DomainRefusal(code=codes.TARGET_MISSING, explanation="There is no such record.")
+        plan.refusals.append((act.act_id, None, refusal))
+        plan.act_results[act.act_id] = ActResult.REFUSED
+        return
+    offered = {spec.operation for spec in case.workflow.operations(case.view) if spec.proposable}
+    if act.operation not in offered:
+        refusal = DomainRefusal(
+            code="turnframe.operation.not_proposable",
+            explanation="That is not something this record offers now.",
+        )
+        plan.refusals.append((act.act_id, case.case_ref, refusal))
+        plan.act_results[act.act_id] = ActResult.REFUSED
+        return
+    evidence = digest({"act": act.act_id, "quote": act.evidence.quote})
+    resolved = ResolvedAct(
+        act_id=act.act_id,
+        operation=act.operation,
+        case_ref=case.case_ref,
+        arguments={arg.name: arg.value for arg in act.arguments},
+        evidence_digest=evidence,
+    )
+    compiled = case.workflow.compile(resolved, case.view, case.state)
+    if isinstance(compiled, DomainRefusal):
+        plan.refusals.append((act.act_id, case.case_ref, compiled))
+        plan.act_results[act.act_id] = ActResult.REFUSED
+        return
+    if not compiled:
+        plan.act_results[act.act_id] = ActResult.NO_CHANGE
+        return
+    direct = DirectSafeUserAct(evidence_digest=evidence)
+    policies = [case.workflow.policy(c.command_type) for c in compiled]
+    for policy in policies:
+        blocked = blocking_constraint(constraints, policy)
+        if blocked is not None:
+            plan.blocked_notices.append(BLOCKING_NOTICE[blocked])
+            plan.act_results[act.act_id] = ActResult.BLOCKED_BY_CONSTRAINT
+            return
+    ask_first = ConstraintKind.ASK_BEFORE_APPLYING in constraints
+    runs_now = not ask_first and all(origin_satisfies(direct, p) for p in policies)
+    if runs_now:
+        for position, (command, policy) in enumerate(zip(compiled, policies, strict=True)):
+            plan.ready.append(
+                PlannedCommand(
+                    act.act_id,
+                    _envelope(
+                        account_id, turn_id, act.act_id, position, case.case_ref, direct, command
+                    ),
+                    policy,
+                )
+            )
+        plan.act_results[act.act_id] = ActResult.READY
+        return
+    confirmable = all(
+        origin_satisfies(_would_click(p), p) or p.confirmation is ConfirmationPolicy.NONE
+        for p in policies
+    )
+    if not confirmable:
+        plan.policy_refusals.append((act.act_id, codes.POLICY_HUMAN_REVIEW_REQUIRED))
+        plan.act_results[act.act_id] = ActResult.REFUSED
+        return
+    command_ids = [derive_command_id(turn_id, act.act_id, i) for i in range(len(compiled))]
+    origin: CommandOrigin = confirmation_origin(act.act_id, case, compiled, command_ids)
+    waiting = [
+        PlannedCommand(
+            act.act_id,
+            _envelope(account_id, turn_id, act.act_id, position, case.case_ref, origin, command),
+            policy,
+        )
+        for position, (command, policy) in enumerate(zip(compiled, policies, strict=True))
+    ]
+    plan.awaiting[act.act_id] = waiting
+    plan.act_results[act.act_id] = ActResult.AWAITING_CONFIRMATION
+
+
+def _would_click(policy: CommandPolicy) -> CommandOrigin:
+    """The origin a click on a confirmation card would give (to ask: could a card authorize it?)."""
+    kind = policy.confirmation.interaction_kind or InteractionKind.CONFIRM_COMMAND
+    if kind not in (InteractionKind.CONFIRM_COMMAND, InteractionKind.REVIEW_CHANGES):
+        kind = InteractionKind.CONFIRM_COMMAND  # the runtime builds confirm cards only
+    return ConfirmedInteraction(
+        interaction_id="int_probe",
+        payload_hash=digest("probe"),
+        interaction_kind=kind,
+        action_class=ActionClass.CONFIRMS_COMMANDS,
+        channel=ResolutionChannel.CLICK,
+    )
+
+
+def _envelope(
+    account_id: str,
+    turn_id: str,
+    act_id: str,
+    position: int,
+    case_ref: CaseRef,
+    origin: CommandOrigin,
+    command: Any,
+) -> CommandEnvelope:
+    return CommandEnvelope.build(
+        command_id=derive_command_id(turn_id, act_id, position),
+        turn_id=turn_id,
+        account_id=account_id,
+        case_ref=case_ref,
+        origin=origin,
+        command_type=command.command_type,
+        payload=dict(command.payload),
+    )
+
+
+def group_by_case(commands: Sequence[PlannedCommand]) -> dict[CaseKey, list[PlannedCommand]]:
+    """Ready commands per case, in plan order (one batch per case)."""
+    grouped: dict[CaseKey, list[PlannedCommand]] = {}
+    for command in commands:
+        grouped.setdefault(command.envelope.case_ref.key, []).append(command)
+    return grouped

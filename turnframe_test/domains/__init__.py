@@ -1,0 +1,1 @@
+"""Sample domains (the only place domain words live)."""

@@ -1,0 +1,567 @@
+"""The sample travel desk: trips with an outbound and a return leg, a traveller's name, email and
+travel date, and a rebooking the airline carries out.
+
+- `set_name`, `set_email`, `set_travel_date`, `keep_leg`, `request_rebooking`: low risk, applied
+  from words. Any edit while a rebooking waits for confirmation drops the pending rebooking.
+- `request_rebooking` puts the trip in `awaiting_rebooking_confirmation`, a user-owned phase whose
+  blocking card offers "Rebook" (the card-guarded `confirm_rebooking`, external and regulated: it
+  leaves an outbox row for the airline) and "Keep my flight" (declines and records `keep_leg`).
+- `withdraw` is destructive: it waits for the confirmation card its policy names.
+- A kept leg is protected: asking to rebook it is refused in the domain's own words.
+- The desk can lock a trip; the executor then rejects every change (the executor's rule, not the
+  workflow's).
+"""
+
+from __future__ import annotations
+
+import copy
+import datetime as dt
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from turnframe_core import (
+    CaseKey,
+    CaseRef,
+    CommandBatch,
+    CommandPolicy,
+    DomainEvent,
+    InteractionKind,
+    InteractionOption,
+    InteractionPayload,
+    ReceiptSpec,
+    derive_id,
+)
+from turnframe_core.commands import ConfirmationPolicy, ExternalSaga, PerCase, RiskClass
+from turnframe_core.interactions import ApplyOperation, DeclineAndRecord, OptionStyle
+from turnframe_core.workflow import (
+    ArgumentSpec,
+    CompiledCommand,
+    DomainRefusal,
+    InteractionRequirement,
+    NextStep,
+    Obligation,
+    OperationSpec,
+    PhaseOwnership,
+    ResolvedAct,
+    WorkflowView,
+)
+from turnframe_runtime.ports import (
+    CaseCandidate,
+    ExecutionFailed,
+    ExecutionRejected,
+    ExecutionResult,
+    ExecutionTimeout,
+    LoadedCase,
+    RevisionConflict,
+)
+
+__all__ = [
+    "LEGS",
+    "TRIP",
+    "TRIP_TEMPLATES",
+    "Trip",
+    "TripDesk",
+    "TripDirectory",
+    "TripExecutor",
+    "TripWorkflow",
+]
+
+TRIP = "trip"
+LEGS = ("outbound", "return")
+
+SET_NAME = "trip.set_name"
+SET_EMAIL = "trip.set_email"
+SET_TRAVEL_DATE = "trip.set_travel_date"
+REQUEST_REBOOKING = "trip.request_rebooking"
+CONFIRM_REBOOKING = "trip.confirm_rebooking"
+KEEP_LEG = "trip.keep_leg"
+WITHDRAW = "trip.withdraw"
+
+#: English receipt and card copy of the sample domain (template id -> text).
+TRIP_TEMPLATES: dict[str, dict[str, str]] = {
+    "en": {
+        "trip.name_set.title": "Traveller's name set to {name}",
+        "trip.email_set.title": "Email set to {email}",
+        "trip.travel_date_set.title": "Travel date set to {travel_date}",
+        "trip.rebooking_requested.title": "Rebooking of the {leg} flight prepared",
+        "trip.rebooking_sent.title": "Rebooking of the {leg} flight sent to the airline",
+        "trip.leg_kept.title": "The {leg} flight is kept as booked",
+        "trip.withdrawn.title": "Trip withdrawn",
+    },
+    "it": {
+        "trip.name_set.title": "Nome del viaggiatore impostato: {name}",
+        "trip.email_set.title": "Email impostata: {email}",
+        "trip.travel_date_set.title": "Data di viaggio impostata: {travel_date}",
+        "trip.rebooking_requested.title": "Riprenotazione del volo di {leg} preparata",
+        "trip.rebooking_sent.title": "Riprenotazione del volo di {leg} inviata alla compagnia",
+        "trip.leg_kept.title": "Il volo di {leg} resta com'è",
+        "trip.withdrawn.title": "Viaggio ritirato",
+    },
+}
+
+_OBLIGATION_SENTENCES = {
+    "en": {
+        "provide_name": "What is the traveller's full name?",
+        "provide_email": "Which email address should we use?",
+        "provide_travel_date": "On which date do you travel?",
+    },
+    "it": {
+        "provide_name": "Qual è il nome completo del viaggiatore?",
+        "provide_email": "Quale indirizzo email dobbiamo usare?",
+        "provide_travel_date": "In che data viaggi?",
+    },
+}
+
+_NAME = re.compile(r"^[^\W\d_][^\d@]{0,98}$")
+_EMAIL = re.compile(r"^[^@\s]+@[^@\s]+\.[^@\s]+$")
+
+
+def _refuse(code: str, explanation: str) -> DomainRefusal:
+    return DomainRefusal(code=code, explanation=explanation)
+
+
+class TripWorkflow:
+    """The trip workflow (pure: no I/O, no clock)."""
+
+    key = TRIP
+    version = "1"
+
+    def project(self, case_ref: CaseRef, state: Mapping[str, Any] | None) -> WorkflowView:
+        if state is None:
+            return WorkflowView(
+                case_ref=case_ref,
+                workflow_version=self.version,
+                phase="not_started",
+                phase_ownership=PhaseOwnership.SYSTEM,
+            )
+        label = state.get("label")
+        if state.get("status") == "withdrawn":
+            return WorkflowView(
+                case_ref=case_ref,
+                workflow_version=self.version,
+                phase="withdrawn",
+                phase_ownership=PhaseOwnership.TERMINAL,
+                outcome={"withdrawn": True},
+                label=label,
+            )
+        obligations = tuple(
+            Obligation(key=key)
+            for key, field_name in (
+                ("provide_name", "name"),
+                ("provide_email", "email"),
+                ("provide_travel_date", "travel_date"),
+            )
+            if not state.get(field_name)
+        )
+        pending = state.get("rebooking")
+        if pending:
+            return WorkflowView(
+                case_ref=case_ref,
+                workflow_version=self.version,
+                phase="awaiting_rebooking_confirmation",
+                phase_ownership=PhaseOwnership.USER,
+                obligations=obligations,
+                blocking_interaction=InteractionRequirement(
+                    key=f"confirm_rebooking:{pending['leg']}",
+                    kind=InteractionKind.CONFIRM_COMMAND,
+                    confirms_risk=RiskClass.EXTERNAL_REGULATED,
+                    params={"leg": pending["leg"]},
+                ),
+                label=label,
+            )
+        return WorkflowView(
+            case_ref=case_ref,
+            workflow_version=self.version,
+            phase="collecting",
+            phase_ownership=PhaseOwnership.SYSTEM,
+            obligations=obligations,
+            label=label,
+        )
+
+    def operations(self, view: WorkflowView) -> Sequence[OperationSpec]:
+        if view.phase in ("withdrawn", "not_started"):
+            return ()
+        leg = ArgumentSpec(name="leg", description="outbound or return")
+        return (
+            OperationSpec(
+                operation=SET_NAME,
+                summary="Set the traveller's name",
+                arguments=(ArgumentSpec(name="name", description="full name"),),
+            ),
+            OperationSpec(
+                operation=SET_EMAIL,
+                summary="Set the contact email",
+                arguments=(ArgumentSpec(name="email", description="email address"),),
+            ),
+            OperationSpec(
+                operation=SET_TRAVEL_DATE,
+                summary="Set the travel date",
+                arguments=(ArgumentSpec(name="travel_date", description="YYYY-MM-DD"),),
+            ),
+            OperationSpec(
+                operation=REQUEST_REBOOKING,
+                summary="Ask for a leg to be rebooked",
+                arguments=(leg,),
+            ),
+            OperationSpec(operation=KEEP_LEG, summary="Keep a leg as booked", arguments=(leg,)),
+            OperationSpec(operation=WITHDRAW, summary="Withdraw the trip"),
+            OperationSpec(
+                operation=CONFIRM_REBOOKING,
+                summary="Send the rebooking to the airline",
+                arguments=(leg,),
+                proposable=False,
+            ),
+        )
+
+    def compile(
+        self, act: ResolvedAct, view: WorkflowView, state: Mapping[str, Any] | None
+    ) -> Sequence[CompiledCommand] | DomainRefusal:
+        if state is None or view.phase == "withdrawn":
+            return _refuse("trip.closed", "This trip is closed, so it cannot be changed.")
+        args = act.arguments
+        op = act.operation
+        if op == SET_NAME:
+            name = str(args.get("name", "")).strip()
+            if not _NAME.match(name):
+                return _refuse(
+                    "trip.invalid_name", "A traveller's name has letters only, no digits."
+                )
+            return (
+                []
+                if name == state.get("name")
+                else [CompiledCommand(command_type=op, payload={"name": name})]
+            )
+        if op == SET_EMAIL:
+            email = str(args.get("email", "")).strip()
+            if not _EMAIL.match(email):
+                return _refuse("trip.invalid_email", "That does not look like an email address.")
+            return (
+                []
+                if email == state.get("email")
+                else [CompiledCommand(command_type=op, payload={"email": email})]
+            )
+        if op == SET_TRAVEL_DATE:
+            try:
+                day = dt.date.fromisoformat(str(args.get("travel_date", ""))).isoformat()
+            except ValueError:
+                return _refuse("trip.invalid_date", "A travel date is a day like 2027-03-14.")
+            if day == state.get("travel_date"):
+                return []
+            return [CompiledCommand(command_type=op, payload={"travel_date": day})]
+        if op in (REQUEST_REBOOKING, KEEP_LEG, CONFIRM_REBOOKING):
+            leg = args.get("leg")
+            if leg not in LEGS:
+                return _refuse("trip.unknown_leg", "A trip has an outbound and a return flight.")
+            legs = state.get("legs", {})
+            if op == KEEP_LEG:
+                return [CompiledCommand(command_type=op, payload={"leg": leg})]
+            if legs.get(leg, {}).get("kept"):
+                return _refuse(
+                    "trip.leg_kept",
+                    f"The {leg} flight is kept as booked, so it cannot be rebooked.",
+                )
+            if legs.get(leg, {}).get("status") == "rebooking_sent":
+                return _refuse(
+                    "trip.already_sent",
+                    f"The {leg} flight's rebooking was already sent to the airline.",
+                )
+            if op == REQUEST_REBOOKING:
+                if not (state.get("name") and state.get("email")):
+                    return _refuse(
+                        "trip.details_missing",
+                        "A rebooking needs the traveller's name and email first.",
+                    )
+                return [CompiledCommand(command_type=op, payload={"leg": leg})]
+            pending = state.get("rebooking") or {}
+            if pending.get("leg") != leg:
+                return _refuse("trip.nothing_to_confirm", "No rebooking of that flight is waiting.")
+            return [CompiledCommand(command_type=op, payload={"leg": leg})]
+        if op == WITHDRAW:
+            return [CompiledCommand(command_type=op, payload={})]
+        return _refuse("turnframe.operation.unknown", "That is not something this trip offers.")
+
+    def policy(self, command_type: str) -> CommandPolicy:
+        if command_type in (SET_NAME, SET_EMAIL, SET_TRAVEL_DATE, REQUEST_REBOOKING, KEEP_LEG):
+            return CommandPolicy.low_risk()
+        if command_type == CONFIRM_REBOOKING:
+            return CommandPolicy(
+                risk=RiskClass.EXTERNAL_REGULATED,
+                confirmation=ConfirmationPolicy.EXPLICIT_CLICK,
+                atomicity=ExternalSaga(saga="airline"),
+            )
+        if command_type == WITHDRAW:
+            return CommandPolicy(
+                risk=RiskClass.DESTRUCTIVE,
+                confirmation=ConfirmationPolicy.EXPLICIT_CLICK,
+                atomicity=PerCase(),
+            )
+        return CommandPolicy.conservative()
+
+    def receipts(self, events: Sequence[DomainEvent]) -> Sequence[ReceiptSpec]:
+        return [
+            ReceiptSpec(
+                status_code=event.event_type,
+                template_id=event.event_type,
+                params=dict(event.payload),
+                event_ids=(event.event_id,),
+            )
+            for event in events
+        ]
+
+    def obligation_sentence(self, obligation: Obligation, locale: str) -> str | None:
+        sentences = _OBLIGATION_SENTENCES.get(locale.split("-")[0], _OBLIGATION_SENTENCES["en"])
+        return sentences.get(obligation.key)
+
+    def narratable_state(self, state: Mapping[str, Any] | None) -> Mapping[str, Any]:
+        if state is None:
+            return {}
+        legs = state.get("legs", {})
+        return {
+            "name": state.get("name"),
+            "email": state.get("email"),
+            "travel_date": state.get("travel_date"),
+            **{f"{leg}_flight": _leg_words(legs.get(leg, {})) for leg in LEGS},
+        }
+
+    def next_steps(self, view: WorkflowView) -> Sequence[NextStep]:
+        if view.phase != "collecting" or view.obligations:
+            return ()
+        return (NextStep(operation=REQUEST_REBOOKING, words="Rebook a flight", arguments={}),)
+
+    def build_interaction(
+        self,
+        requirement: InteractionRequirement,
+        view: WorkflowView,
+        state: Mapping[str, Any] | None,
+    ) -> InteractionPayload:
+        leg = requirement.params["leg"]
+        return InteractionPayload(
+            title=f"Rebook the {leg} flight?",
+            body="The airline will be asked to rebook it; this cannot be undone.",
+            options=(
+                InteractionOption(
+                    option_id="opt_rebook",
+                    label="Rebook",
+                    style=OptionStyle.PRIMARY,
+                    action=ApplyOperation(operation=CONFIRM_REBOOKING, arguments={"leg": leg}),
+                ),
+                InteractionOption(
+                    option_id="opt_keep",
+                    label="Keep my flight",
+                    action=DeclineAndRecord(operation=KEEP_LEG, arguments={"leg": leg}),
+                ),
+            ),
+            metadata={"leg": leg},
+        )
+
+
+def _leg_words(leg: Mapping[str, Any]) -> str:
+    if leg.get("kept"):
+        return "kept as booked"
+    return {"rebooking_sent": "rebooking sent to the airline"}.get(leg.get("status", ""), "booked")
+
+
+# --- the domain's own database, directory and executor -----------------------------------------
+
+
+@dataclass
+class Trip:
+    account_id: str
+    trip_id: str
+    state: dict[str, Any]
+    revision: int = 1
+    conversations: set[str] = field(default_factory=set)
+
+
+class TripDesk:
+    """The travel desk's own records (what an adopter keeps in its own database)."""
+
+    def __init__(self) -> None:
+        self.trips: dict[tuple[str, str], Trip] = {}
+        self.by_conversation: dict[tuple[str, str], list[str]] = {}
+
+    def open_trip(
+        self,
+        account_id: str,
+        trip_id: str,
+        label: str,
+        *,
+        conversation_id: str | None = None,
+        **fields: Any,
+    ) -> Trip:
+        state: dict[str, Any] = {
+            "label": label,
+            "name": None,
+            "email": None,
+            "travel_date": None,
+            "legs": {leg: {"status": "booked", "kept": False} for leg in LEGS},
+            "rebooking": None,
+            "status": "open",
+            "locked": False,
+        }
+        state.update(fields)
+        trip = Trip(account_id=account_id, trip_id=trip_id, state=state)
+        if conversation_id:
+            trip.conversations.add(conversation_id)
+            self.by_conversation.setdefault((account_id, conversation_id), []).append(trip_id)
+        self.trips[(account_id, trip_id)] = trip
+        return trip
+
+    def trip(self, account_id: str, trip_id: str) -> Trip | None:
+        return self.trips.get((account_id, trip_id))
+
+    def touch(self, account_id: str, trip_id: str, **fields: Any) -> Trip:
+        """Someone else changed the trip (a desk agent): new state, new revision."""
+        trip = self.trips[(account_id, trip_id)]
+        trip.state.update(fields)
+        trip.revision += 1
+        return trip
+
+
+class TripDirectory:
+    """Which trips a conversation may address; every trip belongs to exactly one account."""
+
+    def __init__(self, desk: TripDesk) -> None:
+        self.desk = desk
+
+    async def candidates(self, account_id: str, conversation_id: str) -> Sequence[CaseCandidate]:
+        """The trips opened in this conversation, by trip id."""
+        trip_ids = sorted(self.desk.by_conversation.get((account_id, conversation_id), ()))
+        trips = [self.desk.trips[(account_id, trip_id)] for trip_id in trip_ids]
+        return [
+            CaseCandidate(
+                case=CaseKey(workflow=TRIP, case_id=trip.trip_id), label=trip.state["label"]
+            )
+            for trip in trips
+        ]
+
+    async def authorize(self, account_id: str, case: CaseKey) -> bool:
+        return case.workflow == TRIP and self.desk.trip(account_id, case.case_id) is not None
+
+    async def load(self, account_id: str, case: CaseKey) -> LoadedCase:
+        trip = self.desk.trip(account_id, case.case_id)
+        if trip is None:
+            return LoadedCase(case=case, revision=0, state=None)
+        return LoadedCase(case=case, revision=trip.revision, state=copy.deepcopy(trip.state))
+
+    async def find(self, account_id: str, workflow: str, name: str) -> Sequence[CaseCandidate]:
+        return [c for c in await self.candidates_for_account(account_id) if c.label == name]
+
+    async def candidates_for_account(self, account_id: str) -> list[CaseCandidate]:
+        return [
+            CaseCandidate(
+                case=CaseKey(workflow=TRIP, case_id=trip.trip_id), label=trip.state["label"]
+            )
+            for (account, _), trip in sorted(self.desk.trips.items())
+            if account == account_id
+        ]
+
+
+_EVENT_TYPES = {
+    SET_NAME: "trip.name_set",
+    SET_EMAIL: "trip.email_set",
+    SET_TRAVEL_DATE: "trip.travel_date_set",
+    REQUEST_REBOOKING: "trip.rebooking_requested",
+    CONFIRM_REBOOKING: "trip.rebooking_sent",
+    KEEP_LEG: "trip.leg_kept",
+    WITHDRAW: "trip.withdrawn",
+}
+
+
+class TripExecutor:
+    """Applies trip commands to the desk, all or nothing per batch, idempotent per envelope key.
+
+    `timeouts` names command types whose execution times out (the airline never answers);
+    `clock_ms` stamps events.
+    """
+
+    def __init__(self, desk: TripDesk, *, clock_ms: Any = None) -> None:
+        self.desk = desk
+        self.clock_ms = clock_ms or (lambda: 1_800_000_000_000)
+        self.results: dict[str, tuple[Any, ExecutionResult]] = {}
+        self.timeouts: set[str] = set()
+        self.executed: list[str] = []
+
+    async def execute(self, batch: CommandBatch) -> ExecutionResult:
+        envelopes = batch.envelopes
+        known = [self.results.get(e.idempotency_key) for e in envelopes]
+        if all(known):
+            for envelope, (command, _) in zip(envelopes, known, strict=True):  # type: ignore[misc]
+                if command != (envelope.case_ref, envelope.command_type, envelope.payload):
+                    raise ExecutionFailed("idempotency_mismatch")
+            first = known[0][1]  # type: ignore[index]
+            events = tuple(ev for _, result in known for ev in result.events)  # type: ignore[misc]
+            return ExecutionResult(new_revision=first.new_revision, events=events, replayed=True)
+        if any(known):
+            raise ExecutionFailed("partially_replayed_batch")
+        account = envelopes[0].account_id
+        trip_id = envelopes[0].case_ref.case_id
+        trip = self.desk.trip(account, trip_id)
+        if trip is None:
+            raise ExecutionRejected("trip.not_found", "There is no such trip.")
+        for envelope in envelopes:
+            if envelope.case_ref.expected_revision != trip.revision:
+                raise RevisionConflict(trip.revision)
+        for envelope in envelopes:
+            if envelope.command_type in self.timeouts:
+                raise ExecutionTimeout("the airline did not answer in time")
+        state = copy.deepcopy(trip.state)
+        if state.get("locked"):
+            raise ExecutionRejected("trip.locked", "This trip is locked by the travel desk.")
+        new_revision = trip.revision + 1
+        events: list[DomainEvent] = []
+        per_envelope: list[ExecutionResult] = []
+        for envelope in envelopes:
+            self._apply(state, envelope.command_type, envelope.payload)
+            event = DomainEvent(
+                event_id=derive_id(
+                    "evt", "turnframe_test.trip.event", {"key": envelope.idempotency_key}
+                ),
+                account_id=account,
+                workflow=TRIP,
+                case_id=trip_id,
+                case_revision=new_revision,
+                command_id=envelope.command_id,
+                event_type=_EVENT_TYPES[envelope.command_type],
+                payload=dict(envelope.payload),
+                occurred_at=self.clock_ms(),
+            )
+            events.append(event)
+            per_envelope.append(ExecutionResult(new_revision=new_revision, events=(event,)))
+        trip.state = state
+        trip.revision = new_revision
+        for envelope, result in zip(envelopes, per_envelope, strict=True):
+            self.results[envelope.idempotency_key] = (
+                (envelope.case_ref, envelope.command_type, envelope.payload),
+                result,
+            )
+            self.executed.append(envelope.command_type)
+        return ExecutionResult(new_revision=new_revision, events=tuple(events))
+
+    @staticmethod
+    def _apply(state: dict[str, Any], command_type: str, payload: Mapping[str, Any]) -> None:
+        if state.get("status") == "withdrawn":
+            raise ExecutionRejected("trip.closed", "This trip is closed.")
+        if command_type in (SET_NAME, SET_EMAIL, SET_TRAVEL_DATE):
+            state.update(payload)
+            state["rebooking"] = None  # any edit drops a rebooking that waits for confirmation
+        elif command_type == REQUEST_REBOOKING:
+            if state["legs"][payload["leg"]]["kept"]:
+                raise ExecutionRejected("trip.leg_kept", "That flight is kept as booked.")
+            state["rebooking"] = {"leg": payload["leg"]}
+        elif command_type == CONFIRM_REBOOKING:
+            if (state.get("rebooking") or {}).get("leg") != payload["leg"]:
+                raise ExecutionRejected("trip.nothing_to_confirm", "No rebooking is waiting.")
+            state["legs"][payload["leg"]]["status"] = "rebooking_sent"
+            state["rebooking"] = None
+        elif command_type == KEEP_LEG:
+            state["legs"][payload["leg"]]["kept"] = True
+            if (state.get("rebooking") or {}).get("leg") == payload["leg"]:
+                state["rebooking"] = None
+        elif command_type == WITHDRAW:
+            state["status"] = "withdrawn"
+            state["rebooking"] = None
+        else:
+            raise ExecutionRejected("turnframe.operation.unknown", "Unknown command.")

@@ -1,0 +1,158 @@
+"""A travel-desk harness: the real runtime over real stores, the sample domain and scripted model
+ports, with helpers that read like the scenario they drive."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from turnframe_core import (
+    AssistantTurn,
+    InteractionBlock,
+    InteractionResponse,
+    SequentialIdSource,
+    TurnInput,
+)
+from turnframe_core.events import DomainEvent
+from turnframe_runtime.config import RuntimeConfig
+from turnframe_runtime.copy import CatalogCopy
+from turnframe_runtime.ports import Narrator
+from turnframe_runtime.runtime import TurnRuntime
+from turnframe_store import EventCursor, ManualClock, MemoryStores, Stores
+from turnframe_store.records import JournalEntry
+from turnframe_test.domains.travel import (
+    TRIP_TEMPLATES,
+    Trip,
+    TripDesk,
+    TripDirectory,
+    TripExecutor,
+    TripWorkflow,
+)
+from turnframe_test.scripted import ScriptedInterpreter
+from turnframe_test.understandings import understanding
+
+__all__ = ["DeskHarness"]
+
+
+class DeskHarness:
+    """One account, one conversation, a travel desk and a runtime wired to it."""
+
+    def __init__(
+        self,
+        *,
+        stores: Stores | None = None,
+        narrator: Narrator | None = None,
+        account_id: str = "acct_1",
+        conversation_id: str = "conv_1",
+        config: RuntimeConfig | None = None,
+    ) -> None:
+        self.clock = ManualClock()
+        self.stores = stores if stores is not None else MemoryStores(clock=self.clock)
+        self.desk = TripDesk()
+        self.interpreter = ScriptedInterpreter()
+        self.narrator = narrator
+        self.executor = TripExecutor(self.desk, clock_ms=self.clock)
+        self.account_id = account_id
+        self.conversation_id = conversation_id
+        self.runtime = TurnRuntime(
+            stores=self.stores,
+            workflows=[TripWorkflow()],
+            directory=TripDirectory(self.desk),
+            executor=self.executor,
+            interpreter=self.interpreter,
+            narrator=narrator,
+            copy=CatalogCopy(TRIP_TEMPLATES),
+            config=config or RuntimeConfig(locales=("en", "it")),
+            clock=self.clock,
+            ids=SequentialIdSource(),
+        )
+
+    def trip(self, trip_id: str = "T-100", label: str = "Rome trip", **fields: Any) -> Trip:
+        return self.desk.open_trip(
+            self.account_id, trip_id, label, conversation_id=self.conversation_id, **fields
+        )
+
+    def ready_trip(self, trip_id: str = "T-100", label: str = "Rome trip", **fields: Any) -> Trip:
+        """A trip with every detail filled in (nothing owed)."""
+        details = {"name": "Ada Lovelace", "email": "ada@example.com", "travel_date": "2027-03-14"}
+        return self.trip(trip_id, label, **{**details, **fields})
+
+    async def say(self, text: str, *parts: Any, locale: str = "en", **extra: Any) -> AssistantTurn:
+        """The user writes `text`; the interpreter reads it as `parts` (acts, questions…)."""
+        self.interpreter.then(understanding(*parts))
+        self.clock.advance(1_000)
+        return await self.runtime.handle_turn(
+            TurnInput(
+                account_id=self.account_id,
+                conversation_id=self.conversation_id,
+                text=text,
+                locale=locale,
+                **extra,
+            )
+        )
+
+    async def click(
+        self,
+        card: InteractionBlock | AssistantTurn,
+        option_id: str,
+        *,
+        revision: int | None = None,
+        freeform: str | None = None,
+        text: str | None = None,
+        parts: Sequence[Any] = (),
+        account_id: str | None = None,
+    ) -> AssistantTurn:
+        """The user clicks `option_id` on `card` (or on the only card of a turn)."""
+        block = self.card(card) if isinstance(card, AssistantTurn) else card
+        if text:
+            self.interpreter.then(understanding(*parts))
+        self.clock.advance(1_000)
+        return await self.runtime.handle_turn(
+            TurnInput(
+                account_id=account_id or self.account_id,
+                conversation_id=self.conversation_id,
+                text=text,
+                interaction_response=InteractionResponse(
+                    interaction_id=block.interaction_id,
+                    option_id=option_id,
+                    expected_case_revision=block.case_revision if revision is None else revision,
+                    freeform_input=freeform,
+                ),
+            )
+        )
+
+    @staticmethod
+    def card(turn: AssistantTurn) -> InteractionBlock:
+        cards = [b for b in turn.blocks if isinstance(b, InteractionBlock)]
+        if len(cards) != 1:
+            raise AssertionError(f"expected one card in the turn, found {len(cards)}")
+        return cards[0]
+
+    @staticmethod
+    def kinds(turn: AssistantTurn) -> list[str]:
+        return [b.kind for b in turn.blocks]
+
+    @staticmethod
+    def notice_codes(turn: AssistantTurn) -> list[str]:
+        return [b.code for b in turn.blocks if b.kind == "notice"]  # type: ignore[union-attr]
+
+    @staticmethod
+    def receipt_codes(turn: AssistantTurn) -> list[str]:
+        return [b.status_code for b in turn.blocks if b.kind == "receipt"]  # type: ignore[union-attr]
+
+    async def events(self) -> list[DomainEvent]:
+        """Every event on this account's ledger, in commit order."""
+        page = await self.stores.events.read_from(self.account_id, EventCursor.START, 10_000)
+        return list(page.events)
+
+    async def event_types(self) -> list[str]:
+        return [e.event_type for e in await self.events()]
+
+    async def journal(self, turn: AssistantTurn | str) -> tuple[JournalEntry, ...]:
+        turn_id = turn if isinstance(turn, str) else turn.turn_id
+        return await self.stores.journal.for_turn(self.account_id, turn_id)
+
+    def revision(self, trip_id: str = "T-100") -> int:
+        trip = self.desk.trip(self.account_id, trip_id)
+        assert trip is not None
+        return trip.revision
