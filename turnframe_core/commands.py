@@ -9,7 +9,7 @@ from __future__ import annotations
 from enum import StrEnum
 from typing import Annotated, Any, Literal
 
-from pydantic import Field, model_validator
+from pydantic import Field, ValidationInfo, model_validator
 
 from turnframe_core import codes
 from turnframe_core._model import FrozenModel, NonEmptyStr
@@ -323,6 +323,9 @@ class ScopeViolation(TurnframeError):
     code = codes.COMMAND_SCOPE_VIOLATION
 
 
+_DERIVED = object()  # private marker: `build` derived the key itself
+
+
 class CommandEnvelope(FrozenModel):
     """One typed command bound to a case revision, an origin and its idempotency key.
 
@@ -339,7 +342,9 @@ class CommandEnvelope(FrozenModel):
     payload: dict[str, Any] = Field(default_factory=dict)
 
     @model_validator(mode="after")
-    def _key_matches(self) -> CommandEnvelope:
+    def _key_matches(self, info: ValidationInfo) -> CommandEnvelope:
+        if info.context is not None and info.context.get("derived_key") is _DERIVED:
+            return self  # built by `build`, which derived the key from these very fields
         expected = derive_idempotency_key(
             account_id=self.account_id,
             turn_id=self.turn_id,
@@ -365,23 +370,27 @@ class CommandEnvelope(FrozenModel):
         payload: dict[str, Any] | None = None,
     ) -> CommandEnvelope:
         body = payload or {}
-        return cls(
-            command_id=command_id,
-            turn_id=turn_id,
-            account_id=account_id,
-            case_ref=case_ref,
-            idempotency_key=derive_idempotency_key(
-                account_id=account_id,
-                turn_id=turn_id,
-                case_ref=case_ref,
-                origin=origin,
-                command_type=command_type,
-                payload=body,
-            ),
-            origin=origin,
-            command_type=command_type,
-            payload=body,
+        fields = {
+            "command_id": command_id,
+            "turn_id": turn_id,
+            "account_id": account_id,
+            "case_ref": case_ref,
+            "origin": origin,
+            "command_type": command_type,
+            "payload": body,
+        }
+        envelope = cls.model_validate(
+            {**fields, "idempotency_key": "sha256:" + "0" * 64}, context={"derived_key": _DERIVED}
         )
+        key = derive_idempotency_key(
+            account_id=envelope.account_id,
+            turn_id=envelope.turn_id,
+            case_ref=envelope.case_ref,
+            origin=envelope.origin,
+            command_type=envelope.command_type,
+            payload=envelope.payload,
+        )
+        return envelope.model_copy(update={"idempotency_key": key})
 
     def same_command(self, other: CommandEnvelope) -> bool:
         """Same case, type and payload: what a reused idempotency key must also match."""

@@ -216,7 +216,10 @@ class ReplayRecord(FrozenModel):
         """This record at a later phase (phases never go back, except into `failed`)."""
         if self.phase.is_terminal and phase is not self.phase:
             raise TurnframeError(f"replay record is already {self.phase.value}")
-        data = self.model_dump(mode="python", round_trip=True)
+        if phase.rank < self.phase.rank and phase is not TurnPhase.FAILED:
+            raise TurnframeError(f"replay record cannot go back to {phase.value}")
+        # Shallow: already-validated parts pass through; only the changes are validated.
+        data = {name: getattr(self, name) for name in type(self).model_fields}
         data.update(changes, phase=phase, recorded_at=at)
         return ReplayRecord.model_validate(data)
 

@@ -375,8 +375,7 @@ class TurnRuntime:
                 )
             ),
         )
-        await self.stores.replay.put(t.record)
-        await conversations.set_phase(t.account_id, t.turn_id, TurnPhase.RECEIVED)
+        await self.stores.replay.put(t.record)  # the `received` marker came with the user turn
 
     async def _advance(self, t: _Turn, phase: TurnPhase) -> None:
         await self.stores.conversations.set_phase(t.account_id, t.turn_id, phase)
