@@ -101,6 +101,7 @@ EXECUTION_REJECTED = "turnframe.execution.rejected"
 EXECUTION_TIMEOUT = "turnframe.execution.timeout"
 EXECUTION_FAILED = "turnframe.execution.failed"
 EXECUTION_DECLINED = "turnframe.execution.declined"
+EXECUTION_CARD_INVALIDATED = "turnframe.execution.card_invalidated"
 
 # --- runtime ------------------------------------------------------------------------------------
 RUNTIME_CONVERSATION_NOT_FOUND = "turnframe.runtime.conversation_not_found"
@@ -109,6 +110,8 @@ RUNTIME_MISSING_COPY = "turnframe.runtime.missing_copy"
 RUNTIME_UNKNOWN_WORKFLOW = "turnframe.runtime.unknown_workflow"
 RUNTIME_INTERPRETER_FAILED = "turnframe.runtime.interpreter_failed"
 RUNTIME_TURN_FAILED = "turnframe.runtime.turn_failed"
+
+OPERATION_NOT_PROPOSABLE = "turnframe.operation.not_proposable"
 
 # --- targets ------------------------------------------------------------------------------------
 TARGET_AMBIGUOUS = "turnframe.target.ambiguous"

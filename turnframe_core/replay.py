@@ -206,6 +206,8 @@ class ReplayRecord(FrozenModel):
     outbox_ids: tuple[OutboxId, ...] = ()
     response_block_ids: tuple[str, ...] = ()
     provider_attempts: tuple[ProviderAttempt, ...] = ()
+    #: claim-guard codes of model prose that was discarded (server copy replaced it)
+    claim_violations: tuple[str, ...] = ()
     failure_code: str | None = None
 
     def digest(self) -> str:

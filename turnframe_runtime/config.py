@@ -18,6 +18,5 @@ class RuntimeConfig:
     """
 
     locales: tuple[str, ...] = ("en",)
-    default_locale: str = "en"
     restore_card_after_failed_command: bool = True
     max_selection_candidates: int = 5

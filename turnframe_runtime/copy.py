@@ -51,6 +51,10 @@ class ServerCopy(Protocol):
         """Every (locale, template id) the default locale has and a declared locale lacks."""
         ...
 
+    def has(self, template_id: str) -> bool:
+        """Whether any catalog holds `template_id`."""
+        ...
+
 
 LIBRARY_CATALOGS: dict[str, dict[str, str]] = {
     "en": {
@@ -88,6 +92,14 @@ LIBRARY_CATALOGS: dict[str, dict[str, str]] = {
         codes.NOTICE_PARTIAL_RESULT: "Part of your request went through and part did not.",
         codes.NOTICE_TURN_INTERRUPTED: (
             "This reply was interrupted. What was already recorded still stands."
+        ),
+        "turnframe.refusal.missing": "There is no such record here.",
+        "turnframe.refusal.not_proposable": "That is not something this record offers now.",
+        "turnframe.refusal.human_review_required": (
+            "This needs a review by a person, so it was not done here."
+        ),
+        "turnframe.refusal.trusted_origin_required": (
+            "This needs your explicit confirmation, so it was not done."
         ),
         "turnframe.card.confirm.title": "Please confirm: {summary}",
         "turnframe.card.confirm.confirm": "Confirm",
@@ -146,6 +158,14 @@ LIBRARY_CATALOGS: dict[str, dict[str, str]] = {
         codes.NOTICE_PARTIAL_RESULT: "Parte della richiesta è andata a buon fine e parte no.",
         codes.NOTICE_TURN_INTERRUPTED: (
             "Questa risposta è stata interrotta. Ciò che era già registrato resta valido."
+        ),
+        "turnframe.refusal.missing": "Qui non esiste un record del genere.",
+        "turnframe.refusal.not_proposable": "Questo record ora non offre questa operazione.",
+        "turnframe.refusal.human_review_required": (
+            "Serve la revisione di una persona, quindi qui non è stato fatto."
+        ),
+        "turnframe.refusal.trusted_origin_required": (
+            "Serve una tua conferma esplicita, quindi non è stato fatto."
         ),
         "turnframe.card.confirm.title": "Conferma: {summary}",
         "turnframe.card.confirm.confirm": "Conferma",

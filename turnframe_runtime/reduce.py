@@ -163,11 +163,14 @@ def reduce_turn(
     handles: Mapping[str, CaseInView],
     card_case: CaseInView | None,
     confirmation_origin: Any,
+    act_scope: str = "",
 ) -> Plan:
     """Reduce the whole understanding to a plan. Pure: reads only its arguments.
 
-    `confirmation_origin(act_id, case, commands)` returns the origin a card-confirmed command
-    will carry (the runtime knows the card's id and payload hash).
+    `confirmation_origin(scoped_act_id, case, commands, command_ids)` returns the origin a
+    card-confirmed command will carry (the runtime knows the card's id and payload hash).
+    `act_scope` prefixes act ids wherever ids are derived from them (command and card ids), so
+    acts re-planned later in another turn (a deferred act) never collide with that turn's own.
     """
     plan = Plan()
     acts = list(understanding.acts)
@@ -194,6 +197,7 @@ def reduce_turn(
             card_case=card_case,
             constraints=constraints,
             confirmation_origin=confirmation_origin,
+            act_scope=act_scope,
         )
     missing = [a.act_id for a in acts if a.act_id not in plan.act_results]
     if missing:  # every act gets exactly one result
@@ -211,7 +215,9 @@ def _reduce_act(
     card_case: CaseInView | None,
     constraints: frozenset[ConstraintKind],
     confirmation_origin: Any,
+    act_scope: str,
 ) -> None:
+    scoped = act_scope + act.act_id
     target = act.target
     if isinstance(target, AmbiguousTarget):
         plan.selections[act.act_id] = tuple(handles[h] for h in target.handles)
@@ -223,15 +229,15 @@ def _reduce_act(
     elif isinstance(target, CardTarget):
         case = card_case
     if case is None:
-        refusal = DomainRefusal(code=codes.TARGET_MISSING, explanation="There is no such record.")
+        refusal = DomainRefusal(code=codes.TARGET_MISSING, explanation=codes.TARGET_MISSING)
         plan.refusals.append((act.act_id, None, refusal))
         plan.act_results[act.act_id] = ActResult.REFUSED
         return
     offered = {spec.operation for spec in case.workflow.operations(case.view) if spec.proposable}
     if act.operation not in offered:
         refusal = DomainRefusal(
-            code="turnframe.operation.not_proposable",
-            explanation="That is not something this record offers now.",
+            code=codes.OPERATION_NOT_PROPOSABLE,
+            explanation=codes.OPERATION_NOT_PROPOSABLE,
         )
         plan.refusals.append((act.act_id, case.case_ref, refusal))
         plan.act_results[act.act_id] = ActResult.REFUSED
@@ -268,7 +274,7 @@ def _reduce_act(
                 PlannedCommand(
                     act.act_id,
                     _envelope(
-                        account_id, turn_id, act.act_id, position, case.case_ref, direct, command
+                        account_id, turn_id, scoped, position, case.case_ref, direct, command
                     ),
                     policy,
                 )
@@ -279,16 +285,16 @@ def _reduce_act(
         origin_satisfies(_would_click(p), p) or p.confirmation is ConfirmationPolicy.NONE
         for p in policies
     )
-    if not confirmable:
+    if not confirmable:  # no card the runtime can raise authorizes it (e.g. human review)
         plan.policy_refusals.append((act.act_id, codes.POLICY_HUMAN_REVIEW_REQUIRED))
         plan.act_results[act.act_id] = ActResult.REFUSED
         return
-    command_ids = [derive_command_id(turn_id, act.act_id, i) for i in range(len(compiled))]
-    origin: CommandOrigin = confirmation_origin(act.act_id, case, compiled, command_ids)
+    command_ids = [derive_command_id(turn_id, scoped, i) for i in range(len(compiled))]
+    origin: CommandOrigin = confirmation_origin(scoped, case, compiled, command_ids)
     waiting = [
         PlannedCommand(
             act.act_id,
-            _envelope(account_id, turn_id, act.act_id, position, case.case_ref, origin, command),
+            _envelope(account_id, turn_id, scoped, position, case.case_ref, origin, command),
             policy,
         )
         for position, (command, policy) in enumerate(zip(compiled, policies, strict=True))
@@ -332,7 +338,7 @@ def _envelope(
 
 
 def group_by_case(commands: Sequence[PlannedCommand]) -> dict[CaseKey, list[PlannedCommand]]:
-    """Ready commands per case, in plan order (one batch per case)."""
+    """Commands per case, in plan order (one batch per case)."""
     grouped: dict[CaseKey, list[PlannedCommand]] = {}
     for command in commands:
         grouped.setdefault(command.envelope.case_ref.key, []).append(command)

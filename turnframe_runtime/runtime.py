@@ -33,11 +33,12 @@ from turnframe_core.blocks import (
 )
 from turnframe_core.canonical import digest
 from turnframe_core.cases import CaseKey, CaseRef
-from turnframe_core.claims import check_claims
+from turnframe_core.claims import check_claims, ensure_claims
 from turnframe_core.commands import (
     CommandBatch,
     CommandEnvelope,
     CommandOrigin,
+    ConfirmationPolicy,
     ConfirmedInteraction,
     ExternalSaga,
     PerCase,
@@ -85,6 +86,7 @@ from turnframe_core.interactions import (
     InteractionStatus,
     OptionStyle,
     ResolutionChannel,
+    ReviewEntry,
     SelectTarget,
     StaleInteraction,
     validate_answer,
@@ -109,6 +111,7 @@ from turnframe_core.understanding import (
     AmbiguousTarget,
     Brief,
     CardTarget,
+    Constraint,
     HandleTarget,
     OfferedCard,
     OfferedHandle,
@@ -130,6 +133,7 @@ from turnframe_runtime.copy import CatalogCopy, MissingCopy, RenderedCopy, Serve
 from turnframe_runtime.ports import (
     AnswerRequest,
     CaseDirectory,
+    ExecutionFailed,
     ExecutionRejected,
     ExecutionResult,
     ExecutionTimeout,
@@ -145,6 +149,7 @@ from turnframe_runtime.reduce import (
     Plan,
     PlannedCommand,
     blocking_constraint,
+    group_by_case,
     reduce_turn,
 )
 from turnframe_store.bundle import Stores
@@ -203,6 +208,8 @@ class _Executed:
     planned: PlannedCommand
     outcome: CommandOutcome
     events: tuple[DomainEvent, ...] = ()
+    #: events a replayed execution returned that the ledger already holds (not appended again)
+    in_ledger: frozenset[str] = frozenset()
 
 
 @dataclass
@@ -223,16 +230,19 @@ class _Turn:
     card_commands: list[PlannedCommand] = field(default_factory=list)
     card_declines: list[JournalEntry] = field(default_factory=list)
     card_resolving: bool = False
+    dismissing: bool = False
     confirm_ids: list[str] = field(default_factory=list)
     declining: bool = False
     selection_awaiting: dict[str, list[PlannedCommand]] = field(default_factory=dict)
     notices: list[_Notice] = field(default_factory=list)
     refusals: list[tuple[CaseRef | None, DomainRefusal]] = field(default_factory=list)
-    pending_cards: list[tuple[str, Interaction, list[PlannedCommand]]] = field(default_factory=list)
+    pending_cards: list[tuple[str, Interaction]] = field(default_factory=list)
+    #: acts whose confirmation card waits for this turn's commit (their case changes first)
+    deferred_confirmations: list[str] = field(default_factory=list)
+    claim_violations: list[str] = field(default_factory=list)
     shown_cards: list[Interaction] = field(default_factory=list)
     executed: list[_Executed] = field(default_factory=list)
     readback: dict[str, DomainEvent] = field(default_factory=dict)
-    old_receipt_events: tuple[DomainEvent, ...] = ()
     touched: set[CaseKey] = field(default_factory=set)
     provider_attempts: list[ProviderAttempt] = field(default_factory=list)
     policy_decisions: list[PolicyDecisionRecord] = field(default_factory=list)
@@ -254,8 +264,13 @@ class _Turn:
         return self.input.locale
 
     def notice(self, code: str, **params: Any) -> None:
-        if all(n.code != code for n in self.notices):
+        """Add a notice; the same code with the same parameters is said once."""
+        if all((n.code, n.params) != (code, params) for n in self.notices):
             self.notices.append(_Notice(code, params))
+
+    @property
+    def effects_started(self) -> bool:
+        return bool(self.executed) or self.card_resolving
 
 
 class TurnRuntime:
@@ -317,15 +332,34 @@ class TurnRuntime:
         await self._load_cases(t)  # D/E
         await self._admit_card_answer(t)  # C
         await self._accept(t)  # A/B
-        await self._understand(t)  # G
-        self._reduce(t)  # J/K
-        await self._advance(t, TurnPhase.REDUCED)
-        await self._prepare(t)  # L
-        await self._execute_and_commit(t)  # M/N
+        try:
+            await self._understand(t)  # G
+            self._reduce(t)  # J/K
+            await self._advance(t, TurnPhase.REDUCED)
+            await self._prepare(t)  # L
+            await self._execute_and_commit(t)  # M/N
+        except BaseException as failure:
+            await self._fail_before_effects(t, failure)
+            raise
         await self._follow_up(t)  # O/P
         turn = await self._compose(t)  # Q-T
         await self._deliver(t, turn)  # U/V
         return turn
+
+    async def _fail_before_effects(self, t: _Turn, failure: BaseException) -> None:
+        """A turn that failed before any command could run ends `failed`; one that may have
+        effects is left at its phase for recovery to finish by idempotency key."""
+        if t.effects_started or t.record is None:
+            return
+        entries = await self.stores.journal.unsettled_for_turn(t.account_id, t.turn_id)
+        if entries:
+            return
+        code = getattr(failure, "code", codes.RUNTIME_TURN_FAILED)
+        try:
+            await self.stores.replay.put(self._record(t, TurnPhase.FAILED, failure_code=str(code)))
+            await self.stores.conversations.set_phase(t.account_id, t.turn_id, TurnPhase.FAILED)
+        except StoreError:
+            pass  # the marker stays unfinished: recovery restarts interpretation
 
     # --- A/B: accept ----------------------------------------------------------------------------
 
@@ -452,7 +486,9 @@ class TurnRuntime:
         except StaleInteraction as stale:
             t.closed_card = (stale.interaction, codes.NOTICE_STALE_INTERACTION)
         except (InteractionNotActive, InteractionExpired) as closed:
-            t.closed_card = (closed.interaction, codes.NOTICE_INTERACTION_CLOSED)
+            stale = closed.interaction.status is InteractionStatus.INVALIDATED
+            code = codes.NOTICE_STALE_INTERACTION if stale else codes.NOTICE_INTERACTION_CLOSED
+            t.closed_card = (closed.interaction, code)
 
     # --- G: understand --------------------------------------------------------------------------
 
@@ -538,16 +574,30 @@ class TurnRuntime:
         )
         for act in understanding.acts:
             self._record_target(t, act)
-        for act_id, case_ref, refusal in t.plan.refusals:
-            t.refusals.append((case_ref, refusal))
-            t.notice(codes.NOTICE_ACT_REFUSED, explanation=refusal.explanation)
-            del act_id
-        for code in t.plan.blocked_notices:
-            t.notice(code)
-        for _act_id, code in t.plan.policy_refusals:
-            t.notice(codes.NOTICE_ACT_REFUSED, explanation=code)
+        self._report_plan(t, t.plan)
         for act_id, cases in t.plan.selections.items():
             self._selection_card(t, act_id, cases)
+
+    def _refusal_text(self, t: _Turn, refusal: DomainRefusal) -> str:
+        """The domain's own sentence; the runtime's own refusals read from server copy."""
+        template = f"turnframe.refusal.{refusal.code.rsplit('.', 1)[-1]}"
+        if refusal.explanation == refusal.code and self.copy.has(template):
+            return self.copy.render(template, t.locale, {}).text
+        return refusal.explanation
+
+    def _refuse(self, t: _Turn, case_ref: CaseRef | None, refusal: DomainRefusal) -> None:
+        text = self._refusal_text(t, refusal)
+        t.refusals.append((case_ref, refusal.model_copy(update={"explanation": text})))
+        t.notice(codes.NOTICE_ACT_REFUSED, explanation=text)
+
+    def _report_plan(self, t: _Turn, plan: Plan) -> None:
+        """Every act that will not run says why: refusals, blocks by a constraint, policy."""
+        for _act_id, case_ref, refusal in plan.refusals:
+            self._refuse(t, case_ref, refusal)
+        for code in plan.blocked_notices:
+            t.notice(code)
+        for _act_id, code in plan.policy_refusals:
+            self._refuse(t, None, DomainRefusal(code=code, explanation=code))
 
     def _record_target(self, t: _Turn, act: ProposedAct) -> None:
         target = act.target
@@ -588,8 +638,17 @@ class TurnRuntime:
             compiled[0].command_type,
         )
         render = self.copy.render
+        policies = [case.workflow.policy(c.command_type) for c in compiled]
+        review = any(p.confirmation is ConfirmationPolicy.REVIEW_CARD for p in policies)
+        kind = InteractionKind.REVIEW_CHANGES if review else InteractionKind.CONFIRM_COMMAND
+        entries = tuple(
+            ReviewEntry(field=name, label=name.replace("_", " "), after=str(value))
+            for command in compiled
+            for name, value in command.payload.items()
+        )
         payload = InteractionPayload(
             title=render("turnframe.card.confirm.title", t.locale, {"summary": summary}).text,
+            review_entries=entries if review else (),
             options=(
                 InteractionOption(
                     option_id=CONFIRM_OPTION,
@@ -610,12 +669,12 @@ class TurnRuntime:
             account_id=t.account_id,
             conversation_id=t.conversation_id,
             case_ref=case.case_ref,
-            kind=InteractionKind.CONFIRM_COMMAND,
+            kind=kind,
             payload=payload,
             created_by_turn=t.turn_id,
             created_at=t.now,
         )
-        t.pending_cards.append((act_id, card, []))
+        t.pending_cards.append((act_id, card))
         return ConfirmedInteraction(
             interaction_id=card.interaction_id,
             payload_hash=card.payload_hash,
@@ -645,7 +704,13 @@ class TurnRuntime:
         payload = InteractionPayload(
             title=self.copy.render("turnframe.card.select.title", t.locale, {}).text,
             options=tuple(options),
-            metadata={"deferred_act": act.model_dump(mode="json")},
+            metadata={
+                "deferred_act": act.model_dump(mode="json"),
+                "constraints": [
+                    c.model_dump(mode="json")
+                    for c in (t.understanding or Understanding()).constraints
+                ],
+            },
         )
         card = Interaction.create(
             interaction_id=derive_interaction_id(t.turn_id, f"select_target:{act_id}"),
@@ -659,72 +724,84 @@ class TurnRuntime:
             blocking=False,
             revision_independent=True,
         )
-        t.pending_cards.append((act_id, card, []))
+        t.pending_cards.append((act_id, card))
 
     def _reduce_card_answer(self, t: _Turn, accepted: AcceptedAnswer, card: Interaction) -> None:
-        """The card's own act goes before the message's acts; its meaning is the stored action."""
+        """The card's own act goes before the message's acts; its meaning is the stored action.
+
+        Claiming the card is single-winner: a confirming or applying answer moves it to
+        `resolving` (step L), a declining one to `declined`, a dismissal to `dismissed`, each by
+        compare-and-swap; only the winner's commands run.
+        """
         case = t.cases[card.case_ref.key]
         action = accepted.action
         t.touched.add(case.case_ref.key)
         constraints = frozenset(c.kind for c in (t.understanding or Understanding()).constraints)
 
-        def admit(commands: list[PlannedCommand]) -> None:
+        def admit(commands: list[PlannedCommand]) -> bool:
             for command in commands:
                 blocked = blocking_constraint(constraints, command.policy)
                 if blocked is not None:
                     t.notice(BLOCKING_NOTICE[blocked])
-                    return  # the card stays open: the user can answer it later
+                    return False  # the card stays open: the user can answer it later
             t.card_commands.extend(commands)
-            t.card_resolving = True
+            return bool(commands)
 
         if isinstance(action, ConfirmCommands):
             t.card_resolving = True  # its journaled commands are gathered at step L
             t.confirm_ids = list(action.command_ids)
-            return
-        if isinstance(action, DeclineCommands | DeclineAndRecord):
-            t.card_resolving = True
+        elif isinstance(action, DeclineCommands | DeclineAndRecord):
             t.declining = True
             t.notice(codes.NOTICE_INSTRUCTION_DECLINED)
             if isinstance(action, DeclineAndRecord):
-                admit(
-                    self._compile_for_card(
-                        t, case, action.operation, dict(action.arguments), accepted, "record"
-                    )
-                )
-            return
-        if isinstance(action, ApplyOperation):
+                operation, arguments = action.operation, dict(action.arguments)
+                admit(self._compile_for_card(t, case, operation, arguments, accepted, "record"))
+        elif isinstance(action, ApplyOperation):
             arguments = dict(action.arguments)
             if action.freeform_argument and accepted.freeform_input is not None:
                 arguments[action.freeform_argument] = accepted.freeform_input
-            admit(self._compile_for_card(t, case, action.operation, arguments, accepted, "apply"))
-            return
-        if isinstance(action, SelectTarget):
+            commands = self._compile_for_card(
+                t, case, action.operation, arguments, accepted, "apply"
+            )
+            t.card_resolving = admit(commands)
+        elif isinstance(action, SelectTarget):
             t.card_resolving = True
-            chosen = t.cases.get(action.case_ref.key)
-            deferred = card.payload.metadata.get("deferred_act")
-            if chosen is None or not isinstance(deferred, dict):
-                t.notice(codes.NOTICE_COMMAND_FAILED)
-                return
-            act = ProposedAct.model_validate(
-                {**deferred, "target": {"kind": "handle", "handle": "hsel"}}
-            )
-            sub = reduce_turn(
-                account_id=t.account_id,
-                turn_id=t.turn_id,
-                understanding=Understanding(acts=(act,)),
-                handles={"hsel": chosen},
-                card_case=None,
-                confirmation_origin=lambda act_id, c, compiled, ids: self._confirmation(
-                    t, act_id, c, compiled, ids
-                ),
-            )
-            t.card_commands.extend(sub.ready)
-            for _act, case_ref, refusal in sub.refusals:
-                t.refusals.append((case_ref, refusal))
-                t.notice(codes.NOTICE_ACT_REFUSED, explanation=refusal.explanation)
-            t.selection_awaiting = sub.awaiting
+            self._reduce_selection(t, card, action)
+        elif isinstance(action, Dismiss):
+            t.dismissing = True
+        else:
+            t.card_resolving = True  # clarification, custom: the card resolves, nothing runs
+
+    def _reduce_selection(self, t: _Turn, card: Interaction, action: SelectTarget) -> None:
+        """Plan the act a selection card deferred, on the chosen case only, under the
+        constraints of the turn that deferred it and of this one."""
+        chosen = t.cases.get(action.case_ref.key)
+        deferred = card.payload.metadata.get("deferred_act")
+        if chosen is None or not isinstance(deferred, dict):
+            t.notice(codes.NOTICE_COMMAND_FAILED)  # fail closed: the stored card is unusable
             return
-        t.card_resolving = True  # dismiss, clarification, custom: resolves, runs nothing
+        act = ProposedAct.model_validate(
+            {**deferred, "target": {"kind": "handle", "handle": "hsel"}}
+        )
+        earlier = [
+            Constraint.model_validate(c) for c in card.payload.metadata.get("constraints", [])
+        ]
+        now = list((t.understanding or Understanding()).constraints)
+        scope = f"select:{card.interaction_id}:"
+        sub = reduce_turn(
+            account_id=t.account_id,
+            turn_id=t.turn_id,
+            understanding=Understanding(acts=(act,), constraints=(*earlier, *now)),
+            handles={"hsel": chosen},
+            card_case=None,
+            confirmation_origin=lambda act_id, c, compiled, ids: self._confirmation(
+                t, act_id, c, compiled, ids
+            ),
+            act_scope=scope,
+        )
+        t.card_commands.extend(sub.ready)
+        self._report_plan(t, sub)
+        t.selection_awaiting = {scope + act_id: cmds for act_id, cmds in sub.awaiting.items()}
 
     def _compile_for_card(
         self,
@@ -783,78 +860,104 @@ class TurnRuntime:
 
     async def _prepare(self, t: _Turn) -> None:
         assert t.plan is not None
-        journal = self.stores.journal
-        card = t.card
-        # Gather what a confirming click authorizes: the commands journaled with its card.
-        pending_ids = t.confirm_ids
-        declines = t.declining
-        if card is not None and (pending_ids or declines):
-            confirm_ids = pending_ids or [
-                cid
-                for option in card.payload.options
-                if isinstance(option.action, ConfirmCommands)
-                for cid in option.action.command_ids
-            ]
-            gathered: list[PlannedCommand] = []
-            for command_id in confirm_ids:
-                try:
-                    entry = await journal.get(t.account_id, command_id)
-                except NotFound:
-                    continue
-                if entry.status is not JournalStatus.AWAITING_CONFIRMATION:
-                    continue
-                if declines:
-                    t.card_declines.append(entry)
-                    continue
-                planned = self._journaled_command(t, entry, card)
-                if planned is not None:
-                    gathered.append(planned)
-            if pending_ids and not declines:
-                constraints = frozenset(
-                    c.kind for c in (t.understanding or Understanding()).constraints
-                )
-                blocked = [blocking_constraint(constraints, c.policy) for c in gathered]
-                if any(b is not None for b in blocked):
-                    for b in blocked:
-                        if b is not None:
-                            t.notice(BLOCKING_NOTICE[b])
-                    t.card_resolving = False
-                    gathered = []
-                elif len(gathered) != len(confirm_ids):
-                    t.notice(codes.NOTICE_COMMAND_FAILED)  # fail closed: the card's commands moved
-                    gathered = []
+        if t.card is not None and t.accepted is not None:
+            await self._gather_card_commands(t, t.card)
+            await self._claim_card(t, t.card, t.accepted)
+        # Cards the acts wait for: persisted first, then their commands journaled as awaiting
+        # confirmation. A card on a case this turn also changes is planned after the commit,
+        # against the revision the commit leaves (else the commit would invalidate it at once).
+        changing = {c.envelope.case_ref.key for c in (*t.card_commands, *t.plan.ready)}
+        awaiting = {**t.plan.awaiting, **t.selection_awaiting}
+        for act_id, interaction in list(t.pending_cards):
+            if interaction.case_ref.key in changing and act_id in t.plan.awaiting:
+                t.deferred_confirmations.append(act_id)
+                continue
+            await self._persist_card(t, interaction, awaiting.get(act_id, []))
+
+    async def _gather_card_commands(self, t: _Turn, card: Interaction) -> None:
+        """A confirming click runs exactly the commands journaled with its card; a declining one
+        settles them. Anything else found in the journal fails the answer closed."""
+        if not (t.confirm_ids or t.declining):
+            return
+        confirm_ids = t.confirm_ids or [
+            cid
+            for option in card.payload.options
+            if isinstance(option.action, ConfirmCommands)
+            for cid in option.action.command_ids
+        ]
+        gathered: list[PlannedCommand] = []
+        for command_id in confirm_ids:
+            try:
+                entry = await self.stores.journal.get(t.account_id, command_id)
+            except NotFound:
+                continue
+            if entry.status is not JournalStatus.AWAITING_CONFIRMATION:
+                continue
+            if t.declining:
+                t.card_declines.append(entry)
+                continue
+            planned = self._journaled_command(t, entry, card)
+            if planned is not None:
+                gathered.append(planned)
+        if t.declining:
+            return
+        constraints = frozenset(c.kind for c in (t.understanding or Understanding()).constraints)
+        blocked = [b for b in (blocking_constraint(constraints, c.policy) for c in gathered) if b]
+        if blocked:
+            for kind in blocked:
+                t.notice(BLOCKING_NOTICE[kind])
+            t.card_resolving = False  # the card stays open for a later answer
+        elif len(gathered) != len(confirm_ids):
+            t.notice(codes.NOTICE_COMMAND_FAILED)  # fail closed: the card's commands moved
+            t.card_resolving = False
+        else:
             t.card_commands.extend(gathered)
-        if card is not None and t.card_resolving and t.accepted is not None:
-            await self.stores.interactions.begin_resolution(
-                t.account_id, card.interaction_id, t.accepted.option_id
-            )
-        # Persist the cards acts wait for, then journal their commands as awaiting confirmation.
-        awaiting = dict(t.plan.awaiting)
-        awaiting.update(t.selection_awaiting)
-        for act_id, interaction, _ in list(t.pending_cards):
-            commands = awaiting.get(act_id, [])
-            try:
-                if interaction.blocking:
-                    await self.stores.interactions.insert_replacing_blocking(interaction)
-                else:
-                    await self.stores.interactions.insert(interaction)
-            except StoreError:
-                await self._withdraw_card(t, interaction)
-                t.notice(codes.NOTICE_INTERACTION_UNAVAILABLE)
-                continue
-            try:
-                for command in commands:
-                    entry = JournalEntry.from_envelope(
-                        command.envelope, now=t.now, status=JournalStatus.AWAITING_CONFIRMATION
-                    )
-                    await journal.begin(entry)
-            except StoreError:
-                await self._withdraw_card(t, interaction)
-                t.notice(codes.NOTICE_INTERACTION_UNAVAILABLE)
-                continue
-            t.shown_cards.append(interaction)
-            t.interactions_created.append(interaction.interaction_id)
-            t.touched.add(interaction.case_ref.key)
+
+    async def _claim_card(self, t: _Turn, card: Interaction, accepted: AcceptedAnswer) -> None:
+        """Move the card out of `active` by compare-and-swap; losing the race means another
+        answer won, and this one becomes a second click (nothing of it runs)."""
+        interactions = self.stores.interactions
+        try:
+            if t.declining:
+                await interactions.decline(t.account_id, card.interaction_id, accepted.option_id)
+            elif t.dismissing:
+                await interactions.dismiss(t.account_id, card.interaction_id)
+            elif t.card_resolving:
+                await interactions.begin_resolution(
+                    t.account_id, card.interaction_id, accepted.option_id
+                )
+            else:
+                return
+        except Conflict:
+            t.answered_before = await interactions.get(t.account_id, card.interaction_id)
+            t.card_commands.clear()
+            t.card_declines.clear()
+            t.card_resolving = t.declining = t.dismissing = False
+            t.notices = [n for n in t.notices if n.code != codes.NOTICE_INSTRUCTION_DECLINED]
+
+    async def _persist_card(
+        self, t: _Turn, interaction: Interaction, commands: Sequence[PlannedCommand]
+    ) -> bool:
+        """Persist a pre-execution card, then journal the commands it will confirm. Any failure
+        withdraws the card: it never appears as a block and `interaction_unavailable` says so."""
+        try:
+            if interaction.blocking:
+                await self.stores.interactions.insert_replacing_blocking(interaction)
+            else:
+                await self.stores.interactions.insert(interaction)
+            for command in commands:
+                entry = JournalEntry.from_envelope(
+                    command.envelope, now=t.now, status=JournalStatus.AWAITING_CONFIRMATION
+                )
+                await self.stores.journal.begin(entry)
+        except StoreError:
+            await self._withdraw_card(t, interaction)
+            t.notice(codes.NOTICE_INTERACTION_UNAVAILABLE)
+            return False
+        t.shown_cards.append(interaction)
+        t.interactions_created.append(interaction.interaction_id)
+        t.touched.add(interaction.case_ref.key)
+        return True
 
     async def _withdraw_card(self, t: _Turn, interaction: Interaction) -> None:
         """A card that failed to persist fully must never stay answerable."""
@@ -916,19 +1019,20 @@ class TurnRuntime:
             )
         if ready:
             await self._advance(t, TurnPhase.EXECUTING)
-        groups: dict[CaseKey, list[PlannedCommand]] = {}
-        for command in ready:
-            groups.setdefault(command.envelope.case_ref.key, []).append(command)
+        groups = group_by_case(ready)
         journal = self.stores.journal
+        # Journal admission for every command of the turn before the first effect, so recovery
+        # finds the whole plan by key whatever batch a crash interrupts.
+        for command in ready:
+            if command.envelope.turn_id == t.turn_id:
+                admission = await journal.begin(
+                    JournalEntry.from_envelope(command.envelope, now=t.now)
+                )
+                if not isinstance(admission, Fresh):
+                    raise TurnInProgress("a command of this turn was admitted before")
         for case_key, commands in groups.items():
             t.touched.add(case_key)
             for command in commands:
-                if command.envelope.turn_id == t.turn_id:
-                    admission = await journal.begin(
-                        JournalEntry.from_envelope(command.envelope, now=t.now)
-                    )
-                    if not isinstance(admission, Fresh):
-                        raise TurnInProgress("a command of this turn was admitted before")
                 await journal.mark_executing(t.account_id, command.envelope.command_id)
             t.executed.extend(await self._run_batch(t, case_key, commands))
         await self._commit(t)
@@ -966,10 +1070,24 @@ class TurnRuntime:
                 )
                 for c in commands
             ]
-        except Exception as exc:
+        except ExecutionFailed as failed:
             t.notice(codes.NOTICE_COMMAND_FAILED)
-            outcome = FailedOutcome(code=getattr(exc, "code", codes.EXECUTION_FAILED))
+            outcome = FailedOutcome(code=failed.message or codes.EXECUTION_FAILED)
             return [_Executed(c, outcome) for c in commands]
+        except Exception:  # anything else: the effect may have landed, so it is not a failure
+            t.notice(codes.NOTICE_VERIFICATION_IN_PROGRESS)
+            return [
+                _Executed(
+                    c, OutcomeUnknown(attempt_id=c.envelope.command_id, reason="executor_error")
+                )
+                for c in commands
+            ]
+        in_ledger: frozenset[str] = frozenset()
+        if result.replayed:  # the executor saw these keys before: some events may be stored
+            stored = await self.stores.events.get_by_ids(
+                t.account_id, [e.event_id for e in result.events]
+            )
+            in_ledger = frozenset(e.event_id for e in stored)
         executed = []
         for command in commands:
             own = tuple(e for e in result.events if e.command_id == command.envelope.command_id)
@@ -980,6 +1098,7 @@ class TurnRuntime:
                         new_revision=result.new_revision, event_ids=tuple(e.event_id for e in own)
                     ),
                     own,
+                    in_ledger,
                 )
             )
         return executed
@@ -996,11 +1115,14 @@ class TurnRuntime:
             )
             for entry in t.card_declines
         ]
-        events = tuple(ev for e in t.executed for ev in e.events)
+        events = tuple(ev for e in t.executed for ev in e.events if ev.event_id not in e.in_ledger)
         finishes: list[InteractionFinish] = []
-        if t.card is not None and t.card_resolving and t.accepted is not None:
-            card_commands = {c.envelope.command_id for c in t.card_commands}
-            card_runs = [e for e in t.executed if e.planned.envelope.command_id in card_commands]
+        card_commands = {c.envelope.command_id for c in t.card_commands}
+        card_runs = [e for e in t.executed if e.planned.envelope.command_id in card_commands]
+        unknown = any(isinstance(e.outcome, OutcomeUnknown) for e in card_runs)
+        # A card whose command has an unknown outcome stays `resolving` (it holds the slot and a
+        # second click is a duplicate) until reconciliation settles the command.
+        if t.card is not None and t.card_resolving and t.accepted is not None and not unknown:
             committed = [e for e in card_runs if isinstance(e.outcome, CommittedOutcome)]
             if not card_runs or committed:
                 status = InteractionStatus.RESOLVED
@@ -1061,22 +1183,46 @@ class TurnRuntime:
             replay=record,
             phase=TurnPhase.COMMITTED,
         )
-        await self.stores.commits.commit(bundle)
+        result = await self.stores.commits.commit(bundle)
         t.record = record
+        await self._settle_invalidated(t, result.invalidated)
         # Receipts cite only what the ledger returns: read the committed events back.
-        committed_ids = [ev.event_id for ev in events]
+        committed_ids = [ev.event_id for e in t.executed for ev in e.events]
         if committed_ids:
             stored = await self.stores.events.get_by_ids(t.account_id, committed_ids)
             t.readback = {ev.event_id: ev for ev in stored}
+            if len(t.readback) != len(set(committed_ids)):
+                t.notice(codes.NOTICE_VERIFICATION_IN_PROGRESS)  # committed, not yet readable
+
+    async def _settle_invalidated(self, t: _Turn, invalidated: Sequence[str]) -> None:
+        """Commands journaled with a card the commit invalidated can never be confirmed: settle
+        them as failed so nothing waits on them (best effort; recovery never resumes them)."""
+        for interaction_id in invalidated:
+            with contextlib.suppress(StoreError):
+                card = await self.stores.interactions.get(t.account_id, interaction_id)
+                for option in card.payload.options:
+                    if not isinstance(option.action, ConfirmCommands):
+                        continue
+                    for command_id in option.action.command_ids:
+                        entry = await self.stores.journal.get(t.account_id, command_id)
+                        if entry.status is JournalStatus.AWAITING_CONFIRMATION:
+                            await self.stores.journal.complete(
+                                t.account_id,
+                                command_id,
+                                FailedOutcome(code=codes.EXECUTION_CARD_INVALIDATED),
+                            )
 
     # --- O/P: re-project, follow-up cards -------------------------------------------------------
 
     async def _follow_up(self, t: _Turn) -> None:
+        """Re-project every case the turn touched (or whose card was answered late), raise the
+        confirmations deferred past the commit, then the blocking cards the views now need."""
         refresh = set(t.touched)
-        if t.closed_card is not None:
-            refresh.add(t.closed_card[0].case_ref.key)
-        if t.answered_before is not None:
-            refresh.add(t.answered_before.case_ref.key)
+        offer_current: set[CaseKey] = set()
+        for late in (t.closed_card[0] if t.closed_card else None, t.answered_before):
+            if late is not None:
+                refresh.add(late.case_ref.key)
+                offer_current.add(late.case_ref.key)
         for key in sorted(refresh, key=lambda k: (k.workflow, k.case_id)):
             label = t.cases[key].label if key in t.cases else None
             t.cases.pop(key, None)
@@ -1090,22 +1236,63 @@ class TurnRuntime:
             for handle, old in list(t.handles.items()):
                 if old.case_ref.key == key:
                     t.handles[handle] = case
-            await self._ensure_card(t, case)
+            await self._raise_deferred_confirmations(t, case)
+            await self._ensure_card(t, case, offer=key in offer_current)
 
-    async def _ensure_card(self, t: _Turn, case: CaseInView) -> None:
+    async def _raise_deferred_confirmations(self, t: _Turn, case: CaseInView) -> None:
+        understanding = t.understanding or Understanding()
+        for act_id in list(t.deferred_confirmations):
+            act = next(a for a in understanding.acts if a.act_id == act_id)
+            planned = next(c for c in t.plan.awaiting[act_id]) if t.plan else None
+            if planned is None or planned.envelope.case_ref.key != case.case_ref.key:
+                continue
+            t.deferred_confirmations.remove(act_id)
+            t.pending_cards = [(a, c) for a, c in t.pending_cards if a != act_id]
+            replan = reduce_turn(
+                account_id=t.account_id,
+                turn_id=t.turn_id,
+                understanding=Understanding(
+                    acts=(act.model_copy(update={"target": HandleTarget(handle="hdef")}),),
+                    constraints=understanding.constraints,
+                ),
+                handles={"hdef": case},
+                card_case=None,
+                confirmation_origin=lambda a, c, compiled, ids: self._confirmation(
+                    t, a, c, compiled, ids
+                ),
+            )
+            self._report_plan(t, replan)
+            for pending_act, interaction in list(t.pending_cards):
+                if pending_act == act_id and act_id in replan.awaiting:
+                    await self._persist_card(t, interaction, replan.awaiting[act_id])
+
+    async def _ensure_card(self, t: _Turn, case: CaseInView, *, offer: bool) -> None:
+        """One open blocking card per case: keep (and, when `offer`, show) the one bound to the
+        current revision; else derive the view's requirement, unless it was answered at this
+        revision ("not now" means "ask again when the record changes")."""
         requirement = case.view.blocking_interaction
-        if requirement is None:
-            return
         revision = case.case_ref.expected_revision
         existing = await self.stores.interactions.for_case(t.account_id, case.case_ref.key)
+        current = [
+            c
+            for c in existing
+            if c.status.is_open and c.blocking
+            and (c.revision_independent or c.bound_revision == revision)
+        ]  # fmt: skip
+        if current:
+            card = current[0]
+            matches = requirement is not None and (
+                card.payload.metadata.get("requirement_key") == requirement.key
+            )
+            shown = any(c.interaction_id == card.interaction_id for c in t.shown_cards)
+            if (offer or matches) and not shown and card.status is InteractionStatus.ACTIVE:
+                t.shown_cards.append(card)
+            return
+        if requirement is None:
+            return
         for card in existing:
-            same = card.payload.metadata.get("requirement_key") == requirement.key
-            if card.status.is_open and card.blocking and card.bound_revision == revision and same:
-                if all(c.interaction_id != card.interaction_id for c in t.shown_cards):
-                    t.shown_cards.append(card)
-                return
             if (
-                same
+                card.payload.metadata.get("requirement_key") == requirement.key
                 and card.bound_revision == revision
                 and card.status
                 in (
@@ -1114,34 +1301,28 @@ class TurnRuntime:
                     InteractionStatus.DISMISSED,
                 )
             ):
-                return  # answered at this revision: ask again only when the record changes
+                return
         payload = case.workflow.build_interaction(requirement, case.view, case.state)
         payload = payload.model_copy(
             update={"metadata": {**payload.metadata, "requirement_key": requirement.key}}
         )
-        try:
-            card = Interaction.create(
-                interaction_id=derive_interaction_id(
-                    t.turn_id,
-                    f"follow_up:{case.case_ref.workflow}:{case.case_ref.case_id}:{requirement.key}",
-                ),
-                account_id=t.account_id,
-                conversation_id=t.conversation_id,
-                case_ref=case.case_ref,
-                kind=requirement.kind,
-                payload=payload,
-                created_by_turn=t.turn_id,
-                created_at=t.now,
-                blocking=requirement.blocking,
-                revision_independent=requirement.revision_independent,
-                expires_at=t.now + requirement.expires_in_ms if requirement.expires_in_ms else None,
-            )
-            await self.stores.interactions.insert_replacing_blocking(card)
-        except (StoreError, TurnframeError):
-            t.notice(codes.NOTICE_INTERACTION_UNAVAILABLE)
-            return
-        t.shown_cards.append(card)
-        t.interactions_created.append(card.interaction_id)
+        card = Interaction.create(
+            interaction_id=derive_interaction_id(
+                t.turn_id,
+                f"follow_up:{case.case_ref.workflow}:{case.case_ref.case_id}:{requirement.key}",
+            ),
+            account_id=t.account_id,
+            conversation_id=t.conversation_id,
+            case_ref=case.case_ref,
+            kind=requirement.kind,
+            payload=payload,
+            created_by_turn=t.turn_id,
+            created_at=t.now,
+            blocking=requirement.blocking,
+            revision_independent=requirement.revision_independent,
+            expires_at=t.now + requirement.expires_in_ms if requirement.expires_in_ms else None,
+        )
+        await self._persist_card(t, card, ())
 
     # --- Q-T: compose ---------------------------------------------------------------------------
 
@@ -1154,10 +1335,11 @@ class TurnRuntime:
             if not events:
                 continue
             workflow = self._workflow(workflow_key)
+            given = {e.event_id for e in events}
             for spec in workflow.receipts(events):
                 receipt_id = derive_receipt_id(spec.status_code, spec.event_ids)
-                if receipt_id in seen:
-                    continue
+                if receipt_id in seen or not set(spec.event_ids) <= given:
+                    continue  # a receipt cites only the committed events it was handed
                 seen.add(receipt_id)
                 title = self.copy.render(f"{spec.template_id}.title", t.locale, spec.params)
                 blocks.append(
@@ -1191,13 +1373,13 @@ class TurnRuntime:
         receipts = self._receipts(t, groups)
         notices = [
             NoticeBlock(
-                block_id=derive_block_id(t.turn_id, f"notice:{n.code}"),
+                block_id=derive_block_id(t.turn_id, f"notice:{n.code}:{index}"),
                 code=n.code,
                 severity=_NOTICE_SEVERITY.get(n.code, NoticeSeverity.INFO),
                 text=(rendered := self.copy.render(n.code, t.locale, n.params)).text,
                 copy_ref=rendered.copy_ref,
             )
-            for n in t.notices
+            for index, n in enumerate(t.notices)
         ]
         cards = [
             InteractionBlock.from_view(
@@ -1214,18 +1396,27 @@ class TurnRuntime:
         if transition is not None:
             blocks.append(transition)
         blocks.extend(cards)
-        if check_claims(blocks):  # a model block rests on something the turn lacks: drop prose
-            blocks = [b for b in blocks if not isinstance(b, AnswerBlock | TransitionBlock)]
-            blocks[len(receipts) + len(notices) : len(receipts) + len(notices)] = [
-                *(self._server_answer(t, q) for q in understanding.questions),
-            ]
+        violations = check_claims(blocks)
+        if violations:  # model prose rests on something the turn lacks: server copy replaces it
+            t.claim_violations.extend(v.code for v in violations)
+            blocks = [*receipts, *notices]
+            blocks.extend(self._server_answer(t, q) for q in understanding.questions)
+            if transition is not None:
+                blocks.append(self._server_transition(t, receipts, cards, self._ask(t, cards)))
+            blocks.extend(cards)
+            ensure_claims(blocks)  # still broken: a server bug; the turn is never returned
         subjects = tuple(
             t.cases[k].case_ref
             for k in sorted(t.touched, key=lambda k: (k.workflow, k.case_id))
             if k in t.cases
         )
         expectations = tuple(
-            Expectation(kind=ExpectationKind.AWAITING_CONFIRMATION, case_ref=c.case_ref)
+            Expectation(
+                kind=ExpectationKind.AWAITING_SELECTION
+                if c.kind is InteractionKind.SELECT_TARGET
+                else ExpectationKind.AWAITING_CONFIRMATION,
+                case_ref=c.case_ref,
+            )
             for c in t.shown_cards
         )
         await self.stores.conversations.set_phase(t.account_id, t.turn_id, TurnPhase.COMPOSED)
@@ -1243,7 +1434,7 @@ class TurnRuntime:
             subjects=subjects,
         )
 
-    def _case_facts(self, case: CaseInView) -> list[NarratableFact]:
+    def _case_facts(self, case: CaseInView, locale: str) -> list[NarratableFact]:
         facts: list[NarratableFact] = [
             RecordFact(
                 case_ref=case.case_ref,
@@ -1261,7 +1452,7 @@ class TurnRuntime:
                     case_ref=case.case_ref,
                     obligation_key=obligation.key,
                     params=obligation.params,
-                    sentence=case.workflow.obligation_sentence(obligation, "en"),
+                    sentence=case.workflow.obligation_sentence(obligation, locale),
                 )
             )
         return facts
@@ -1329,7 +1520,7 @@ class TurnRuntime:
             if self.narrator is None or not cases:
                 blocks.append(self._server_answer(t, question))
                 continue
-            allowed = tuple(f for case in cases for f in self._case_facts(case))
+            allowed = tuple(f for case in cases for f in self._case_facts(case, t.locale))
             request = AnswerRequest(
                 locale=t.locale,
                 question_id=question.question_id,
@@ -1415,14 +1606,17 @@ class TurnRuntime:
                 t.provider_attempts.append(self._attempt(t, "transition", started, None))
                 try:
                     parsed = parse_model_output(_as_draft(draft), turn_id=t.turn_id)
-                except TurnframeError:
-                    findings = ("the reply was not a single transition draft",)
-                    continue
-                block = parsed[0] if len(parsed) == 1 else None
-                if not isinstance(block, TransitionBlock):
+                    block = parsed[0] if len(parsed) == 1 else None
+                    if not isinstance(block, TransitionBlock):
+                        raise MalformedModelOutput("not a single transition draft")
+                except TurnframeError as rejected:
+                    t.provider_attempts[-1] = self._rejected(t.provider_attempts[-1], rejected.code)
                     findings = ("the reply was not a single transition draft",)
                     continue
                 if not _facts_within(block.facts_used, request.allowed_facts):
+                    t.provider_attempts[-1] = self._rejected(
+                        t.provider_attempts[-1], codes.CLAIM_UNBACKED_OUTCOME
+                    )
                     findings = ("the reply rests on facts it was not given",)
                     continue
                 try:
@@ -1434,10 +1628,14 @@ class TurnRuntime:
                     return block.model_copy(
                         update={"block_id": derive_block_id(t.turn_id, "transition")}
                     )
+                t.provider_attempts[-1] = self._rejected(t.provider_attempts[-1], "review_failed")
                 findings = verdict.findings or ("the review failed",)
-        done = {r.receipt_id for r in receipts if any(ev in t.readback for ev in r.event_ids)}
-        cited = [f for f in outcomes if isinstance(f, OperationalOutcome) and f.receipt_id in done]
-        return self._server_transition(t, receipts, cards, ask, cited, available)
+        return self._server_transition(t, receipts, cards, ask)
+
+    @staticmethod
+    def _rejected(attempt: ProviderAttempt, code: str) -> ProviderAttempt:
+        """A call that answered, but whose answer was discarded (and why)."""
+        return attempt.model_copy(update={"outcome": "failed", "code": code})
 
     def _server_transition(
         self,
@@ -1445,12 +1643,13 @@ class TurnRuntime:
         receipts: Sequence[ReceiptBlock],
         cards: Sequence[InteractionBlock],
         ask: str | None,
-        outcomes: Sequence[NarratableFact],
-        available: Sequence[NarratableFact],
     ) -> TransitionBlock:
+        """Server copy standing in for the narrator: what committed this turn (its receipts),
+        then the card or the one thing to ask, else an invitation to go on."""
         render = self.copy.render
         parts: list[RenderedCopy | str] = []
         done = [r for r in receipts if any(ev in t.readback for ev in r.event_ids)]
+        unknown = any(isinstance(e.outcome, OutcomeUnknown) for e in t.executed)
         if done:
             parts.append(
                 render(
@@ -1459,7 +1658,7 @@ class TurnRuntime:
                     {"items": "; ".join(r.title for r in done)},
                 )
             )
-        elif t.executed or (t.plan is not None and t.plan.act_results):
+        elif not unknown and (t.executed or (t.plan is not None and t.plan.act_results)):
             parts.append(render("turnframe.transition.nothing_done", t.locale, {}))
         if cards:
             parts.append(render("turnframe.transition.card", t.locale, {"title": cards[0].title}))
@@ -1468,10 +1667,21 @@ class TurnRuntime:
         else:
             parts.append(render("turnframe.transition.go_on", t.locale, {}))
         rendered = [p for p in parts if not isinstance(p, str)]
+        facts: list[NarratableFact] = [
+            OperationalOutcome(receipt_id=r.receipt_id, event_ids=r.event_ids,
+                               status_code=r.status_code)
+            for r in done
+        ]  # fmt: skip
+        facts.extend(
+            InteractionAvailable(
+                interaction_id=c.interaction_id, interaction_kind=c.interaction_kind
+            )
+            for c in cards
+        )
         return TransitionBlock(
             block_id=derive_block_id(t.turn_id, "transition"),
             text=" ".join(p if isinstance(p, str) else p.text for p in parts),
-            facts_used=(*outcomes, *available),
+            facts_used=tuple(facts),
             copy_ref=rendered[-1].copy_ref if rendered else None,
         )
 
@@ -1506,18 +1716,21 @@ class TurnRuntime:
             event_ids=tuple(ev.event_id for e in t.executed for ev in e.events),
             outbox_ids=tuple(t.outbox_ids),
             provider_attempts=tuple(t.provider_attempts),
+            claim_violations=tuple(t.claim_violations),
             **extra,
         )
 
     async def _deliver(self, t: _Turn, turn: AssistantTurn) -> None:
+        """Persist the exact turn (moving the marker to `delivered` in the same write), then the
+        final replay record: a record never says `delivered` for a turn that is not stored."""
+        await self.stores.conversations.append_assistant_turn(
+            t.account_id, turn, phase=TurnPhase.DELIVERED
+        )
         record = self._record(
             t, TurnPhase.DELIVERED, response_block_ids=tuple(b.block_id or "" for b in turn.blocks)
         )
         await self.stores.replay.put(record)
         t.record = record
-        await self.stores.conversations.append_assistant_turn(
-            t.account_id, turn, phase=TurnPhase.DELIVERED
-        )
 
 
 def _card_command_id(turn_id: str, interaction_id: str, position: int) -> str:

@@ -55,10 +55,35 @@ def test_a_digest_is_stable_under_key_order(value):
     assert json.loads(canonical_json(value)) == value
 
 
-@given(st.dictionaries(st.text(max_size=8), st.integers(), min_size=1, max_size=6), st.data())
+def _paths(value, prefix=()):
+    """Every path to a leaf of a nested JSON value."""
+    if isinstance(value, dict) and value:
+        for key, item in value.items():
+            yield from _paths(item, (*prefix, key))
+    elif isinstance(value, list) and value:
+        for index, item in enumerate(value):
+            yield from _paths(item, (*prefix, index))
+    else:
+        yield prefix
+
+
+def _replace(value, path, new):
+    if not path:
+        return new
+    head, *rest = path
+    copy = list(value) if isinstance(value, list) else dict(value)
+    copy[head] = _replace(value[head], rest, new)
+    return copy
+
+
+@given(st.dictionaries(st.text(max_size=8), json_values, min_size=1, max_size=6), st.data())
 def test_a_digest_changes_when_any_value_changes(value, data):
-    key = data.draw(st.sampled_from(sorted(value)))
-    changed = {**value, key: value[key] + 1}
+    path = data.draw(st.sampled_from(list(_paths(value))))
+    leaf = value
+    for step in path:
+        leaf = leaf[step]
+    other = data.draw(json_values.filter(lambda v: v != leaf or type(v) is not type(leaf)))
+    changed = _replace(value, path, other)
     assert digest(changed) != digest(value)
 
 

@@ -143,16 +143,16 @@ async def test_a_stale_confirmation_after_an_edit_is_rejected():
     desk = DeskHarness()
     desk.ready_trip()
     _, card = await _rebooking_card(desk)
-    await desk.say(
+    edited = await desk.say(
         "Actually my email is grace@example.com",
         act("a1", EMAIL, "h1", "grace@example.com", email="grace@example.com"),
     )
+    fresh = desk.card(edited)  # re-projection derived a fresh card at the new revision
+    assert fresh.interaction_id != card.interaction_id
     turn = await desk.click(card, "opt_rebook")
     assert "trip.rebooking_sent" not in await desk.event_types()
-    assert desk.notice_codes(turn) in (
-        [codes.NOTICE_STALE_INTERACTION],
-        [codes.NOTICE_INTERACTION_CLOSED],
-    )
+    assert desk.notice_codes(turn) == [codes.NOTICE_STALE_INTERACTION]
+    assert desk.card(turn).interaction_id == fresh.interaction_id  # the current card is offered
 
 
 # 8
@@ -359,6 +359,17 @@ async def test_a_claim_nothing_backs_leaves_no_trace_in_the_record():
     assert "Sent" not in text and "sent" not in text
     assert desk.notice_codes(turn) == [codes.NOTICE_COMMAND_FAILED]
     assert desk.receipt_codes(turn) == []
+    record = await desk.runtime.replay("acct_1", turn.replay_token)
+    discarded = [
+        (a.purpose, a.outcome, a.code)
+        for a in record.provider_attempts
+        if a.purpose != "understand"
+    ]
+    assert discarded == [
+        ("transition", "failed", codes.CLAIM_UNBACKED_OUTCOME),
+        ("transition", "failed", "review_failed"),
+    ]
+    assert "Sent" not in record.model_dump_json()  # the record keeps no trace of the claim
     narrator.verify()
 
 

@@ -2,7 +2,8 @@
 travel date, and a rebooking the airline carries out.
 
 - `set_name`, `set_email`, `set_travel_date`, `keep_leg`, `request_rebooking`: low risk, applied
-  from words. Any edit while a rebooking waits for confirmation drops the pending rebooking.
+  from words. An edit while a rebooking waits for confirmation keeps it waiting: the card shown
+  before the edit goes stale, and re-projection derives a fresh card at the new revision.
 - `request_rebooking` puts the trip in `awaiting_rebooking_confirmation`, a user-owned phase whose
   blocking card offers "Rebook" (the card-guarded `confirm_rebooking`, external and regulated: it
   leaves an outbox row for the airline) and "Keep my flight" (declines and records `keep_leg`).
@@ -546,7 +547,6 @@ class TripExecutor:
             raise ExecutionRejected("trip.closed", "This trip is closed.")
         if command_type in (SET_NAME, SET_EMAIL, SET_TRAVEL_DATE):
             state.update(payload)
-            state["rebooking"] = None  # any edit drops a rebooking that waits for confirmation
         elif command_type == REQUEST_REBOOKING:
             if state["legs"][payload["leg"]]["kept"]:
                 raise ExecutionRejected("trip.leg_kept", "That flight is kept as booked.")
