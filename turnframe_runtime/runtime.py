@@ -483,11 +483,11 @@ class TurnRuntime:
             t.card = card
         except AlreadyAnswered as answered:
             t.answered_before = answered.interaction
-        except StaleInteraction as stale:
-            t.closed_card = (stale.interaction, codes.NOTICE_STALE_INTERACTION)
+        except StaleInteraction as outdated:
+            t.closed_card = (outdated.interaction, codes.NOTICE_STALE_INTERACTION)
         except (InteractionNotActive, InteractionExpired) as closed:
-            stale = closed.interaction.status is InteractionStatus.INVALIDATED
-            code = codes.NOTICE_STALE_INTERACTION if stale else codes.NOTICE_INTERACTION_CLOSED
+            invalidated = closed.interaction.status is InteractionStatus.INVALIDATED
+            code = codes.NOTICE_STALE_INTERACTION if invalidated else codes.NOTICE_INTERACTION_CLOSED
             t.closed_card = (closed.interaction, code)
 
     # --- G: understand --------------------------------------------------------------------------
