@@ -486,8 +486,11 @@ class TurnRuntime:
         except StaleInteraction as outdated:
             t.closed_card = (outdated.interaction, codes.NOTICE_STALE_INTERACTION)
         except (InteractionNotActive, InteractionExpired) as closed:
-            invalidated = closed.interaction.status is InteractionStatus.INVALIDATED
-            code = codes.NOTICE_STALE_INTERACTION if invalidated else codes.NOTICE_INTERACTION_CLOSED
+            code = (
+                codes.NOTICE_STALE_INTERACTION
+                if closed.interaction.status is InteractionStatus.INVALIDATED
+                else codes.NOTICE_INTERACTION_CLOSED
+            )
             t.closed_card = (closed.interaction, code)
 
     # --- G: understand --------------------------------------------------------------------------
