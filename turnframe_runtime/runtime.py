@@ -240,6 +240,7 @@ class _Turn:
     #: acts whose confirmation card waits for this turn's commit (their case changes first)
     deferred_confirmations: list[str] = field(default_factory=list)
     claim_violations: list[str] = field(default_factory=list)
+    audit_once: dict[str, Any] | None = None
     shown_cards: list[Interaction] = field(default_factory=list)
     executed: list[_Executed] = field(default_factory=list)
     readback: dict[str, DomainEvent] = field(default_factory=dict)
@@ -1704,15 +1705,20 @@ class TurnRuntime:
             )
             for e in t.executed
         )
-        understanding = t.understanding
+        if t.audit_once is None:  # the understanding and the plan no longer change: digest once
+            understanding = t.understanding
+            summary = plan.summary() if plan else None
+            t.audit_once = {
+                "understanding": understanding.model_dump(mode="json") if understanding else None,
+                "understanding_hash": understanding.hash() if understanding else None,
+                "reduction_plan": summary,
+                "plan_hash": digest(summary) if summary is not None else None,
+            }
         return t.record.advanced(
             phase,
             at=self.clock(),
-            understanding=understanding.model_dump(mode="json") if understanding else None,
-            understanding_hash=understanding.hash() if understanding else None,
+            **t.audit_once,
             target_resolutions=tuple(t.target_resolutions),
-            reduction_plan=plan.summary() if plan else None,
-            plan_hash=digest(plan.summary()) if plan else None,
             policy_decisions=tuple(t.policy_decisions),
             command_outcomes=outcomes,
             interactions_created=tuple(t.interactions_created),
