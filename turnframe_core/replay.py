@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from enum import StrEnum
 from typing import Annotated, Any, Literal
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from turnframe_core import codes
 from turnframe_core._model import FrozenModel, Millis, NonEmptyStr, Revision
@@ -28,6 +28,7 @@ from turnframe_core.ids import (
     OutboxId,
     ReplayToken,
     TurnId,
+    derive_replay_token,
 )
 from turnframe_core.turn import TurnInput
 
@@ -209,6 +210,17 @@ class ReplayRecord(FrozenModel):
     #: claim-guard codes of model prose that was discarded (server copy replaced it)
     claim_violations: tuple[str, ...] = ()
     failure_code: str | None = None
+
+    @model_validator(mode="after")
+    def _token_is_derived(self) -> ReplayRecord:
+        if self.replay_token != derive_replay_token(self.turn_id):
+            raise ValueError("replay_token is not derived from turn_id")
+        if (self.input.account_id, self.input.conversation_id) != (
+            self.account_id,
+            self.conversation_id,
+        ):
+            raise ValueError("the recorded input belongs to another account or conversation")
+        return self
 
     def digest(self) -> str:
         """Digest of this record's canonical JSON (what the next record of the chain stores)."""
