@@ -1,5 +1,6 @@
 """turnframe_store: the store roles, their records and errors, the in-memory reference store,
-fault points, and the conformance suite every implementation passes.
+the SQL store (PostgreSQL and SQLite), fault points, and the conformance suite every
+implementation passes.
 
 `turnframe_store.conformance` is public too; import it explicitly to run the suite.
 """
@@ -58,6 +59,7 @@ from turnframe_store.records import (
     Replay,
     UserTurnRecord,
 )
+from turnframe_store.sql import SqlConfig, SqlStores
 
 __all__ = [
     # bundle
@@ -83,6 +85,8 @@ __all__ = [
     "FiredFault",
     # implementations
     "MemoryStores",
+    "SqlConfig",
+    "SqlStores",
     # protocols
     "CommandJournal",
     "CommandJournalReader",

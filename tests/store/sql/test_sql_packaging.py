@@ -1,0 +1,76 @@
+"""The migrations reach every install: a wheel ships them inside the package, and `migrate()`
+works from the installed wheel as it does from a source checkout."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+import tomllib
+import zipfile
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[3]
+SHIPPED = {
+    "turnframe_store/_migrations/env.py",
+    "turnframe_store/_migrations/script.py.mako",
+    "turnframe_store/_migrations/versions/0001_tf_tables.py",
+}
+
+
+def test_every_package_directory_is_listed_for_the_wheel() -> None:
+    setuptools = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
+    listed = set(setuptools["packages"])
+    found = {
+        ".".join(init.parent.relative_to(ROOT).parts)
+        for root in ("turnframe_core", "turnframe_store", "turnframe_runtime", "turnframe_test")
+        for init in (ROOT / root).rglob("__init__.py")
+    }
+
+    assert found <= listed, f"add to [tool.setuptools] packages: {sorted(found - listed)}"
+    assert setuptools["package-dir"]["turnframe_store._migrations"] == "migrations"
+
+
+@pytest.mark.slow
+def test_an_installed_wheel_ships_the_migrations_and_migrates(tmp_path: Path) -> None:
+    source = tmp_path / "source"
+    source.mkdir()
+    for name in ("pyproject.toml", "README.md"):
+        shutil.copy(ROOT / name, source / name)
+    for name in ("migrations", "turnframe_core", "turnframe_store", "turnframe_runtime",
+                 "turnframe_test"):  # fmt: skip
+        shutil.copytree(ROOT / name, source / name, ignore=shutil.ignore_patterns("__pycache__"))
+    pip = [sys.executable, "-m", "pip", "--disable-pip-version-check", "-q"]
+    subprocess.run([*pip, "wheel", "--no-deps", "-w", tmp_path / "dist", source], check=True)
+    (wheel,) = (tmp_path / "dist").glob("turnframe-*.whl")
+    with zipfile.ZipFile(wheel) as archive:
+        names = set(archive.namelist())
+    subprocess.run([*pip, "install", "--no-deps", "--target", tmp_path / "site", wheel], check=True)
+    database = tmp_path / "installed.db"
+    script = (
+        "import asyncio, turnframe_store\n"
+        "from turnframe_store import SqlStores\n"
+        "async def main():\n"
+        f"    stores = await SqlStores.connect('sqlite+aiosqlite:///{database}')\n"
+        "    try:\n"
+        "        await stores.migrate()\n"
+        "        await stores.conversations.ensure_conversation('acct_1', 'conv_1')\n"
+        "    finally:\n"
+        "        await stores.aclose()\n"
+        "    print(turnframe_store.__file__)\n"
+        "asyncio.run(main())\n"
+    )
+    ran = subprocess.run(
+        [sys.executable, "-c", script],
+        env={"PYTHONPATH": str(tmp_path / "site")},
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+
+    assert names >= SHIPPED
+    assert ran.returncode == 0, ran.stderr
+    assert ran.stdout.strip().startswith(str(tmp_path / "site"))

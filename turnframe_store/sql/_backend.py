@@ -1,0 +1,118 @@
+"""What the SQL store needs from a database backend (internal).
+
+Two backends implement it, each on its native async driver and each in its own module, so
+psycopg is imported only when PostgreSQL is used:
+
+- `_postgres.PostgresBackend`: psycopg 3 connections from a pool, in autocommit mode with
+  explicit transactions. A write sends BEGIN and its statements in one pipeline (one round trip),
+  then COMMIT on its own, so a connection lost during COMMIT (`Timeout`) is told apart from one
+  lost before it (`Unavailable`).
+- `_sqlite.SqliteBackend`: aiosqlite in WAL mode; one writer connection used by one task at a time
+  (`BEGIN IMMEDIATE` also keeps other processes out), and a read connection beside it.
+
+A batch never raises for a statement's own failure: `Batch.failed_at` names the first statement
+that failed and `Batch.error` its store error, so the caller can judge the statements before it
+first (the commit bundle reports the first failing item in its normative order).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from abc import ABC, abstractmethod
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from turnframe_store.errors import StoreError
+
+__all__ = ["Backend", "Batch", "Connection", "Hooks", "Params", "Result", "Row", "Statement"]
+
+Row = dict[str, Any]
+Params = Mapping[str, Any]
+
+
+@dataclass(frozen=True)
+class Statement:
+    """One compiled statement: its SQL, the values of binds the compiler added, its result names."""
+
+    name: str
+    sql: str
+    columns: tuple[str, ...] = ()
+    defaults: Mapping[str, Any] = field(default_factory=dict)
+
+    def bind(self, params: Params) -> Params:
+        return {**self.defaults, **params} if self.defaults else params
+
+
+@dataclass(frozen=True)
+class Result:
+    rows: list[Row]
+    rowcount: int
+
+
+@dataclass(frozen=True)
+class Batch:
+    """The results of the statements that ran, and the first failure (if one failed)."""
+
+    results: list[Result]
+    failed_at: int | None = None
+    error: StoreError | None = None
+
+
+@dataclass
+class Hooks:
+    """Internal test seams, awaited inside every write transaction with the connection's backend
+    process id (PostgreSQL; 0 on SQLite): `after_begin` before its first statement,
+    `before_commit` right before COMMIT. Raising from either rolls the transaction back."""
+
+    after_begin: Callable[[int], Awaitable[None]] | None = None
+    before_commit: Callable[[int], Awaitable[None]] | None = None
+
+
+class Connection(ABC):
+    """One connection, inside a read or a write transaction."""
+
+    @abstractmethod
+    async def run(self, batch: Sequence[tuple[Statement, Params]]) -> Batch: ...
+
+    async def fetch(self, statement: Statement, params: Params) -> list[Row]:
+        """Run one statement and return its rows; its failure is raised."""
+        outcome = await self.run(((statement, params),))
+        if outcome.error is not None:
+            raise outcome.error
+        return outcome.results[0].rows
+
+
+class Backend(ABC):
+    """A database the stores run on: its dialect, its time representation and its transactions."""
+
+    dialect_name: str
+    hooks: Hooks
+
+    @abstractmethod
+    def time_in(self, ms: int) -> Any:
+        """A millisecond timestamp as the database stores it."""
+
+    @abstractmethod
+    def time_out(self, value: Any) -> int:
+        """A stored timestamp as integer milliseconds."""
+
+    @abstractmethod
+    def reading(self) -> contextlib.AbstractAsyncContextManager[Connection]: ...
+
+    @abstractmethod
+    def writing(self) -> contextlib.AbstractAsyncContextManager[Connection]:
+        """One transaction: committed when the block ends, rolled back when it raises."""
+
+    @abstractmethod
+    def enlisted(self, raw: Any) -> contextlib.AbstractAsyncContextManager[Connection]:
+        """A caller's driver connection, inside the caller's open transaction, behind a
+        savepoint: released when the block ends, rolled back to when it raises."""
+
+    async def create_tables(self) -> bool:
+        """Create the tables itself when migrations cannot reach the database (an in-memory
+        SQLite database); False when the migrations must run."""
+        return False
+
+    @abstractmethod
+    async def aclose(self) -> None: ...

@@ -1,0 +1,179 @@
+"""The PostgreSQL backend: psycopg 3 from a connection pool (internal; see `_backend.py`)."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import AsyncIterator, Sequence
+from datetime import UTC, datetime, timedelta
+from typing import Any, Final
+
+import psycopg
+from psycopg.conninfo import conninfo_to_dict
+from psycopg.pq import TransactionStatus
+from psycopg_pool import AsyncConnectionPool, PoolTimeout
+
+from turnframe_store.errors import Unavailable
+from turnframe_store.sql import errors
+from turnframe_store.sql._backend import (
+    Backend,
+    Batch,
+    Connection,
+    Hooks,
+    Params,
+    Result,
+    Statement,
+)
+from turnframe_store.sql.config import SqlConfig
+
+__all__ = ["PostgresBackend"]
+
+_EPOCH: Final = datetime(1970, 1, 1, tzinfo=UTC)
+_SAVEPOINT: Final = "tf_commit_bundle"
+_MS: Final = timedelta(milliseconds=1)
+
+
+class _PgConnection(Connection):
+    def __init__(self, connection: psycopg.AsyncConnection[Any], *, transaction: bool) -> None:
+        self.raw = connection
+        self.transaction = transaction
+        self.begun = False
+
+    async def run(self, batch: Sequence[tuple[Statement, Params]]) -> Batch:
+        if not batch:
+            return Batch([])
+        connection = self.raw
+        cursors: list[psycopg.AsyncCursor[Any]] = []
+        failure: psycopg.Error | None = None
+        try:
+            async with connection.pipeline() as pipeline:
+                try:
+                    if self.transaction and not self.begun:
+                        self.begun = True
+                        await connection.execute("BEGIN")
+                    for statement, params in batch:
+                        cursor = connection.cursor()
+                        cursors.append(cursor)
+                        await cursor.execute(statement.sql, statement.bind(params))
+                    await pipeline.sync()
+                except psycopg.Error as exc:
+                    failure = exc
+        except psycopg.Error as exc:
+            failure = failure or exc
+        if failure is None:
+            return Batch([await _result(c, s) for c, (s, _) in zip(cursors, batch, strict=True)])
+        # The first statement without a result is the one the server refused (or never got).
+        failed_at = next((n for n, c in enumerate(cursors) if c.pgresult is None), 0)
+        done = [await _result(c, s) for c, (s, _) in zip(cursors[:failed_at], batch, strict=False)]
+        return Batch(done, failed_at, errors.from_postgres(failure))
+
+
+async def _result(cursor: psycopg.AsyncCursor[Any], statement: Statement) -> Result:
+    if cursor.description is None:
+        return Result([], cursor.rowcount)
+    rows = await cursor.fetchall()
+    names = statement.columns
+    return Result([dict(zip(names, row, strict=True)) for row in rows], len(rows))
+
+
+class PostgresBackend(Backend):
+    dialect_name = "postgresql"
+
+    def __init__(self, pool: AsyncConnectionPool[psycopg.AsyncConnection[Any]]) -> None:
+        self.pool = pool
+        self.hooks = Hooks()
+
+    @classmethod
+    async def open(cls, conninfo: str, config: SqlConfig) -> PostgresBackend:
+        # Ours come after any `options` the URL carries (e.g. a search_path), which they keep.
+        given = conninfo_to_dict(conninfo).get("options")
+        options = f"{given or ''} -c timezone=UTC".strip()
+        if config.statement_timeout_ms is not None:
+            options += f" -c statement_timeout={config.statement_timeout_ms}"
+        pool: AsyncConnectionPool[psycopg.AsyncConnection[Any]] = AsyncConnectionPool(
+            conninfo,
+            kwargs={"autocommit": True, "options": options},
+            min_size=config.pool_min_size,
+            max_size=config.pool_size,
+            timeout=config.acquire_timeout_s,
+            max_idle=config.max_idle_s,
+            max_lifetime=config.max_lifetime_s,
+            open=False,
+            name="turnframe",
+        )
+        try:
+            await pool.open(wait=config.pool_min_size > 0, timeout=config.acquire_timeout_s)
+        except (PoolTimeout, psycopg.Error) as exc:
+            await pool.close()
+            raise Unavailable(f"could not connect to PostgreSQL ({type(exc).__name__})") from None
+        return cls(pool)
+
+    def time_in(self, ms: int) -> datetime:
+        return _EPOCH + ms * _MS
+
+    def time_out(self, value: Any) -> int:
+        if not isinstance(value, datetime):
+            raise TypeError("a timestamptz column read back as something else")
+        return (value - _EPOCH) // _MS
+
+    async def _acquire(self) -> psycopg.AsyncConnection[Any]:
+        try:
+            return await self.pool.getconn()
+        except (PoolTimeout, psycopg.Error) as exc:
+            raise errors.from_postgres(exc) from None
+
+    @contextlib.asynccontextmanager
+    async def reading(self) -> AsyncIterator[Connection]:
+        raw = await self._acquire()
+        try:
+            yield _PgConnection(raw, transaction=False)
+        finally:
+            await self.pool.putconn(raw)
+
+    @contextlib.asynccontextmanager
+    async def writing(self) -> AsyncIterator[Connection]:
+        raw = await self._acquire()
+        connection = _PgConnection(raw, transaction=True)
+        try:
+            try:
+                if self.hooks.after_begin is not None:
+                    await self.hooks.after_begin(raw.info.backend_pid)
+                yield connection
+                if self.hooks.before_commit is not None:
+                    await self.hooks.before_commit(raw.info.backend_pid)
+            except BaseException:
+                if connection.begun:
+                    with contextlib.suppress(psycopg.Error):
+                        await raw.execute("ROLLBACK")
+                raise
+            if connection.begun:
+                try:
+                    await raw.execute("COMMIT")
+                except psycopg.Error as exc:
+                    raise errors.from_postgres(exc, committing=True) from None
+        finally:
+            await self.pool.putconn(raw)
+
+    @contextlib.asynccontextmanager
+    async def enlisted(self, raw: Any) -> AsyncIterator[Connection]:
+        if not isinstance(raw, psycopg.AsyncConnection):
+            raise TypeError("commit_in on PostgreSQL takes a psycopg.AsyncConnection")
+        if raw.info.transaction_status is not TransactionStatus.INTRANS:
+            raise ValueError("commit_in needs the connection inside an open, healthy transaction")
+        try:
+            await raw.execute(f"SAVEPOINT {_SAVEPOINT}")
+        except psycopg.Error as exc:
+            raise errors.from_postgres(exc) from None
+        try:
+            yield _PgConnection(raw, transaction=False)
+        except BaseException:
+            with contextlib.suppress(psycopg.Error):
+                await raw.execute(f"ROLLBACK TO SAVEPOINT {_SAVEPOINT}")
+                await raw.execute(f"RELEASE SAVEPOINT {_SAVEPOINT}")
+            raise
+        try:
+            await raw.execute(f"RELEASE SAVEPOINT {_SAVEPOINT}")
+        except psycopg.Error as exc:
+            raise errors.from_postgres(exc) from None
+
+    async def aclose(self) -> None:
+        await self.pool.close()

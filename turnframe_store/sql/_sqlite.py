@@ -1,0 +1,182 @@
+"""The SQLite backend: aiosqlite, WAL mode, one writer at a time (internal; see `_backend.py`)."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator, Sequence
+from typing import Any
+
+import aiosqlite
+import sqlalchemy as sa
+from sqlalchemy.dialects import sqlite as sqlite_dialect
+
+from turnframe_store.sql import errors
+from turnframe_store.sql._backend import (
+    Backend,
+    Batch,
+    Connection,
+    Hooks,
+    Params,
+    Result,
+    Statement,
+)
+from turnframe_store.sql.config import SqlConfig
+from turnframe_store.sql.tables import metadata
+
+__all__ = ["SqliteBackend"]
+
+_SAVEPOINT = "tf_commit_bundle"
+
+
+class _SqliteConnection(Connection):
+    def __init__(self, connection: aiosqlite.Connection, *, transaction: bool) -> None:
+        self.raw = connection
+        self.transaction = transaction
+        self.begun = False
+
+    async def run(self, batch: Sequence[tuple[Statement, Params]]) -> Batch:
+        done: list[Result] = []
+        for index, (statement, params) in enumerate(batch):
+            try:
+                if self.transaction and not self.begun:
+                    await self.raw.execute("BEGIN IMMEDIATE")
+                    self.begun = True
+                done.append(await self._one(statement, params))
+            except aiosqlite.Error as exc:
+                return Batch(done, index, errors.from_sqlite(exc))
+        return Batch(done)
+
+    async def _one(self, statement: Statement, params: Params) -> Result:
+        cursor = await self.raw.execute(statement.sql, statement.bind(params))
+        try:
+            if cursor.description is None:
+                return Result([], cursor.rowcount)
+            names = statement.columns
+            rows = [dict(zip(names, row, strict=True)) for row in await cursor.fetchall()]
+            return Result(rows, len(rows))
+        finally:
+            await cursor.close()
+
+
+class SqliteBackend(Backend):
+    dialect_name = "sqlite"
+
+    def __init__(self, writer: aiosqlite.Connection, reader: aiosqlite.Connection | None) -> None:
+        self.writer = writer
+        self.reader = reader
+        self.hooks = Hooks()
+        self._write_lock = asyncio.Lock()
+        # An in-memory database has one connection: reads then queue behind the writer, so they
+        # never see a transaction that is still open.
+        self._read_lock = asyncio.Lock() if reader is not None else self._write_lock
+
+    @classmethod
+    async def open(cls, path: str, config: SqlConfig) -> SqliteBackend:
+        in_memory = path in ("", ":memory:")
+        try:
+            writer = await _connect(path or ":memory:", config, wal=not in_memory)
+        except aiosqlite.Error as exc:
+            raise errors.from_sqlite(exc) from None
+        if in_memory:
+            return cls(writer, None)
+        try:
+            reader = await _connect(path, config, wal=False)
+            await reader.execute("PRAGMA query_only = ON")
+        except BaseException as exc:
+            await writer.close()
+            if isinstance(exc, aiosqlite.Error):
+                raise errors.from_sqlite(exc) from None
+            raise
+        return cls(writer, reader)
+
+    def time_in(self, ms: int) -> int:
+        return ms
+
+    def time_out(self, value: Any) -> int:
+        if not isinstance(value, int):
+            raise TypeError("a millisecond column read back as something else")
+        return value
+
+    @contextlib.asynccontextmanager
+    async def reading(self) -> AsyncIterator[Connection]:
+        async with self._read_lock:
+            yield _SqliteConnection(self.reader or self.writer, transaction=False)
+
+    @contextlib.asynccontextmanager
+    async def writing(self) -> AsyncIterator[Connection]:
+        async with self._write_lock:
+            connection = _SqliteConnection(self.writer, transaction=True)
+            try:
+                if self.hooks.after_begin is not None:
+                    await self.hooks.after_begin(0)
+                yield connection
+                if self.hooks.before_commit is not None:
+                    await self.hooks.before_commit(0)
+            except BaseException:
+                if connection.begun:
+                    with contextlib.suppress(aiosqlite.Error):
+                        await self.writer.execute("ROLLBACK")
+                raise
+            if connection.begun:
+                try:
+                    await self.writer.execute("COMMIT")
+                except aiosqlite.Error as exc:
+                    with contextlib.suppress(aiosqlite.Error):
+                        await self.writer.execute("ROLLBACK")
+                    raise errors.from_sqlite(exc, committing=True) from None
+
+    @contextlib.asynccontextmanager
+    async def enlisted(self, raw: Any) -> AsyncIterator[Connection]:
+        if not isinstance(raw, aiosqlite.Connection):
+            raise TypeError("commit_in on SQLite takes an aiosqlite.Connection")
+        if not raw.in_transaction:
+            raise ValueError("commit_in needs the connection inside an open transaction")
+        try:
+            await raw.execute(f"SAVEPOINT {_SAVEPOINT}")
+        except aiosqlite.Error as exc:
+            raise errors.from_sqlite(exc) from None
+        try:
+            yield _SqliteConnection(raw, transaction=False)
+        except BaseException:
+            with contextlib.suppress(aiosqlite.Error):
+                await raw.execute(f"ROLLBACK TO SAVEPOINT {_SAVEPOINT}")
+                await raw.execute(f"RELEASE SAVEPOINT {_SAVEPOINT}")
+            raise
+        try:
+            await raw.execute(f"RELEASE SAVEPOINT {_SAVEPOINT}")
+        except aiosqlite.Error as exc:
+            raise errors.from_sqlite(exc) from None
+
+    async def create_tables(self) -> bool:
+        if self.reader is not None:
+            return False
+        # In memory: nothing outlives this connection, so there is no history to migrate.
+        dialect = sqlite_dialect.dialect()
+        for table in metadata.sorted_tables:
+            await self.writer.execute(str(sa.schema.CreateTable(table).compile(dialect=dialect)))
+            for index in table.indexes:
+                await self.writer.execute(
+                    str(sa.schema.CreateIndex(index).compile(dialect=dialect))
+                )
+        return True
+
+    async def aclose(self) -> None:
+        for connection in (self.reader, self.writer):
+            if connection is not None:
+                with contextlib.suppress(aiosqlite.Error, ValueError):
+                    await connection.close()
+
+
+async def _connect(path: str, config: SqlConfig, *, wal: bool) -> aiosqlite.Connection:
+    connection = await aiosqlite.connect(path, isolation_level=None)
+    try:
+        await connection.execute(f"PRAGMA busy_timeout = {int(config.sqlite_busy_timeout_ms)}")
+        if wal:
+            await connection.execute("PRAGMA journal_mode = WAL")
+        await connection.execute("PRAGMA synchronous = FULL")
+        await connection.execute("PRAGMA foreign_keys = ON")
+    except BaseException:
+        await connection.close()
+        raise
+    return connection
