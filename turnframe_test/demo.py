@@ -3,6 +3,10 @@
 The interpreter is scripted (no model needed); everything else is the real runtime: reduction,
 policy, cards persisted before they are shown, journal, executor, the commit bundle, receipts read
 back from the ledger, the claim guard and the stored turn.
+
+The command keeps its data in a SQLite file (`./turnframe-demo.db`, or the database `--db URL`
+names, PostgreSQL included). Each run is a new conversation of the same account; a run that finds
+an earlier one reloads it from the store first and prints its first turn, byte for byte as stored.
 """
 
 from __future__ import annotations
@@ -11,9 +15,10 @@ import argparse
 import asyncio
 import sys
 from collections.abc import Awaitable, Callable
-from typing import Any, TextIO
+from pathlib import Path
+from typing import Any, Final, TextIO
 
-from turnframe_core import AssistantTurn
+from turnframe_core import AssistantTurn, UlidIdSource
 from turnframe_core.blocks import (
     AnswerBlock,
     InteractionBlock,
@@ -21,20 +26,38 @@ from turnframe_core.blocks import (
     ReceiptBlock,
     TransitionBlock,
 )
+from turnframe_core.canonical import digest_bytes
+from turnframe_core.replay import verify_chain
+from turnframe_store import ManualClock, NotFound, SqlStores, Stores, system_clock
 from turnframe_test.harness import DeskHarness
 from turnframe_test.understandings import act, question
 
-__all__ = ["register", "run_demo"]
+__all__ = ["DEMO_ACCOUNT", "DEMO_DB_FILE", "default_database_url", "register", "run_demo"]
+
+DEMO_DB_FILE: Final = "turnframe-demo.db"
+DEMO_ACCOUNT: Final = "acct_demo"
 
 
 def register(commands: Any) -> None:
     parser = commands.add_parser("demo", help="run a scripted travel-desk conversation")
+    parser.add_argument(
+        "--db",
+        metavar="URL",
+        help=f"the store's database (default: the SQLite file ./{DEMO_DB_FILE}; "
+        "postgresql+psycopg://user@host/db works too)",
+    )
     parser.set_defaults(run=_run)
 
 
 def _run(args: argparse.Namespace) -> int:
-    asyncio.run(run_demo(sys.stdout))
+    asyncio.run(run_demo(sys.stdout, db=args.db or default_database_url()))
     return 0
+
+
+def default_database_url(directory: Path | None = None) -> str:
+    """The demo's SQLite file in `directory` (default: the current directory)."""
+    path = (directory or Path.cwd()).resolve() / DEMO_DB_FILE
+    return f"sqlite+aiosqlite:///{path}"
 
 
 def _print_turn(out: TextIO, number: int, said: str, turn: AssistantTurn) -> None:
@@ -63,10 +86,70 @@ def _print_turn(out: TextIO, number: int, said: str, turn: AssistantTurn) -> Non
     out.write(f"  replay token {turn.replay_token}\n")
 
 
-async def run_demo(out: TextIO) -> list[AssistantTurn]:
-    """Run the scripted conversation, print every turn, return the turns."""
-    desk = DeskHarness()
-    desk.trip("T-100", "Rome trip")
+async def run_demo(out: TextIO, *, db: str | None = None) -> list[AssistantTurn]:
+    """Run the scripted conversation, print every turn, return the turns.
+
+    Without `db` the stores are in memory. With `db` (a database URL) they live there: the run is
+    a new conversation, and an earlier run's conversation is reloaded and shown first.
+    """
+    if db is None:
+        return await _converse(out, DeskHarness())
+    stores = await SqlStores.connect(db)
+    try:
+        await stores.migrate()
+        where = stores.url.removeprefix("sqlite+aiosqlite:///")
+        out.write(f"Store: {where}  (another database: turnframe demo --db URL)\n")
+        run = await _next_run(stores)
+        if run > 1:
+            await _show_earlier_run(out, stores, run - 1)
+        desk = DeskHarness(
+            stores=stores,
+            clock=ManualClock(system_clock()),
+            ids=UlidIdSource(),
+            account_id=DEMO_ACCOUNT,
+            conversation_id=_conversation(run),
+        )
+        out.write(f"\nRun {run}: a new conversation, {desk.conversation_id}\n")
+        return await _converse(out, desk, trip_id=f"T-{100 + run}")
+    finally:
+        await stores.aclose()
+
+
+def _conversation(run: int) -> str:
+    return f"conv_demo_{run:04d}"
+
+
+async def _next_run(stores: Stores) -> int:
+    run = 1
+    while True:
+        try:
+            await stores.conversations.get_conversation(DEMO_ACCOUNT, _conversation(run))
+        except NotFound:
+            return run
+        run += 1
+
+
+async def _show_earlier_run(out: TextIO, stores: Stores, run: int) -> None:
+    conversation = _conversation(run)
+    turns = await stores.conversations.list_turns(DEMO_ACCOUNT, conversation)
+    records = await stores.replay.for_conversation(DEMO_ACCOUNT, conversation)
+    chain = "intact" if not verify_chain(records) else "BROKEN"
+    out.write(
+        f"\nReloaded run {run} from the store: {conversation}, {len(turns)} turns, "
+        f"replay chain {chain}. Its first turn:\n"
+    )
+    first = turns[0]
+    reply = await stores.conversations.get_assistant_turn(DEMO_ACCOUNT, first.turn_id)
+    _print_turn(out, 1, first.input.text or "(a card answer)", reply)
+    out.write(f"  stored bytes {_stored_digest(reply)} (run {run} printed the same)\n")
+
+
+def _stored_digest(turn: AssistantTurn) -> str:
+    return digest_bytes(turn.to_stored_json().encode("utf-8"))
+
+
+async def _converse(out: TextIO, desk: DeskHarness, trip_id: str = "T-100") -> list[AssistantTurn]:
+    desk.trip(trip_id, "Rome trip")
     turns: list[AssistantTurn] = []
     number = 0
 
@@ -128,5 +211,8 @@ async def run_demo(out: TextIO) -> list[AssistantTurn]:
     await step(text, lambda: desk.say(text, question("q1", text, "h1")))
     reloaded = await desk.runtime.load_turn(desk.account_id, turns[0].turn_id)
     same = reloaded.to_stored_json() == turns[0].to_stored_json()
-    out.write(f"\nReloaded turn 1 from the store: {'identical' if same else 'DIFFERENT'} blocks.\n")
+    out.write(
+        f"\nReloaded turn 1 from the store: {'identical' if same else 'DIFFERENT'} blocks "
+        f"(stored bytes {_stored_digest(reloaded)}).\n"
+    )
     return turns

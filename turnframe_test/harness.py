@@ -8,6 +8,7 @@ from typing import Any
 
 from turnframe_core import (
     AssistantTurn,
+    IdSource,
     InteractionBlock,
     InteractionResponse,
     SequentialIdSource,
@@ -45,8 +46,10 @@ class DeskHarness:
         account_id: str = "acct_1",
         conversation_id: str = "conv_1",
         config: RuntimeConfig | None = None,
+        clock: ManualClock | None = None,
+        ids: IdSource | None = None,
     ) -> None:
-        self.clock = ManualClock()
+        self.clock = clock if clock is not None else ManualClock()
         self.stores = stores if stores is not None else MemoryStores(clock=self.clock)
         self.desk = TripDesk()
         self.interpreter = ScriptedInterpreter()
@@ -64,7 +67,7 @@ class DeskHarness:
             copy=CatalogCopy(TRIP_TEMPLATES),
             config=config or RuntimeConfig(locales=("en", "it")),
             clock=self.clock,
-            ids=SequentialIdSource(),
+            ids=ids if ids is not None else SequentialIdSource(),
         )
 
     def trip(self, trip_id: str = "T-100", label: str = "Rome trip", **fields: Any) -> Trip:
