@@ -842,18 +842,7 @@ class TurnRuntime:
                 payload=dict(command.payload),
             )
             allowed = origin_satisfies(origin, policy)
-            t.policy_decisions.append(
-                PolicyDecisionRecord(
-                    command_id=envelope.command_id,
-                    command_type=envelope.command_type,
-                    policy=policy,
-                    origin=origin,
-                    allowed=allowed,
-                    reason_code=codes.POLICY_ALLOWED
-                    if allowed
-                    else codes.POLICY_TRUSTED_ORIGIN_REQUIRED,
-                )
-            )
+            _decided(t, envelope, policy, allowed)
             if not allowed:
                 t.notice(codes.NOTICE_ACT_REFUSED, explanation=codes.POLICY_TRUSTED_ORIGIN_REQUIRED)
                 return []
@@ -993,16 +982,7 @@ class TurnRuntime:
             origin, policy
         ):
             return None
-        t.policy_decisions.append(
-            PolicyDecisionRecord(
-                command_id=entry.command_id,
-                command_type=entry.command_type,
-                policy=policy,
-                origin=origin,
-                allowed=True,
-                reason_code=codes.POLICY_ALLOWED,
-            )
-        )
+        _decided(t, envelope, policy, True)
         return PlannedCommand("card.confirm", envelope, policy)
 
     # --- M/N: execute, commit -------------------------------------------------------------------
@@ -1011,16 +991,7 @@ class TurnRuntime:
         assert t.plan is not None and t.record is not None
         ready = [*t.card_commands, *t.plan.ready]
         for command in t.plan.ready:
-            t.policy_decisions.append(
-                PolicyDecisionRecord(
-                    command_id=command.envelope.command_id,
-                    command_type=command.envelope.command_type,
-                    policy=command.policy,
-                    origin=command.envelope.origin,
-                    allowed=True,
-                    reason_code=codes.POLICY_ALLOWED,
-                )
-            )
+            _decided(t, command.envelope, command.policy, True)
         if ready:
             await self._advance(t, TurnPhase.EXECUTING)
         groups = group_by_case(ready)
@@ -1740,6 +1711,20 @@ class TurnRuntime:
         )
         await self.stores.replay.put(record)
         t.record = record
+
+
+def _decided(t: _Turn, envelope: CommandEnvelope, policy: Any, allowed: bool) -> None:
+    """Record the policy decision for one command (what authorized it, or why not)."""
+    t.policy_decisions.append(
+        PolicyDecisionRecord(
+            command_id=envelope.command_id,
+            command_type=envelope.command_type,
+            policy=policy,
+            origin=envelope.origin,
+            allowed=allowed,
+            reason_code=codes.POLICY_ALLOWED if allowed else codes.POLICY_TRUSTED_ORIGIN_REQUIRED,
+        )
+    )
 
 
 def _card_command_id(turn_id: str, interaction_id: str, position: int) -> str:
