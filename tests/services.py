@@ -212,8 +212,20 @@ class Databases:
         return await self.new().migrated(**kwargs)
 
     async def close(self) -> None:
-        for stores in self.opened:
-            await stores.aclose()
+        """Close every store, then drop every schema, even when a close fails."""
+        failure: BaseException | None = None
+        try:
+            for stores in self.opened:
+                try:
+                    await stores.aclose()
+                except Exception as exc:  # the others still close; the first failure is raised
+                    failure = failure or exc
+        finally:
+            await self._drop_schemas()
+        if failure is not None:
+            raise failure
+
+    async def _drop_schemas(self) -> None:
         if self.schemas:
             import psycopg
 

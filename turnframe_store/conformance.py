@@ -1579,4 +1579,24 @@ async def check_a_commit_bundle_with_an_invalid_item_writes_nothing(stores: Stor
         )
 
 
+@_check
+async def check_each_bundle_item_is_judged_on_the_state_its_own_stage_left(stores: Stores) -> None:
+    """A repeated finish is accepted on the card as it stood at the finish stage, even when a
+    later stage of the same bundle (an invalidation) moves that card."""
+    await _start_turn(stores, "turn_1")
+    await stores.interactions.insert(_card("int_1", case=_case("case-1", 1)))
+    bundle = CommitBundle(
+        account_id=_A,
+        conversation_id="conv_1",
+        turn_id="turn_1",
+        interaction_finishes=(
+            InteractionFinish(interaction_id="int_1", status=InteractionStatus.ACTIVE),
+        ),
+        invalidations=(CaseInvalidation(workflow=_WORKFLOW, case_id="case-1", current_revision=4),),
+    )
+    result = await stores.commits.commit(bundle)
+    _equal(result.invalidated, ("int_1",), "the cards the later invalidation stage moved")
+    _equal(await _status(stores, _A, "int_1"), InteractionStatus.INVALIDATED, "the card")
+
+
 CHECKS: Final[tuple[str, ...]] = tuple(_REGISTRY)

@@ -536,6 +536,44 @@ class InsertsFirstBundle(MemoryCommits):
         return engine.write(write)
 
 
+class LateJudgedBundle(MemoryCommits):
+    """commit judges its card finishes only after the later stages ran (invalidations first)."""
+
+    async def commit(self, bundle: CommitBundle) -> CommitResult:
+        bundle.require_valid()
+        engine, account = self._engine, bundle.account_id
+
+        def write(undo: _UndoLog) -> CommitResult:
+            for completion in bundle.journal_completions:
+                engine.complete(undo, account, completion.command_id, completion.outcome)
+            events = engine.append(undo, account, bundle.events)
+            invalidated: list[str] = []
+            for item in bundle.invalidations:
+                invalidated.extend(
+                    engine.invalidate(undo, account, item.case_key, item.current_revision)
+                )
+            for finish in bundle.interaction_finishes:
+                engine.finish(
+                    undo,
+                    account,
+                    finish.interaction_id,
+                    finish.status,
+                    finish.option_id,
+                    finish.event_ids,
+                )
+            for card in bundle.interaction_inserts:
+                engine.insert_card(undo, card)
+            for row in bundle.outbox:
+                engine.enqueue(undo, row)
+            if bundle.replay is not None:
+                engine.put_replay(undo, bundle.replay)
+            if bundle.phase is not None:
+                engine.set_phase(undo, account, bundle.turn_id, bundle.phase)
+            return CommitResult(events=events, invalidated=tuple(invalidated))
+
+        return engine.write(write)
+
+
 # --- the table ----------------------------------------------------------------------------------
 
 #: control name -> (role name, broken role class, the one check it must fail)
@@ -679,6 +717,11 @@ CONTROLS: dict[str, tuple[str, type[Any], str]] = {
         "commits",
         InsertsFirstBundle,
         "check_a_commit_bundle_applies_its_items_in_the_normative_order",
+    ),
+    "late_judged_bundle": (
+        "commits",
+        LateJudgedBundle,
+        "check_each_bundle_item_is_judged_on_the_state_its_own_stage_left",
     ),
 }
 

@@ -73,7 +73,12 @@ class Connection(ABC):
     """One connection, inside a read or a write transaction."""
 
     @abstractmethod
-    async def run(self, batch: Sequence[tuple[Statement, Params]]) -> Batch: ...
+    async def run(
+        self, batch: Sequence[tuple[Statement, Params]], readbacks: frozenset[int] = frozenset()
+    ) -> Batch:
+        """Run the statements in order. A statement whose index is in `readbacks` reads back the
+        row of the statement before it; a backend may skip it (an empty result) when that
+        statement returned rows, since its judge then never looks at the read-back."""
 
     async def fetch(self, statement: Statement, params: Params) -> list[Row]:
         """Run one statement and return its rows; its failure is raised."""

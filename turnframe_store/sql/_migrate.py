@@ -21,9 +21,13 @@ from typing import Final
 import sqlalchemy as sa
 from alembic import command
 from alembic.config import Config
+from alembic.util.exc import CommandError as AlembicError
 from sqlalchemy.pool import NullPool, StaticPool
 
+from turnframe_store.errors import StoreError, Unavailable
+from turnframe_store.sql import errors
 from turnframe_store.sql._url import parse_url, sync_url
+from turnframe_store.sql.config import SCHEMA_NAME
 
 __all__ = ["MIGRATION_LOCK_KEY", "VERSION_TABLE", "script_location", "upgrade"]
 
@@ -52,13 +56,39 @@ def _config(connection: sa.Connection, schema: str | None) -> Config:
 
 
 def upgrade(url: str, schema: str | None = None) -> None:
-    """Migrate the database at `url` to the newest revision (blocking; run it in a thread)."""
+    """Migrate the database at `url` to the newest revision (blocking; run it in a thread).
+
+    A driver or alembic failure is raised as a store error (`turnframe_store.errors`): a
+    database that cannot be reached is `Unavailable`, and so on."""
     dialect, target = parse_url(url)
-    with _IN_PROCESS:
-        if dialect == "postgresql":
-            _upgrade_postgres(url, schema)
-        else:
-            _upgrade_sqlite(target)
+    if schema is not None and not SCHEMA_NAME.fullmatch(schema):
+        raise ValueError("schema must be a lowercase SQL identifier")
+    postgres = dialect == "postgresql"
+    try:
+        with _IN_PROCESS:
+            if postgres:
+                _upgrade_postgres(url, schema)
+            else:
+                _upgrade_sqlite(target)
+    except StoreError:
+        raise
+    except sa.exc.DBAPIError as exc:
+        driver = exc.orig if isinstance(exc.orig, BaseException) else exc
+        raise (errors.from_postgres(driver) if postgres else errors.from_sqlite(driver)) from None
+    except sqlite3.Error as exc:
+        raise errors.from_sqlite(exc) from None
+    except (sa.exc.SQLAlchemyError, AlembicError) as exc:
+        raise Unavailable(f"migrating the database failed ({type(exc).__name__})") from None
+    except Exception as exc:
+        if postgres and _is_psycopg_error(exc):
+            raise errors.from_postgres(exc) from None
+        raise
+
+
+def _is_psycopg_error(exc: BaseException) -> bool:
+    import psycopg  # a PostgreSQL URL means the postgres extra is installed
+
+    return isinstance(exc, psycopg.Error)
 
 
 def _upgrade_postgres(url: str, schema: str | None) -> None:

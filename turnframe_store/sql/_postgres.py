@@ -38,7 +38,10 @@ class _PgConnection(Connection):
         self.transaction = transaction
         self.begun = False
 
-    async def run(self, batch: Sequence[tuple[Statement, Params]]) -> Batch:
+    async def run(
+        self, batch: Sequence[tuple[Statement, Params]], readbacks: frozenset[int] = frozenset()
+    ) -> Batch:
+        # One pipeline: every read-back is sent (it cannot wait for the result before it).
         if not batch:
             return Batch([])
         connection = self.raw

@@ -35,9 +35,14 @@ class _SqliteConnection(Connection):
         self.transaction = transaction
         self.begun = False
 
-    async def run(self, batch: Sequence[tuple[Statement, Params]]) -> Batch:
+    async def run(
+        self, batch: Sequence[tuple[Statement, Params]], readbacks: frozenset[int] = frozenset()
+    ) -> Batch:
         done: list[Result] = []
         for index, (statement, params) in enumerate(batch):
+            if index in readbacks and done and done[-1].rows:
+                done.append(Result([], 0))  # its statement moved the row: nothing to judge
+                continue
             try:
                 if self.transaction and not self.begun:
                     await self.raw.execute("BEGIN IMMEDIATE")
@@ -151,14 +156,27 @@ class SqliteBackend(Backend):
     async def create_tables(self) -> bool:
         if self.reader is not None:
             return False
-        # In memory: nothing outlives this connection, so there is no history to migrate.
+        # In memory: nothing outlives this connection, so there is no history to migrate. The
+        # tables are created if missing, all in one transaction under the write lock, so calling
+        # `migrate()` again (or while another task writes) is safe.
         dialect = sqlite_dialect.dialect()
+        ddl: list[sa.schema.ExecutableDDLElement] = []
         for table in metadata.sorted_tables:
-            await self.writer.execute(str(sa.schema.CreateTable(table).compile(dialect=dialect)))
-            for index in table.indexes:
-                await self.writer.execute(
-                    str(sa.schema.CreateIndex(index).compile(dialect=dialect))
-                )
+            ddl.append(sa.schema.CreateTable(table, if_not_exists=True))
+            ddl.extend(sa.schema.CreateIndex(index, if_not_exists=True) for index in table.indexes)
+        async with self._write_lock:
+            try:
+                await self.writer.execute("BEGIN IMMEDIATE")
+                try:
+                    for statement in ddl:
+                        await self.writer.execute(str(statement.compile(dialect=dialect)))
+                except BaseException:
+                    with contextlib.suppress(aiosqlite.Error):
+                        await self.writer.execute("ROLLBACK")
+                    raise
+                await self.writer.execute("COMMIT")
+            except aiosqlite.Error as exc:
+                raise errors.from_sqlite(exc) from None
         return True
 
     async def aclose(self) -> None:

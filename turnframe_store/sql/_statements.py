@@ -23,13 +23,16 @@ from sqlalchemy.sql.compiler import SQLCompiler
 from sqlalchemy.sql.selectable import Select
 
 from turnframe_store.sql._backend import Statement
+from turnframe_store.sql.config import SCHEMA_NAME
 from turnframe_store.sql.tables import OPEN_CARD_STATUSES, TERMINAL_PHASES, metadata
 
-__all__ = ["EVENT_LOCK_KEY", "Statements", "statements_for"]
+__all__ = ["EVENT_LOCK_CLASS", "Statements", "statements_for"]
 
 #: The transaction-level advisory lock that makes event sequences follow commit order on
-#: PostgreSQL (a reader paging by sequence then never skips a late-committing event).
-EVENT_LOCK_KEY = 0x7466_6576_656E_7473  # "tfevents"
+#: PostgreSQL (a reader paging by sequence then never skips a late-committing event) is the pair
+#: (EVENT_LOCK_CLASS, hashtext(schema)): one per schema, since each schema has its own ledger and
+#: sequence, so tenants (and test schemas) in one database do not serialise each other.
+EVENT_LOCK_CLASS = 0x7466_6576  # "tfev"
 
 _UNSETTLED = ("pending", "executing", "outcome_unknown")
 _OPEN_OUTBOX = ("pending", "dispatching", "outcome_unknown")
@@ -53,6 +56,8 @@ class Statements:
     """The compiled statements of one dialect and schema."""
 
     def __init__(self, dialect_name: str, schema: str | None) -> None:
+        if schema is not None and not SCHEMA_NAME.fullmatch(schema):
+            raise ValueError("schema must be a lowercase SQL identifier")
         if dialect_name == "postgresql":
             self.dialect: Dialect = postgresql.psycopg.dialect()  # type: ignore[no-untyped-call]
         elif dialect_name == "sqlite":
@@ -60,6 +65,7 @@ class Statements:
         else:
             raise ValueError(f"no statements for the {dialect_name} dialect")
         self.postgres = dialect_name == "postgresql"
+        self.schema = schema
         scoped = sa.MetaData()
         t = {
             name: table.to_metadata(scoped, schema=schema)
@@ -395,7 +401,15 @@ class Statements:
         )
 
         # event ledger
-        lock = sa.func.pg_advisory_xact_lock(sa.literal_column(str(EVENT_LOCK_KEY)))
+        # The schema name is a validated identifier (SqlConfig); without one, the search path's.
+        holder = (
+            sa.literal_column(f"'{self.schema}'")
+            if self.schema is not None
+            else sa.func.current_schema()
+        )
+        lock = sa.func.pg_advisory_xact_lock(
+            sa.literal_column(str(EVENT_LOCK_CLASS)), sa.func.hashtext(holder)
+        )
         self.event_lock = (
             c("event_lock", sa.select(lock.label("locked"))) if self.postgres else None
         )
@@ -502,22 +516,28 @@ class Statements:
             )
             .returning(*outbox.c),
         )
+        # dispatching -> outcome_unknown; or an unknown outcome without a remote reference
+        # gets the one given (once). An unknown row holds no claim, so clearing it is a no-op.
+        remote_ref = _p("remote_ref", sa.Text)
         self.outbox_unknown = c(
             "outbox_unknown",
             sa.update(outbox)
-            .where(row_key, outbox.c.status == "dispatching")
+            .where(
+                row_key,
+                sa.or_(
+                    outbox.c.status == "dispatching",
+                    sa.and_(
+                        outbox.c.status == "outcome_unknown",
+                        outbox.c.remote_ref.is_(None),
+                        remote_ref.is_not(None),
+                    ),
+                ),
+            )
             .values(
                 status="outcome_unknown",
-                remote_ref=sa.func.coalesce(_p("remote_ref", sa.Text), outbox.c.remote_ref),
+                remote_ref=sa.func.coalesce(remote_ref, outbox.c.remote_ref),
                 **no_claim,
             )
-            .returning(*outbox.c),
-        )
-        self.outbox_fill_remote_ref = c(
-            "outbox_fill_remote_ref",
-            sa.update(outbox)
-            .where(row_key, outbox.c.status == "outcome_unknown", outbox.c.remote_ref.is_(None))
-            .values(remote_ref=_p("remote_ref"))
             .returning(*outbox.c),
         )
         self.outbox_reschedule = c(

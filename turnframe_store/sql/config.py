@@ -5,9 +5,10 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-__all__ = ["SqlConfig"]
+__all__ = ["SCHEMA_NAME", "SqlConfig"]
 
-_SCHEMA_NAME = re.compile(r"^[a-z_][a-z0-9_]{0,62}$")
+#: A schema name the store accepts: a lowercase SQL identifier (quoted or not, it means the same).
+SCHEMA_NAME = re.compile(r"^[a-z_][a-z0-9_]{0,62}$")
 
 
 @dataclass(frozen=True)
@@ -41,7 +42,7 @@ class SqlConfig:
             raise ValueError("acquire_timeout_s must be positive")
         if self.statement_timeout_ms is not None and self.statement_timeout_ms < 1:
             raise ValueError("statement_timeout_ms must be positive (or None)")
-        if self.schema is not None and not _SCHEMA_NAME.fullmatch(self.schema):
+        if self.schema is not None and not SCHEMA_NAME.fullmatch(self.schema):
             raise ValueError("schema must be a lowercase SQL identifier")
         if self.sqlite_busy_timeout_ms < 0:
             raise ValueError("sqlite_busy_timeout_ms cannot be negative")

@@ -4,12 +4,15 @@
 twin does, in the same order, and raises the same errors. How the SQL store keeps the rules:
 
 - Every write is one transaction. Compare-and-swap lives in the writing statement (an UPDATE that
-  names the state it expects and returns the row it moved); when it moves nothing, a read decides
-  what memory would have said: `NotFound`, an accepted repeat, or `Conflict`.
-- A write is a list of steps (`_Step`): a statement and the judge of its result, in order. The
-  statements of one write go to PostgreSQL in one pipeline; the judges then read the results in
-  order, so the first failing step is the one reported, as in memory. A step whose statement the
-  database refuses aborts the transaction; the steps before it are judged afterwards.
+  names the state it expects and returns the row it moved); a SELECT right after it reads the row
+  back, and when the statement moved nothing that read-back decides what memory would have said:
+  `NotFound`, an accepted repeat, or `Conflict`.
+- A write is a list of steps (`_Step`): a statement, its read-back and the judge of their
+  results, in order. The statements of one write go to PostgreSQL in one pipeline; the judges
+  then read the results in order, each on the state as of its own step (never what later steps
+  made of its row), so the first failing step is the one reported, as in memory. A step whose
+  statement the database refuses aborts the transaction; the steps before it are judged
+  afterwards on their own results.
 - Hot paths are single statements or one pipeline: the commit bundle is one transaction in its
   normative order (journal completions, events, card finishes, invalidations, card inserts, outbox
   rows, replay record, phase marker) with the phase marker folded into the same pipeline.
@@ -57,7 +60,16 @@ from turnframe_store.records import (
     UserTurnRecord,
 )
 from turnframe_store.sql import _migrate
-from turnframe_store.sql._backend import Backend, Batch, Connection, Hooks, Result, Statement
+from turnframe_store.sql._backend import (
+    Backend,
+    Batch,
+    Connection,
+    Hooks,
+    Params,
+    Result,
+    Row,
+    Statement,
+)
 from turnframe_store.sql._rows import CARD_LIFECYCLE, Codec, document, event_id_list
 from turnframe_store.sql._statements import Statements, statements_for
 from turnframe_store.sql._url import parse_url
@@ -73,26 +85,34 @@ _FINISH: Final = frozenset(
 #: How often a read-decide-write is retried when a concurrent writer moved its row in between.
 _RETRIES: Final = 5
 
-Judge = Callable[[Result | None, Connection], Awaitable[Any]]
+#: A step's judge: the result of its statement, and its row as the step left it (read back
+#: right after the statement, before any later step of the same write ran), when it reads one.
+Judge = Callable[[Result | None, Row | None], Awaitable[Any]]
 
 
-async def _accept(result: Result | None, connection: Connection) -> Result | None:
+async def _accept(result: Result | None, prior: Row | None) -> Result | None:
     return result
 
 
 @dataclass
 class _Step:
-    """One step of a write: a statement (or none: a check made in order) and its judge."""
+    """One step of a write: a statement (or none: a check made in order) and its judge.
+
+    `read` (with `read_params`) reads the step's row back right after its statement, in the same
+    batch: a judge whose statement moved nothing decides on the row as of its own step, never on
+    what later steps of the write made of it."""
 
     statement: Statement | None
     params: dict[str, Any] = field(default_factory=dict)
     judge: Judge = _accept
+    read: Statement | None = None
+    read_params: dict[str, Any] = field(default_factory=dict)
 
 
 def _check(check: Callable[[], None]) -> _Step:
     """A step without a statement: `check` raises to stop the write at this point of the order."""
 
-    async def judge(result: Result | None, connection: Connection) -> None:
+    async def judge(result: Result | None, prior: Row | None) -> None:
         check()
 
     return _Step(None, judge=judge)
@@ -152,16 +172,41 @@ class _Engine:
             return await connection.fetch(statement, params)
 
     async def apply(self, connection: Connection, steps: Sequence[_Step]) -> list[Any]:
-        """Run the steps' statements as one batch on `connection`, then judge them in order."""
-        batch = [(s.statement, s.params) for s in steps if s.statement is not None]
-        outcome = await connection.run(batch) if batch else Batch([])
+        """Run the steps' statements (each followed by its read-back) as one batch on
+        `connection`, then judge them in order."""
+        batch: list[tuple[Statement, Params]] = []
+        readbacks: set[int] = set()
+        for step in steps:
+            if step.statement is None:
+                continue
+            batch.append((step.statement, step.params))
+            if step.read is not None:
+                readbacks.add(len(batch))
+                batch.append((step.read, step.read_params))
+        outcome = await connection.run(batch, frozenset(readbacks)) if batch else Batch([])
         if outcome.failed_at is not None:
             raise _Aborted(steps, outcome)
-        results = iter(outcome.results)
-        return [
-            await step.judge(next(results) if step.statement is not None else None, connection)
-            for step in steps
-        ]
+        return await self._judge(steps, outcome.results, None)
+
+    @staticmethod
+    async def _judge(
+        steps: Sequence[_Step], results: Sequence[Result], stop_at: int | None
+    ) -> list[Any]:
+        """Judge the steps in order on their results; with `stop_at`, only the steps whose
+        statements all ran before the statement at that index."""
+        values: list[Any] = []
+        at = 0
+        for step in steps:
+            if step.statement is None:
+                values.append(await step.judge(None, None))
+                continue
+            width = 1 if step.read is None else 2
+            if stop_at is not None and at + width > stop_at:
+                break
+            prior = None if step.read is None else _first(results[at + 1].rows)
+            values.append(await step.judge(results[at], prior))
+            at += width
+        return values
 
     async def transaction(self, body: Callable[[Connection], Awaitable[R]]) -> R:
         """Run `body` in one write transaction; retried when it raises `_Retry`."""
@@ -177,20 +222,11 @@ class _Engine:
         raise Conflict("the record kept changing under a concurrent writer")
 
     async def _judge_aborted(self, aborted: _Aborted) -> NoReturn:
-        """Judge the steps before the refused statement (on committed state) and raise the
-        first failure among them, else the refused statement's own error."""
+        """Judge the steps before the refused statement (each on its own results and read-back)
+        and raise the first failure among them, else the refused statement's own error."""
         batch = aborted.batch
         assert batch.failed_at is not None and batch.error is not None
-        async with self.backend.reading() as connection:
-            ran = 0
-            for step in aborted.steps:
-                if step.statement is None:
-                    await step.judge(None, connection)
-                    continue
-                if ran == batch.failed_at:
-                    break
-                await step.judge(batch.results[ran], connection)
-                ran += 1
+        await self._judge(aborted.steps, batch.results, batch.failed_at)
         raise batch.error from None
 
     async def write(self, steps: Sequence[_Step]) -> list[Any]:
@@ -238,7 +274,7 @@ class _Engine:
             raise InvalidRecord("not a well-formed account or conversation id") from None
         key = {"account_id": account_id, "conversation_id": conversation_id}
 
-        async def stored(result: Result | None, connection: Connection) -> ConversationRecord:
+        async def stored(result: Result | None, prior: Row | None) -> ConversationRecord:
             assert result is not None
             return self.codec.conversation(result.rows[0])
 
@@ -269,12 +305,20 @@ class _Engine:
             "phase": TurnPhase.RECEIVED.value,
             "updated_at": self.backend.time_in(self.clock()),
         }
-        await self.write(
-            [
-                _Step(self.st.turn_insert, self.codec.user_turn_params(record)),
-                _Step(self.st.phase_insert, marker),
-            ]
-        )
+        try:
+            await self.write(
+                [
+                    _Step(self.st.turn_insert, self.codec.user_turn_params(record)),
+                    _Step(self.st.phase_insert, marker),
+                ]
+            )
+        except Conflict:
+            # Memory asks for the conversation first: a stored turn id under a conversation that
+            # does not exist is NotFound. Conversations are never deleted, so this read decides.
+            key = {"account_id": record.account_id, "conversation_id": record.conversation_id}
+            if not await self.fetch(self.st.conversation_get, key):
+                raise NotFound() from None
+            raise
 
     async def append_assistant_turn(
         self, account_id: str, turn: AssistantTurn, phase: TurnPhase | None
@@ -292,10 +336,10 @@ class _Engine:
                 problem = InvalidRecord("the assistant turn has no canonical form")
         key = {"account_id": account_id, "turn_id": turn.turn_id}
 
-        async def judge(result: Result | None, connection: Connection) -> None:
+        async def judge(result: Result | None, prior: Row | None) -> None:
             if result is not None and result.rows:
                 return
-            row = _first(await connection.fetch(self.st.turn_get, key))
+            row = prior
             if row is None:
                 raise NotFound()
             if row["conversation_id"] != turn.conversation_id:
@@ -306,13 +350,14 @@ class _Engine:
                 raise Conflict("the assistant turn is already stored with other content")
 
         if problem is not None:
-            async with self.backend.reading() as connection:
-                await judge(None, connection)
+            await judge(None, _first(await self.fetch(self.st.turn_get, key)))
         steps = [
             _Step(
                 self.st.turn_answer,
                 {**key, "conversation_id": turn.conversation_id, "assistant_turn": text},
                 judge,
+                self.st.turn_get,
+                key,
             )
         ]
         if phase is not None:
@@ -341,11 +386,11 @@ class _Engine:
             return [_refuse(InvalidRecord("not a turn phase"))]
         key = {"account_id": account_id, "turn_id": turn_id}
 
-        async def judge(result: Result | None, connection: Connection) -> PhaseMarker:
+        async def judge(result: Result | None, prior: Row | None) -> PhaseMarker:
             assert result is not None
             if result.rows:
                 return self.codec.marker(result.rows[0])
-            row = _first(await connection.fetch(self.st.phase_get, key))
+            row = prior
             if row is None:
                 raise NotFound()
             marker = self.codec.marker(row)
@@ -355,7 +400,7 @@ class _Engine:
             return marker
 
         params = {**key, "phase": phase.value, "updated_at": self.backend.time_in(self.clock())}
-        return [_Step(self.st.phase_move, params, judge)]
+        return [_Step(self.st.phase_move, params, judge, self.st.phase_get, key)]
 
     async def set_phase(self, account_id: str, turn_id: str, phase: TurnPhase) -> PhaseMarker:
         (marker,) = await self.write(self.phase_steps(account_id, turn_id, phase))
@@ -382,21 +427,14 @@ class _Engine:
 
     # --- interactions ---------------------------------------------------------------------------
 
-    async def card(
-        self, connection: Connection, account_id: str, interaction_id: str
-    ) -> Interaction:
-        row = _first(
-            await connection.fetch(
-                self.st.card_get, {"account_id": account_id, "interaction_id": interaction_id}
-            )
-        )
+    def card(self, row: Row | None) -> Interaction:
         if row is None:
             raise NotFound()
         return self.codec.card(row)
 
     async def get_card(self, account_id: str, interaction_id: str) -> Interaction:
-        async with self.backend.reading() as connection:
-            return await self.card(connection, account_id, interaction_id)
+        key = {"account_id": account_id, "interaction_id": interaction_id}
+        return self.card(_first(await self.fetch(self.st.card_get, key)))
 
     async def open_for_conversation(
         self, account_id: str, conversation_id: str
@@ -426,18 +464,19 @@ class _Engine:
             return [_refuse(InvalidRecord("a new card carries no resolution"))]
         params = self.codec.card_params(card)
 
-        async def judge(result: Result | None, connection: Connection) -> Interaction:
+        async def judge(result: Result | None, prior: Row | None) -> Interaction:
             assert result is not None
             if result.rows:
                 return card
-            stored = await self.card(connection, card.account_id, card.interaction_id)
+            stored = self.card(prior)
             if stored.model_dump(exclude=set(CARD_LIFECYCLE)) == card.model_dump(
                 exclude=set(CARD_LIFECYCLE)
             ):
                 return stored
             raise Conflict("another card is stored under this id")
 
-        return [_Step(self.st.card_insert, params, judge)]
+        key = {"account_id": card.account_id, "interaction_id": card.interaction_id}
+        return [_Step(self.st.card_insert, params, judge, self.st.card_get, key)]
 
     async def insert_card(self, card: Interaction) -> Interaction:
         (stored,) = await self.write(self.insert_steps(card))
@@ -465,7 +504,7 @@ class _Engine:
         return await self.transaction(body)
 
     def _invalidate_holder_step(self, account_id: str, holder: dict[str, Any]) -> _Step:
-        async def judge(result: Result | None, connection: Connection) -> None:
+        async def judge(result: Result | None, prior: Row | None) -> None:
             if result is None or not result.rows:
                 raise _Retry()
 
@@ -479,14 +518,14 @@ class _Engine:
     async def begin_resolution(
         self, account_id: str, interaction_id: str, option_id: str
     ) -> Interaction:
-        async def judge(result: Result | None, connection: Connection) -> Interaction:
+        async def judge(result: Result | None, prior: Row | None) -> Interaction:
             assert result is not None
             if result.rows:
                 card = self.codec.card(result.rows[0])
                 if card.payload.option(option_id) is None:
                     raise InvalidRecord("the card does not offer this option")
                 return card
-            card = await self.card(connection, account_id, interaction_id)
+            card = self.card(prior)
             if card.payload.option(option_id) is None:
                 raise InvalidRecord("the card does not offer this option")
             raise Conflict("the card is not active")
@@ -496,7 +535,10 @@ class _Engine:
             "interaction_id": interaction_id,
             "option_id": option_id,
         }
-        (card,) = await self.write([_Step(self.st.card_claim, params, judge)])
+        key = {"account_id": account_id, "interaction_id": interaction_id}
+        (card,) = await self.write(
+            [_Step(self.st.card_claim, params, judge, self.st.card_get, key)]
+        )
         return card  # type: ignore[no-any-return]
 
     def finish_steps(
@@ -527,11 +569,11 @@ class _Engine:
             "event_ids": event_id_list(events),
         }
 
-        async def judge(result: Result | None, connection: Connection) -> Interaction:
+        async def judge(result: Result | None, prior: Row | None) -> Interaction:
             assert result is not None
             if result.rows:
                 return self.codec.card(result.rows[0])
-            card = await self.card(connection, account_id, interaction_id)
+            card = self.card(prior)
             if card.status is InteractionStatus.RESOLVING:
                 if option_id is not None and option_id != card.resolved_option_id:
                     raise Conflict("another option was claimed")
@@ -546,7 +588,8 @@ class _Engine:
                 return card
             raise Conflict("the card is settled otherwise")
 
-        return [_Step(statement, params, judge)]
+        key = {"account_id": account_id, "interaction_id": interaction_id}
+        return [_Step(statement, params, judge, self.st.card_get, key)]
 
     async def finish(
         self,
@@ -573,13 +616,13 @@ class _Engine:
             if option_id is not None and card.payload.option(option_id) is None:
                 raise InvalidRecord("the card does not offer this option")
 
-        async def judge(result: Result | None, connection: Connection) -> Interaction:
+        async def judge(result: Result | None, prior: Row | None) -> Interaction:
             assert result is not None
             if result.rows:
                 card = self.codec.card(result.rows[0])
                 offered(card)
                 return card
-            card = await self.card(connection, account_id, interaction_id)
+            card = self.card(prior)
             if card.status is InteractionStatus.ACTIVE:
                 offered(card)
                 raise Conflict("the card moved while it was being closed")
@@ -594,7 +637,10 @@ class _Engine:
             "option_id": option_id,
             "now": self.backend.time_in(self.clock()),
         }
-        (card,) = await self.write([_Step(self.st.card_close, params, judge)])
+        key = {"account_id": account_id, "interaction_id": interaction_id}
+        (card,) = await self.write(
+            [_Step(self.st.card_close, params, judge, self.st.card_get, key)]
+        )
         return card  # type: ignore[no-any-return]
 
     def invalidate_steps(
@@ -607,7 +653,7 @@ class _Engine:
             statement = self.st.cards_invalidate_stale
             params["revision"] = current_revision
 
-        async def judge(result: Result | None, connection: Connection) -> tuple[str, ...]:
+        async def judge(result: Result | None, prior: Row | None) -> tuple[str, ...]:
             assert result is not None
             moved = sorted(
                 (self.backend.time_out(row["created_at"]), row["interaction_id"])
@@ -633,19 +679,14 @@ class _Engine:
 
     # --- command journal ------------------------------------------------------------------------
 
-    async def entry(self, connection: Connection, account_id: str, command_id: str) -> JournalEntry:
-        row = _first(
-            await connection.fetch(
-                self.st.journal_get, {"account_id": account_id, "command_id": command_id}
-            )
-        )
+    def entry(self, row: Row | None) -> JournalEntry:
         if row is None:
             raise NotFound()
         return self.codec.entry(row)
 
     async def get_entry(self, account_id: str, command_id: str) -> JournalEntry:
-        async with self.backend.reading() as connection:
-            return await self.entry(connection, account_id, command_id)
+        key = {"account_id": account_id, "command_id": command_id}
+        return self.entry(_first(await self.fetch(self.st.journal_get, key)))
 
     async def get_entry_by_key(self, account_id: str, idempotency_key: str) -> JournalEntry:
         row = _first(
@@ -670,11 +711,11 @@ class _Engine:
             raise InvalidRecord("a journal entry is admitted pending or awaiting confirmation")
         key = {"account_id": entry.account_id, "idempotency_key": entry.idempotency_key}
 
-        async def judge(result: Result | None, connection: Connection) -> JournalAdmission:
+        async def judge(result: Result | None, prior: Row | None) -> JournalAdmission:
             assert result is not None
             if result.rows:
                 return Fresh(entry=entry)
-            row = _first(await connection.fetch(self.st.journal_get_by_key, key))
+            row = prior
             if row is None:
                 raise Conflict("the command id is stored under another idempotency key")
             stored = self.codec.entry(row)
@@ -683,22 +724,32 @@ class _Engine:
             return Replay(entry=stored)
 
         (admission,) = await self.write(
-            [_Step(self.st.journal_insert, self.codec.entry_params(entry), judge)]
+            [
+                _Step(
+                    self.st.journal_insert,
+                    self.codec.entry_params(entry),
+                    judge,
+                    self.st.journal_get_by_key,
+                    key,
+                )
+            ]
         )
         return admission  # type: ignore[no-any-return]
 
     async def mark_executing(self, account_id: str, command_id: str) -> JournalEntry:
-        async def judge(result: Result | None, connection: Connection) -> JournalEntry:
+        async def judge(result: Result | None, prior: Row | None) -> JournalEntry:
             assert result is not None
             if result.rows:
                 return self.codec.entry(result.rows[0])
-            entry = await self.entry(connection, account_id, command_id)
+            entry = self.entry(prior)
             if entry.status is JournalStatus.EXECUTING:
                 return entry
             raise Conflict(f"a {entry.status.value} command does not start executing")
 
         params = {"account_id": account_id, "command_id": command_id}
-        (entry,) = await self.write([_Step(self.st.journal_start, params, judge)])
+        (entry,) = await self.write(
+            [_Step(self.st.journal_start, params, judge, self.st.journal_get, params)]
+        )
         return entry  # type: ignore[no-any-return]
 
     def complete_steps(
@@ -720,16 +771,17 @@ class _Engine:
             "completed_at": self.backend.time_in(self.clock()),
         }
 
-        async def judge(result: Result | None, connection: Connection) -> JournalEntry:
+        async def judge(result: Result | None, prior: Row | None) -> JournalEntry:
             assert result is not None
             if result.rows:
                 return self.codec.entry(result.rows[0])
-            entry = await self.entry(connection, account_id, command_id)
+            entry = self.entry(prior)
             if entry.status is target and entry.outcome == outcome:
                 return entry
             raise Conflict(f"a {entry.status.value} command cannot be settled this way")
 
-        return [_Step(statement, params, judge)]
+        key = {"account_id": account_id, "command_id": command_id}
+        return [_Step(statement, params, judge, self.st.journal_get, key)]
 
     async def complete(
         self, account_id: str, command_id: str, outcome: CommandOutcome
@@ -744,7 +796,7 @@ class _Engine:
         if self.st.event_lock is not None:
             steps.append(_Step(self.st.event_lock))
 
-        async def sequence(result: Result | None, connection: Connection) -> int:
+        async def sequence(result: Result | None, prior: Row | None) -> int:
             assert result is not None
             return int(result.rows[0]["sequence"])
 
@@ -826,15 +878,13 @@ class _Engine:
 
     # --- outbox ---------------------------------------------------------------------------------
 
-    async def row(self, connection: Connection, outbox_id: str) -> OutboxEntry:
-        row = _first(await connection.fetch(self.st.outbox_get, {"outbox_id": outbox_id}))
+    def row(self, row: Row | None) -> OutboxEntry:
         if row is None:
             raise NotFound()
         return self.codec.outbox(row)
 
     async def get_row(self, outbox_id: str) -> OutboxEntry:
-        async with self.backend.reading() as connection:
-            return await self.row(connection, outbox_id)
+        return self.row(_first(await self.fetch(self.st.outbox_get, {"outbox_id": outbox_id})))
 
     async def rows_for_command(self, command_id: str) -> tuple[OutboxEntry, ...]:
         rows = await self.fetch(self.st.outbox_of_command, {"command_id": command_id})
@@ -844,7 +894,7 @@ class _Engine:
         if entry.status is not OutboxStatus.PENDING:
             return [_refuse(InvalidRecord("an outbox row is enqueued pending"))]
 
-        async def judge(result: Result | None, connection: Connection) -> OutboxEntry:
+        async def judge(result: Result | None, prior: Row | None) -> OutboxEntry:
             return entry
 
         return [_Step(self.st.outbox_insert, self.codec.outbox_params(entry), judge)]
@@ -871,16 +921,17 @@ class _Engine:
         holds is returned as it is, any other is `Conflict`."""
         outbox_id = params["outbox_id"]
 
-        async def judge(result: Result | None, connection: Connection) -> OutboxEntry:
+        async def judge(result: Result | None, prior: Row | None) -> OutboxEntry:
             assert result is not None
             if result.rows:
                 return self.codec.outbox(result.rows[0])
-            row = await self.row(connection, outbox_id)
+            row = self.row(prior)
             if repeat(row):
                 return row
             raise Conflict(f"a {row.status.value} row does not move this way")
 
-        (row,) = await self.write([_Step(statement, params, judge)])
+        read = {"outbox_id": outbox_id}
+        (row,) = await self.write([_Step(statement, params, judge, self.st.outbox_get, read)])
         return row  # type: ignore[no-any-return]
 
     async def mark_completed(self, outbox_id: str) -> OutboxEntry:
@@ -910,29 +961,16 @@ class _Engine:
         )
 
     async def mark_outcome_unknown(self, outbox_id: str, remote_ref: str | None) -> OutboxEntry:
-        params = {"outbox_id": outbox_id, "remote_ref": remote_ref}
-        for _ in range(_RETRIES):
-            try:
-                return await self.move_row(
-                    self.st.outbox_unknown,
-                    params,
-                    lambda row: (
-                        row.status is OutboxStatus.OUTCOME_UNKNOWN
-                        and (remote_ref is None or remote_ref == row.remote_ref)
-                    ),
-                )
-            except Conflict:
-                row = await self.get_row(outbox_id)
-                if row.status is not OutboxStatus.OUTCOME_UNKNOWN or row.remote_ref is not None:
-                    raise
-            # An unknown outcome without a remote reference: fill it in (once).
-            try:
-                return await self.move_row(
-                    self.st.outbox_fill_remote_ref, params, lambda row: False
-                )
-            except Conflict:
-                continue
-        raise Conflict("the row kept changing under a concurrent writer")
+        """One compare-and-swap: dispatching -> outcome_unknown, or the first remote reference
+        of an unknown outcome filled in; the same report again is accepted."""
+        return await self.move_row(
+            self.st.outbox_unknown,
+            {"outbox_id": outbox_id, "remote_ref": remote_ref},
+            lambda row: (
+                row.status is OutboxStatus.OUTCOME_UNKNOWN
+                and (remote_ref is None or remote_ref == row.remote_ref)
+            ),
+        )
 
     async def reschedule(self, outbox_id: str, at: int) -> OutboxEntry:
         return await self.move_row(
@@ -954,16 +992,16 @@ class _Engine:
         text = document(record)
         key = {"account_id": record.account_id, "turn_id": record.turn_id}
 
-        async def judge(result: Result | None, connection: Connection) -> None:
+        async def judge(result: Result | None, prior: Row | None) -> None:
             assert result is not None
             if result.rows:
                 return
-            row = _first(await connection.fetch(self.st.replay_get, key))
-            if row is not None and row["record"] == text:
+            if prior is not None and prior["record"] == text:
                 return
             raise Conflict("the turn's replay record is final or belongs to another conversation")
 
-        return [_Step(self.st.replay_put, self.codec.replay_params(record, text), judge)]
+        params = self.codec.replay_params(record, text)
+        return [_Step(self.st.replay_put, params, judge, self.st.replay_get, key)]
 
     async def put_replay(self, record: ReplayRecord) -> None:
         await self.write(self.replay_steps(record))

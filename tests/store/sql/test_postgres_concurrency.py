@@ -297,14 +297,36 @@ async def test_four_claimers_share_a_thousand_outbox_rows_without_overlap_or_lef
         )
     claimers = [await database.stores() for _ in range(4)]
     now = T0 + 10_000_000
+    held, release = asyncio.Event(), asyncio.Event()
 
-    async def claim_all(stores: SqlStores, worker: str) -> list[str]:
-        got: list[str] = []
+    async def hold(pid: int) -> None:
+        held.set()
+        await release.wait()
+
+    # The claims overlap: w0's first claim is held open with its rows locked, and w1 claims
+    # meanwhile, skipping those rows instead of waiting for them.
+    claimers[0].hooks.before_commit = _once(hold)
+    opening = asyncio.create_task(claimers[0].outbox.claim_due(now, 9, "w0"))
+    await held.wait()
+    try:
+        beside = await asyncio.wait_for(claimers[1].outbox.claim_due(now, 9, "w1"), 5)
+    finally:
+        release.set()
+    first = await opening
+    assert [row.outbox_id for row in first] == [f"obx_{n}" for n in range(1, 10)]
+    assert [row.outbox_id for row in beside] == [f"obx_{n}" for n in range(10, 19)]
+
+    async def claim_all(stores: SqlStores, worker: str, got: list[str]) -> list[str]:
         while batch := await stores.outbox.claim_due(now, 9, worker):
             got.extend(row.outbox_id for row in batch)
         return got
 
-    claimed = await asyncio.gather(*(claim_all(s, f"w{n}") for n, s in enumerate(claimers)))
+    claimed = await asyncio.gather(
+        claim_all(claimers[0], "w0", [row.outbox_id for row in first]),
+        claim_all(claimers[1], "w1", [row.outbox_id for row in beside]),
+        claim_all(claimers[2], "w2", []),
+        claim_all(claimers[3], "w3", []),
+    )
 
     handed = [outbox_id for got in claimed for outbox_id in got]
     assert len(handed) == len(set(handed)) == 1000
@@ -339,6 +361,29 @@ async def test_event_sequences_follow_commit_order_when_appends_overlap(
     assert (early_event.sequence or 0) < (late_event.sequence or 0)
     page = await second.events.read_from(A, EventCursor.START, 10)
     assert [e.event_id for e in page.events] == ["evt_early", "evt_late"]
+
+
+async def test_event_appends_in_another_schema_do_not_wait_for_the_event_lock(
+    postgres_databases: Databases,
+) -> None:
+    first = await postgres_databases.migrated()
+    other = await postgres_databases.migrated()  # another tenant's schema in the same database
+    held, release = asyncio.Event(), asyncio.Event()
+
+    async def hold(pid: int) -> None:
+        held.set()
+        await release.wait()
+
+    first.hooks.before_commit = _once(hold)
+    early = asyncio.create_task(first.events.append(A, [_event("evt_early")]))
+    await held.wait()
+    try:
+        (elsewhere,) = await asyncio.wait_for(other.events.append(A, [_event("evt_other")]), 5)
+    finally:
+        release.set()
+        await early
+
+    assert elsewhere.sequence == 1
 
 
 # --- the index the adapter relies on ------------------------------------------------------------

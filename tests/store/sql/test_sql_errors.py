@@ -20,6 +20,7 @@ from turnframe_store import (
     Timeout,
     Unavailable,
 )
+from turnframe_store.sql._migrate import upgrade
 from turnframe_store.sql.errors import from_postgres, from_sqlite
 
 
@@ -68,6 +69,9 @@ def test_a_sqlite_failure_maps_to_its_store_error(
     failure: Exception, expected: type[Exception]
 ) -> None:
     assert type(from_sqlite(failure)) is expected
+
+
+def test_a_sqlite_failure_while_committing_is_a_timeout() -> None:
     assert type(from_sqlite(sqlite3.OperationalError("disk I/O"), committing=True)) is Timeout
 
 
@@ -83,6 +87,31 @@ async def test_an_unreachable_database_is_unavailable_at_connect() -> None:
         await SqlStores.connect(
             "postgresql+psycopg://nobody@127.0.0.1:1/none", SqlConfig(acquire_timeout_s=0.5)
         )
+
+
+async def test_migrating_an_unreachable_database_is_unavailable() -> None:
+    stores = await SqlStores.connect(
+        "postgresql+psycopg://nobody@127.0.0.1:1/none",
+        SqlConfig(pool_min_size=0, acquire_timeout_s=0.5),
+    )
+    try:
+        with pytest.raises(Unavailable):
+            await stores.migrate()
+    finally:
+        await stores.aclose()
+
+
+def test_migrating_a_file_that_is_no_database_is_unavailable(tmp_path: Path) -> None:
+    path = tmp_path / "garbage.db"
+    path.write_bytes(b"not a database, " * 512)
+
+    with pytest.raises(Unavailable):
+        upgrade(f"sqlite+aiosqlite:///{path}")
+
+
+def test_the_migration_refuses_a_schema_that_is_no_identifier() -> None:
+    with pytest.raises(ValueError):
+        upgrade("postgresql+psycopg://nobody@127.0.0.1:1/none", 'x"; DROP SCHEMA public; --')
 
 
 async def test_a_store_used_before_migrate_says_so(tmp_path: Path) -> None:

@@ -96,7 +96,9 @@ async def test_migrating_again_on_the_next_start_keeps_the_data(database: Databa
     assert await asyncio.to_thread(_inspect, database, _versions) == ["0001"]
 
 
-async def test_stores_migrating_together_in_one_process_do_not_race(database: Database) -> None:
+async def test_the_in_process_guard_lets_stores_in_one_process_migrate_together(
+    database: Database,
+) -> None:
     starting = [await database.stores() for _ in range(3)]
 
     await asyncio.gather(*(stores.migrate() for stores in starting))

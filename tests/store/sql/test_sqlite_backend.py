@@ -145,3 +145,18 @@ async def test_a_write_rolled_back_before_commit_is_never_seen_by_a_reader(
 
     assert while_open == after == ()
     assert [m for m in unfinished if m.phase is TurnPhase.RECEIVED] == []
+
+
+async def test_migrating_an_in_memory_database_again_keeps_its_tables_and_rows() -> None:
+    stores = await SqlStores.connect("sqlite+aiosqlite://")
+    try:
+        await stores.migrate()
+        await stores.conversations.ensure_conversation("acct_a", "conv_1")
+
+        await stores.migrate()
+        await asyncio.gather(stores.migrate(), stores.outbox.enqueue(_row(1)))
+
+        assert (await stores.conversations.get_conversation("acct_a", "conv_1")).created_at > 0
+        assert (await stores.outbox.get("obx_0001")).command_id == "cmd_0001"
+    finally:
+        await stores.aclose()
