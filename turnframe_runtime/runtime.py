@@ -1213,6 +1213,9 @@ class TurnRuntime:
                     t.handles[handle] = case
             await self._raise_deferred_confirmations(t, case)
             await self._ensure_card(t, case, offer=key in offer_current)
+        if t.deferred_confirmations:  # their case could not be refreshed: no card, and say so
+            t.deferred_confirmations.clear()
+            t.notice(codes.NOTICE_INTERACTION_UNAVAILABLE)
 
     async def _raise_deferred_confirmations(self, t: _Turn, case: CaseInView) -> None:
         understanding = t.understanding or Understanding()

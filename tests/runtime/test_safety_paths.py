@@ -238,3 +238,29 @@ def test_every_act_ends_in_exactly_one_visible_result(chosen):
         assert bool(refused) == bool(refusals)
 
     asyncio.run(run())
+
+
+async def test_a_deferred_confirmation_whose_case_cannot_be_refreshed_says_so():
+    desk = DeskHarness()
+    desk.ready_trip()
+    load = desk.runtime.directory.load
+    calls = {"n": 0}
+
+    async def flaky(account_id, case):
+        calls["n"] += 1
+        if calls["n"] > 1:  # the refresh after the commit fails
+            from turnframe_store import Unavailable
+
+            raise Unavailable("the domain database is down")
+        return await load(account_id, case)
+
+    desk.runtime.directory.load = flaky  # type: ignore[method-assign]
+    turn = await desk.say(
+        "Name Grace Hopper and withdraw the trip",
+        act("a1", "trip.set_name", "h1", "Grace Hopper", name="Grace Hopper"),
+        act("a2", "trip.withdraw", "h1", "withdraw the trip"),
+    )
+    assert desk.receipt_codes(turn) == ["trip.name_set"]
+    assert not [b for b in turn.blocks if b.kind == "interaction"]
+    assert codes.NOTICE_CASE_REFRESH_UNAVAILABLE in desk.notice_codes(turn)
+    assert codes.NOTICE_INTERACTION_UNAVAILABLE in desk.notice_codes(turn)
