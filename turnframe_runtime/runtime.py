@@ -389,7 +389,7 @@ class TurnRuntime:
             await conversations.append_user_turn(record)
         except Conflict:
             raise TurnInProgress("this turn was accepted before and has no reply yet") from None
-        previous = await self.stores.replay.for_conversation(t.account_id, t.conversation_id)
+        previous = await self.stores.replay.last_for_conversation(t.account_id, t.conversation_id)
         t.record = ReplayRecord(
             turn_id=t.turn_id,
             conversation_id=t.conversation_id,
@@ -398,7 +398,7 @@ class TurnRuntime:
             phase=TurnPhase.RECEIVED,
             recorded_at=t.now,
             input=t.input,
-            previous_digest=previous[-1].digest() if previous else None,
+            previous_digest=previous.digest() if previous is not None else None,
             loaded_cases=tuple(case.case_ref for case in t.cases.values()),
             workflow_versions=tuple(
                 sorted(

@@ -1234,6 +1234,12 @@ async def check_lists_follow_their_named_sort_keys(stores: Stores) -> None:
         [f"turn_{n}" for n in expected],
         "replay records by (first recorded_at, turn_id)",
     )
+    last = await stores.replay.last_for_conversation(_A, "conv_1")
+    _equal(
+        last.turn_id if last else None,
+        f"turn_{expected[-1]}",
+        "the last replay record is the last in that order",
+    )
 
 
 @_check
@@ -1323,6 +1329,11 @@ async def check_another_accounts_records_are_not_found_exactly_like_missing_ones
         _equal(tuple(await listing()), (), f"{name} for another account")
     page = await stores.events.read_from(_B, EventCursor.START, 10)
     _equal(page.events, (), "read_from for another account")
+    _equal(
+        await stores.replay.last_for_conversation(_B, "conv_1"),
+        None,
+        "last_for_conversation for another account",
+    )
     _equal(await _status(stores, _A, "int_1"), InteractionStatus.ACTIVE, "the owner's card")
     _equal((await journal.get(_A, "cmd_1")).status, JournalStatus.PENDING, "the owner's command")
     _equal(

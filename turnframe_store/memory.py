@@ -756,8 +756,20 @@ class _Engine:
         self, account_id: str, conversation_id: str
     ) -> tuple[ReplayRecord, ...]:
         turns = self.t.replay_by_conversation.get((account_id, conversation_id), ())
-        ordered = sorted(turns, key=lambda t: (self.t.replay_first_put[(account_id, t)], t))
+        ordered = sorted(turns, key=lambda t: self._replay_order(account_id, t))
         return tuple(self.t.replay[(account_id, turn_id)] for turn_id in ordered)
+
+    def last_replay_for_conversation(
+        self, account_id: str, conversation_id: str
+    ) -> ReplayRecord | None:
+        turns = self.t.replay_by_conversation.get((account_id, conversation_id), ())
+        if not turns:
+            return None
+        last = max(turns, key=lambda t: self._replay_order(account_id, t))
+        return self.t.replay[(account_id, last)]
+
+    def _replay_order(self, account_id: str, turn_id: str) -> tuple[int, str]:
+        return (self.t.replay_first_put[(account_id, turn_id)], turn_id)
 
     # --- commit ---------------------------------------------------------------------------------
 
@@ -1072,6 +1084,13 @@ class MemoryReplay(_Role):
     ) -> tuple[ReplayRecord, ...]:
         return self._engine.read(
             lambda: self._engine.replay_for_conversation(account_id, conversation_id)
+        )
+
+    async def last_for_conversation(
+        self, account_id: str, conversation_id: str
+    ) -> ReplayRecord | None:
+        return self._engine.read(
+            lambda: self._engine.last_replay_for_conversation(account_id, conversation_id)
         )
 
     async def put(self, record: ReplayRecord) -> None:

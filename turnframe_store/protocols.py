@@ -378,6 +378,13 @@ class ReplayReader(Protocol):
         oldest turn first, as `verify_chain` reads them."""
         ...
 
+    async def last_for_conversation(
+        self, account_id: str, conversation_id: str
+    ) -> ReplayRecord | None:
+        """The last record in `for_conversation`'s order (the one a new turn chains to), or
+        None; it reads one record, however long the conversation."""
+        ...
+
 
 class ReplayWriter(Protocol):
     async def put(self, record: ReplayRecord) -> None:

@@ -592,3 +592,13 @@ class Statements:
             )
             .order_by(replay.c.first_recorded_at, replay.c.turn_id),
         )
+        self.replay_last_of_conversation = c(
+            "replay_last_of_conversation",
+            sa.select(replay.c.record)
+            .where(
+                replay.c.account_id == account,
+                replay.c.conversation_id == _p("conversation_id"),
+            )
+            .order_by(replay.c.first_recorded_at.desc(), replay.c.turn_id.desc())
+            .limit(1),
+        )

@@ -1021,6 +1021,17 @@ class _Engine:
         )
         return tuple(self.codec.replay(row) for row in rows)
 
+    async def last_replay_for_conversation(
+        self, account_id: str, conversation_id: str
+    ) -> ReplayRecord | None:
+        row = _first(
+            await self.fetch(
+                self.st.replay_last_of_conversation,
+                {"account_id": account_id, "conversation_id": conversation_id},
+            )
+        )
+        return None if row is None else self.codec.replay(row)
+
     # --- commit ---------------------------------------------------------------------------------
 
     def _fault(self, point: FaultPoint) -> _Step:
@@ -1294,6 +1305,11 @@ class SqlReplay(_Role):
         self, account_id: str, conversation_id: str
     ) -> tuple[ReplayRecord, ...]:
         return await self._engine.replay_for_conversation(account_id, conversation_id)
+
+    async def last_for_conversation(
+        self, account_id: str, conversation_id: str
+    ) -> ReplayRecord | None:
+        return await self._engine.last_replay_for_conversation(account_id, conversation_id)
 
     async def put(self, record: ReplayRecord) -> None:
         await self._engine.put_replay(record)
