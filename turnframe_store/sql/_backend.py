@@ -19,13 +19,23 @@ from __future__ import annotations
 
 import contextlib
 from abc import ABC, abstractmethod
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from turnframe_store.errors import StoreError
 
-__all__ = ["Backend", "Batch", "Connection", "Hooks", "Params", "Result", "Row", "Statement"]
+__all__ = [
+    "Backend",
+    "Batch",
+    "Connection",
+    "Hooks",
+    "Params",
+    "Result",
+    "Row",
+    "Statement",
+    "behind_savepoint",
+]
 
 Row = dict[str, Any]
 Params = Mapping[str, Any]
@@ -121,3 +131,31 @@ class Backend(ABC):
 
     @abstractmethod
     async def aclose(self) -> None: ...
+
+
+_SAVEPOINT = "tf_commit_bundle"
+
+
+@contextlib.asynccontextmanager
+async def behind_savepoint(
+    execute: Callable[[str], Awaitable[Any]],
+    driver_error: type[Exception],
+    to_store_error: Callable[[Any], StoreError],
+) -> AsyncIterator[None]:
+    """Run the block behind a savepoint of a caller's open transaction: released when the block
+    ends, rolled back to (and released) when it raises; driver errors become store errors."""
+    try:
+        await execute(f"SAVEPOINT {_SAVEPOINT}")
+    except driver_error as exc:
+        raise to_store_error(exc) from None
+    try:
+        yield
+    except BaseException:
+        with contextlib.suppress(driver_error):
+            await execute(f"ROLLBACK TO SAVEPOINT {_SAVEPOINT}")
+            await execute(f"RELEASE SAVEPOINT {_SAVEPOINT}")
+        raise
+    try:
+        await execute(f"RELEASE SAVEPOINT {_SAVEPOINT}")
+    except driver_error as exc:
+        raise to_store_error(exc) from None

@@ -22,13 +22,13 @@ from turnframe_store.sql._backend import (
     Params,
     Result,
     Statement,
+    behind_savepoint,
 )
 from turnframe_store.sql.config import SqlConfig
 
 __all__ = ["PostgresBackend"]
 
 _EPOCH: Final = datetime(1970, 1, 1, tzinfo=UTC)
-_SAVEPOINT: Final = "tf_commit_bundle"
 _MS: Final = timedelta(milliseconds=1)
 
 
@@ -162,21 +162,8 @@ class PostgresBackend(Backend):
             raise TypeError("commit_in on PostgreSQL takes a psycopg.AsyncConnection")
         if raw.info.transaction_status is not TransactionStatus.INTRANS:
             raise ValueError("commit_in needs the connection inside an open, healthy transaction")
-        try:
-            await raw.execute(f"SAVEPOINT {_SAVEPOINT}")
-        except psycopg.Error as exc:
-            raise errors.from_postgres(exc) from None
-        try:
+        async with behind_savepoint(raw.execute, psycopg.Error, errors.from_postgres):
             yield _PgConnection(raw, transaction=False)
-        except BaseException:
-            with contextlib.suppress(psycopg.Error):
-                await raw.execute(f"ROLLBACK TO SAVEPOINT {_SAVEPOINT}")
-                await raw.execute(f"RELEASE SAVEPOINT {_SAVEPOINT}")
-            raise
-        try:
-            await raw.execute(f"RELEASE SAVEPOINT {_SAVEPOINT}")
-        except psycopg.Error as exc:
-            raise errors.from_postgres(exc) from None
 
     async def aclose(self) -> None:
         await self.pool.close()

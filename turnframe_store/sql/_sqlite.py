@@ -20,13 +20,12 @@ from turnframe_store.sql._backend import (
     Params,
     Result,
     Statement,
+    behind_savepoint,
 )
 from turnframe_store.sql.config import SqlConfig
 from turnframe_store.sql.tables import metadata
 
 __all__ = ["SqliteBackend"]
-
-_SAVEPOINT = "tf_commit_bundle"
 
 
 class _SqliteConnection(Connection):
@@ -137,21 +136,8 @@ class SqliteBackend(Backend):
             raise TypeError("commit_in on SQLite takes an aiosqlite.Connection")
         if not raw.in_transaction:
             raise ValueError("commit_in needs the connection inside an open transaction")
-        try:
-            await raw.execute(f"SAVEPOINT {_SAVEPOINT}")
-        except aiosqlite.Error as exc:
-            raise errors.from_sqlite(exc) from None
-        try:
+        async with behind_savepoint(raw.execute, aiosqlite.Error, errors.from_sqlite):
             yield _SqliteConnection(raw, transaction=False)
-        except BaseException:
-            with contextlib.suppress(aiosqlite.Error):
-                await raw.execute(f"ROLLBACK TO SAVEPOINT {_SAVEPOINT}")
-                await raw.execute(f"RELEASE SAVEPOINT {_SAVEPOINT}")
-            raise
-        try:
-            await raw.execute(f"RELEASE SAVEPOINT {_SAVEPOINT}")
-        except aiosqlite.Error as exc:
-            raise errors.from_sqlite(exc) from None
 
     async def create_tables(self) -> bool:
         if self.reader is not None:
