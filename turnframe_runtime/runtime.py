@@ -330,7 +330,8 @@ class TurnRuntime:
             now=self.clock(),
         )
         # Read and judge before writing anything: a refused card answer writes nothing.
-        await self._load_cases(t)  # D/E
+        if not turn_input.is_click_only:  # a click needs only the cases its card names
+            await self._load_cases(t)  # D/E
         await self._admit_card_answer(t)  # C
         await self._accept(t)  # A/B
         try:
@@ -482,6 +483,8 @@ class TurnRuntime:
                 now=t.now,
             )
             t.card = card
+            if isinstance(t.accepted.action, SelectTarget):  # the chosen case, authorized too
+                await self._load_case(t, t.accepted.action.case_ref.key, None)
         except AlreadyAnswered as answered:
             t.answered_before = answered.interaction
         except StaleInteraction as outdated:
@@ -1221,8 +1224,8 @@ class TurnRuntime:
         understanding = t.understanding or Understanding()
         for act_id in list(t.deferred_confirmations):
             act = next(a for a in understanding.acts if a.act_id == act_id)
-            planned = next(c for c in t.plan.awaiting[act_id]) if t.plan else None
-            if planned is None or planned.envelope.case_ref.key != case.case_ref.key:
+            waiting = t.plan.awaiting[act_id] if t.plan else []
+            if not waiting or waiting[0].envelope.case_ref.key != case.case_ref.key:
                 continue
             t.deferred_confirmations.remove(act_id)
             t.pending_cards = [(a, c) for a, c in t.pending_cards if a != act_id]
