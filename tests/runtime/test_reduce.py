@@ -48,7 +48,10 @@ acts = st.lists(st.sampled_from(range(len(OPERATIONS))), min_size=1, max_size=6)
 
 @settings(max_examples=80, deadline=None)
 @given(acts, st.data())
-def test_every_act_gets_exactly_one_result(chosen, data):
+def test_a_plans_commands_agree_with_its_act_results(chosen, data):
+    """Ready commands belong to exactly the ready acts, cards to exactly the waiting ones (that
+    every act has one result is asserted inside reduce_turn and, end to end, in
+    test_safety_paths)."""
     parts = []
     for i, index in enumerate(chosen):
         operation, arguments = OPERATIONS[index]
