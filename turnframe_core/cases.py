@@ -36,6 +36,3 @@ class CaseRef(FrozenModel):
 
     def at(self, revision: int) -> CaseRef:
         return CaseRef(workflow=self.workflow, case_id=self.case_id, expected_revision=revision)
-
-    def same_case(self, other: CaseRef | CaseKey) -> bool:
-        return self.workflow == other.workflow and self.case_id == other.case_id

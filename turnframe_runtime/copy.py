@@ -115,6 +115,7 @@ LIBRARY_CATALOGS: dict[str, dict[str, str]] = {
         "turnframe.transition.nothing_done": "Nothing was changed.",
         "turnframe.transition.card": "Please choose below: {title}",
         "turnframe.transition.go_on": "Is there anything else?",
+        "turnframe.transition.next": "You could next: {steps}.",
     },
     "it": {
         codes.NOTICE_COMMAND_FAILED: "Non è andato a buon fine, quindi non è cambiato nulla.",
@@ -181,6 +182,7 @@ LIBRARY_CATALOGS: dict[str, dict[str, str]] = {
         "turnframe.transition.nothing_done": "Non è cambiato nulla.",
         "turnframe.transition.card": "Scegli qui sotto: {title}",
         "turnframe.transition.go_on": "Posso fare altro?",
+        "turnframe.transition.next": "Come prossimo passo puoi: {steps}.",
     },
 }
 
@@ -218,13 +220,6 @@ class CatalogCopy:
         self._digests = {locale: digest(templates) for locale, templates in merged.items()}
         self._refs: dict[tuple[str, str], CopyRef] = {}
 
-    def with_catalogs(self, catalogs: Mapping[str, Mapping[str, str]]) -> CatalogCopy:
-        return CatalogCopy(
-            {**self._catalogs, **_merge(self._catalogs, catalogs)},
-            default_locale=self._default,
-            version=self._version,
-        )
-
     def _locale_for(self, template_id: str, locale: str) -> str:
         for candidate in (locale, locale.split("-")[0], self._default):
             if template_id in self._catalogs.get(candidate, {}):
@@ -256,12 +251,3 @@ class CatalogCopy:
             have = self._catalogs.get(locale, {})
             gaps.extend((locale, template) for template in required if template not in have)
         return sorted(gaps)
-
-
-def _merge(
-    base: Mapping[str, Mapping[str, str]], extra: Mapping[str, Mapping[str, str]]
-) -> dict[str, dict[str, str]]:
-    merged = {locale: dict(templates) for locale, templates in base.items()}
-    for locale, templates in extra.items():
-        merged.setdefault(locale, {}).update(templates)
-    return merged

@@ -72,7 +72,9 @@ class CaseDirectory(Protocol):
         ...
 
     async def find(self, account_id: str, workflow: str, name: str) -> Sequence[CaseCandidate]:
-        """Cases of `workflow` whose label matches `name` exactly (no fuzzy matching)."""
+        """Cases of `workflow` whose label matches `name` exactly (no fuzzy matching). Reserved
+        for looking up a record the user names that is not among the candidates; this runtime
+        does not call it yet."""
         ...
 
 

@@ -106,7 +106,14 @@ from turnframe_core.replay import (
     TurnPhase,
     WorkflowVersion,
 )
-from turnframe_core.turn import AssistantTurn, Expectation, ExpectationKind, TurnInput, TurnStatus
+from turnframe_core.turn import (
+    AssistantTurn,
+    Expectation,
+    ExpectationKind,
+    Offer,
+    TurnInput,
+    TurnStatus,
+)
 from turnframe_core.understanding import (
     AmbiguousTarget,
     Brief,
@@ -240,6 +247,7 @@ class _Turn:
     #: acts whose confirmation card waits for this turn's commit (their case changes first)
     deferred_confirmations: list[str] = field(default_factory=list)
     claim_violations: list[str] = field(default_factory=list)
+    offers: tuple[Offer, ...] = ()
     audit_once: dict[str, Any] | None = None
     shown_cards: list[Interaction] = field(default_factory=list)
     executed: list[_Executed] = field(default_factory=list)
@@ -1369,6 +1377,8 @@ class TurnRuntime:
             for c in t.shown_cards
         ]
         answers = await self._answers(t)
+        if not cards and self._ask(t, cards) is None:
+            t.offers = self._offers(t)
         understanding = t.understanding or Understanding()
         acted = bool(understanding.acts) or t.input.interaction_response is not None
         answers_only = bool(answers) and not (acted or receipts or notices or cards)
@@ -1412,6 +1422,7 @@ class TurnRuntime:
             created_at=t.now,
             completed_at=max(t.now, self.clock()),
             expectations=expectations,
+            offers=t.offers,
             subjects=subjects,
         )
 
@@ -1527,6 +1538,23 @@ class TurnRuntime:
             t.provider_attempts.append(self._attempt(t, "answer", started, None))
             blocks.append(answer.model_copy(update={"basis": request.basis}))
         return blocks
+
+    def _offers(self, t: _Turn) -> tuple[Offer, ...]:
+        """Next steps of the cases the turn touched that owe nothing, limited to operations
+        the case offers now (the next turn may take one up)."""
+        offers: list[Offer] = []
+        for key in sorted(t.touched, key=lambda k: (k.workflow, k.case_id)):
+            case = t.cases.get(key)
+            if case is None or case.view.obligations:
+                continue
+            on_offer = {s.operation for s in case.workflow.operations(case.view) if s.proposable}
+            offers.extend(
+                Offer(case_ref=case.case_ref, operation=step.operation, words=step.words,
+                      arguments=dict(step.arguments))
+                for step in case.workflow.next_steps(case.view)
+                if step.operation in on_offer
+            )  # fmt: skip
+        return tuple(offers)
 
     def _ask(self, t: _Turn, cards: Sequence[InteractionBlock]) -> str | None:
         if cards:
@@ -1645,6 +1673,9 @@ class TurnRuntime:
             parts.append(render("turnframe.transition.card", t.locale, {"title": cards[0].title}))
         elif ask:
             parts.append(ask)
+        elif t.offers:
+            steps = "; ".join(offer.words for offer in t.offers)
+            parts.append(render("turnframe.transition.next", t.locale, {"steps": steps}))
         else:
             parts.append(render("turnframe.transition.go_on", t.locale, {}))
         rendered = [p for p in parts if not isinstance(p, str)]

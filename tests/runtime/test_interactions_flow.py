@@ -103,3 +103,25 @@ async def test_an_unknown_option_is_refused_before_anything_is_written():
     with pytest.raises(UnknownOption):
         await desk.click(card, "opt_upgrade_to_first_class")
     assert await desk.stores.conversations.list_turns("acct_1", "conv_1") == turns_before
+
+
+async def test_a_record_that_owes_nothing_ends_on_the_next_steps_it_offers():
+    desk = DeskHarness()
+    desk.ready_trip()
+    turn = await desk.say(
+        "Name Grace Hopper", act("a1", "trip.set_name", "h1", "Grace Hopper", name="Grace Hopper")
+    )
+    assert [(o.operation, o.words) for o in turn.offers] == [(REBOOK, "Rebook a flight")]
+    transition = next(b for b in turn.blocks if b.kind == "transition")
+    assert transition.text.endswith("You could next: Rebook a flight.")
+
+
+async def test_a_record_that_still_owes_something_asks_for_it_and_offers_nothing():
+    desk = DeskHarness()
+    desk.trip()
+    turn = await desk.say(
+        "Name Grace Hopper", act("a1", "trip.set_name", "h1", "Grace Hopper", name="Grace Hopper")
+    )
+    assert turn.offers == ()
+    transition = next(b for b in turn.blocks if b.kind == "transition")
+    assert transition.text.endswith("Which email address should we use?")
