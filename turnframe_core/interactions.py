@@ -18,16 +18,20 @@ from turnframe_core.canonical import Digest, digest
 from turnframe_core.cases import CaseRef
 from turnframe_core.errors import TurnframeError
 from turnframe_core.ids import AccountId, CommandId, ConversationId, InteractionId, OptionId, TurnId
+from turnframe_core.understanding import Constraint, ProposedAct
 
 __all__ = [
     "AcceptedAnswer",
     "ActionClass",
     "AlreadyAnswered",
     "ApplyOperation",
+    "CardPurpose",
     "ConfirmCommands",
+    "ConfirmsAct",
     "Custom",
     "DeclineAndRecord",
     "DeclineCommands",
+    "DefersAct",
     "Dismiss",
     "FreeformForbidden",
     "FreeformNotAllowed",
@@ -50,6 +54,7 @@ __all__ = [
     "InteractionStatus",
     "InteractionView",
     "InvalidInteraction",
+    "MeetsRequirement",
     "OptionStyle",
     "PayloadCorrupt",
     "ResolutionChannel",
@@ -307,14 +312,47 @@ class ReviewEntry(FrozenModel):
     after: str | None = None
 
 
+# --- why the runtime raised a card (server side only) -------------------------------------------
+
+
+class ConfirmsAct(FrozenModel):
+    """A confirmation card: the act whose journaled commands its confirm option runs."""
+
+    kind: Literal["confirms_act"] = "confirms_act"
+    act_id: NonEmptyStr
+
+
+class DefersAct(FrozenModel):
+    """A selection card: the act it holds until the user names its case, with the constraints of
+    the turn that raised it (they still bind the act when it runs)."""
+
+    kind: Literal["defers_act"] = "defers_act"
+    act: ProposedAct
+    constraints: tuple[Constraint, ...] = ()
+
+
+class MeetsRequirement(FrozenModel):
+    """A follow-up card raised for a workflow view's blocking requirement."""
+
+    kind: Literal["meets_requirement"] = "meets_requirement"
+    requirement_key: NonEmptyStr
+
+
+CardPurpose = Annotated[ConfirmsAct | DefersAct | MeetsRequirement, Field(discriminator="kind")]
+
+
 class InteractionPayload(FrozenModel):
-    """What a card shows and what each option does. Immutable: a different card is a new id."""
+    """What a card shows and what each option does. Immutable: a different card is a new id.
+
+    `purpose` is the runtime's own record of why it raised the card; `metadata` is the domain's.
+    """
 
     title: NonEmptyStr
     body: str | None = None
     options: tuple[InteractionOption, ...] = Field(min_length=1)
     review_entries: tuple[ReviewEntry, ...] = ()
     freeform_prompt: str | None = None
+    purpose: CardPurpose | None = None
     metadata: dict[str, Any] = Field(default_factory=dict)
 
     def hash(self) -> str:

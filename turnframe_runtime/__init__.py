@@ -1,8 +1,12 @@
 """turnframe_runtime: the turn pipeline (reduction, execution, the commit bundle, composition,
-server copy and the ports an adopter implements)."""
+server copy and the ports an adopter implements).
+
+What this module exports is the public API; the stage modules behind it may change freely.
+"""
 
 from turnframe_runtime.config import RuntimeConfig
 from turnframe_runtime.copy import CatalogCopy, MissingCopy, RenderedCopy, ServerCopy
+from turnframe_runtime.errors import TurnInProgress, UnknownWorkflow
 from turnframe_runtime.ports import (
     AnswerRequest,
     CaseCandidate,
@@ -19,7 +23,7 @@ from turnframe_runtime.ports import (
     TransitionRequest,
     WorkflowExecutor,
 )
-from turnframe_runtime.runtime import TurnInProgress, TurnRuntime, UnknownWorkflow
+from turnframe_runtime.runtime import TurnRuntime
 
 __all__ = [
     "AnswerRequest",

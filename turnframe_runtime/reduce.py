@@ -16,10 +16,10 @@ Every act gets exactly one result. Questions never act.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any
+from typing import Any, Protocol
 
 from turnframe_core import codes
 from turnframe_core.canonical import digest
@@ -36,16 +36,24 @@ from turnframe_core.commands import (
     origin_satisfies,
 )
 from turnframe_core.ids import derive_command_id
-from turnframe_core.interactions import ActionClass, InteractionKind, ResolutionChannel
+from turnframe_core.interactions import (
+    ActionClass,
+    Interaction,
+    InteractionKind,
+    ResolutionChannel,
+)
+from turnframe_core.replay import TargetResolutionRecord
 from turnframe_core.understanding import (
     AmbiguousTarget,
     CardTarget,
+    Constraint,
     ConstraintKind,
     HandleTarget,
     ProposedAct,
     Understanding,
 )
 from turnframe_core.workflow import (
+    CompiledCommand,
     DomainRefusal,
     ResolvedAct,
     WorkflowDefinition,
@@ -55,11 +63,16 @@ from turnframe_core.workflow import (
 __all__ = [
     "BLOCKING_NOTICE",
     "ActResult",
+    "Awaiting",
     "CaseInView",
+    "ConfirmationCards",
     "Plan",
     "PlannedCommand",
     "blocking_constraint",
+    "group_by_case",
+    "reduce_on_case",
     "reduce_turn",
+    "target_resolutions",
 ]
 
 
@@ -97,12 +110,33 @@ class PlannedCommand:
         return isinstance(self.policy.atomicity, ExternalSaga)
 
 
+@dataclass(frozen=True)
+class Awaiting:
+    """An act's confirmation card (built, not yet persisted) and the commands it will confirm."""
+
+    card: Interaction
+    commands: tuple[PlannedCommand, ...]
+
+
+class ConfirmationCards(Protocol):
+    """Builds the confirmation card an act waits for (pure: it persists nothing). The card's id
+    and payload hash become the origin its confirmed commands carry."""
+
+    def confirmation(
+        self,
+        act_id: str,
+        case: CaseInView,
+        commands: Sequence[CompiledCommand],
+        command_ids: Sequence[str],
+    ) -> Interaction: ...
+
+
 @dataclass
 class Plan:
     act_results: dict[str, ActResult] = field(default_factory=dict)
     ready: list[PlannedCommand] = field(default_factory=list)
-    #: act id -> commands that wait for that act's confirmation card
-    awaiting: dict[str, list[PlannedCommand]] = field(default_factory=dict)
+    #: act id -> the card that act waits for and the commands it confirms
+    awaiting: dict[str, Awaiting] = field(default_factory=dict)
     #: act id -> the cases it could mean
     selections: dict[str, tuple[CaseInView, ...]] = field(default_factory=dict)
     refusals: list[tuple[str, CaseRef | None, DomainRefusal]] = field(default_factory=list)
@@ -122,8 +156,8 @@ class Plan:
                 for c in self.ready
             ],
             "awaiting": {
-                act: [c.envelope.command_id for c in commands]
-                for act, commands in self.awaiting.items()
+                act: [c.envelope.command_id for c in waiting.commands]
+                for act, waiting in self.awaiting.items()
             },
             "selections": {
                 act: [c.case_ref.case_id for c in cases] for act, cases in self.selections.items()
@@ -155,6 +189,9 @@ def blocking_constraint(
     return None
 
 
+_Target = CaseInView | tuple[CaseInView, ...] | None
+
+
 def reduce_turn(
     *,
     account_id: str,
@@ -162,19 +199,98 @@ def reduce_turn(
     understanding: Understanding,
     handles: Mapping[str, CaseInView],
     card_case: CaseInView | None,
-    confirmation_origin: Any,
+    cards: ConfirmationCards,
+) -> Plan:
+    """Reduce the whole understanding to a plan. Pure: reads only its arguments."""
+
+    def target(act: ProposedAct) -> _Target:
+        if isinstance(act.target, AmbiguousTarget):
+            return tuple(handles[h] for h in act.target.handles)
+        if isinstance(act.target, HandleTarget):
+            return handles.get(act.target.handle)
+        if isinstance(act.target, CardTarget):
+            return card_case
+        return None
+
+    return _reduce(
+        account_id=account_id,
+        turn_id=turn_id,
+        acts=understanding.acts,
+        constraints=understanding.constraints,
+        target=target,
+        cards=cards,
+        act_scope="",
+    )
+
+
+def reduce_on_case(
+    *,
+    account_id: str,
+    turn_id: str,
+    act: ProposedAct,
+    case: CaseInView,
+    constraints: Iterable[Constraint],
+    cards: ConfirmationCards,
     act_scope: str = "",
 ) -> Plan:
-    """Reduce the whole understanding to a plan. Pure: reads only its arguments.
+    """Reduce one act whose case is already known (a selection card's choice, or a confirmation
+    raised again after the commit). Pure.
 
-    `confirmation_origin(scoped_act_id, case, commands, command_ids)` returns the origin a
-    card-confirmed command will carry (the runtime knows the card's id and payload hash).
-    `act_scope` prefixes act ids wherever ids are derived from them (command and card ids), so
-    acts re-planned later in another turn (a deferred act) never collide with that turn's own.
+    `act_scope` prefixes the act id wherever ids derive from it (command and card ids), so an act
+    re-planned in a later turn never collides with that turn's own acts.
     """
+    return _reduce(
+        account_id=account_id,
+        turn_id=turn_id,
+        acts=(act,),
+        constraints=tuple(constraints),
+        target=lambda _act: case,
+        cards=cards,
+        act_scope=act_scope,
+    )
+
+
+def target_resolutions(
+    understanding: Understanding,
+    handles: Mapping[str, CaseInView],
+    card_case_ref: CaseRef | None,
+) -> tuple[TargetResolutionRecord, ...]:
+    """How each act's target resolved, as the audit record states it."""
+    records: list[TargetResolutionRecord] = []
+    for act in understanding.acts:
+        target = act.target
+        if isinstance(target, HandleTarget) and target.handle in handles:
+            record = TargetResolutionRecord(
+                act_id=act.act_id, resolution="exact", case_ref=handles[target.handle].case_ref
+            )
+        elif isinstance(target, AmbiguousTarget):
+            record = TargetResolutionRecord(
+                act_id=act.act_id,
+                resolution="ambiguous",
+                candidates=tuple(handles[h].case_ref for h in target.handles),
+            )
+        elif isinstance(target, CardTarget) and card_case_ref is not None:
+            record = TargetResolutionRecord(
+                act_id=act.act_id, resolution="exact", case_ref=card_case_ref
+            )
+        else:
+            record = TargetResolutionRecord(act_id=act.act_id, resolution="missing")
+        records.append(record)
+    return tuple(records)
+
+
+def _reduce(
+    *,
+    account_id: str,
+    turn_id: str,
+    acts: Sequence[ProposedAct],
+    constraints: Sequence[Constraint],
+    target: Callable[[ProposedAct], _Target],
+    cards: ConfirmationCards,
+    act_scope: str,
+) -> Plan:
     plan = Plan()
-    acts = list(understanding.acts)
-    constraints = frozenset(c.kind for c in understanding.constraints)
+    kinds = frozenset(c.kind for c in constraints)
     cancelled = {a.cancels for a in acts if a.cancels}
     superseded = {a.corrects for a in acts if a.corrects}
 
@@ -191,12 +307,11 @@ def reduce_turn(
         _reduce_act(
             plan,
             act,
+            target(act),
             account_id=account_id,
             turn_id=turn_id,
-            handles=handles,
-            card_case=card_case,
-            constraints=constraints,
-            confirmation_origin=confirmation_origin,
+            constraints=kinds,
+            cards=cards,
             act_scope=act_scope,
         )
     missing = [a.act_id for a in acts if a.act_id not in plan.act_results]
@@ -208,26 +323,20 @@ def reduce_turn(
 def _reduce_act(
     plan: Plan,
     act: ProposedAct,
+    target: _Target,
     *,
     account_id: str,
     turn_id: str,
-    handles: Mapping[str, CaseInView],
-    card_case: CaseInView | None,
     constraints: frozenset[ConstraintKind],
-    confirmation_origin: Any,
+    cards: ConfirmationCards,
     act_scope: str,
 ) -> None:
     scoped = act_scope + act.act_id
-    target = act.target
-    if isinstance(target, AmbiguousTarget):
-        plan.selections[act.act_id] = tuple(handles[h] for h in target.handles)
+    if isinstance(target, tuple):
+        plan.selections[act.act_id] = target
         plan.act_results[act.act_id] = ActResult.NEEDS_SELECTION
         return
-    case: CaseInView | None = None
-    if isinstance(target, HandleTarget):
-        case = handles.get(target.handle)
-    elif isinstance(target, CardTarget):
-        case = card_case
+    case = target
     if case is None:
         refusal = DomainRefusal(code=codes.TARGET_MISSING, explanation=codes.TARGET_MISSING)
         plan.refusals.append((act.act_id, None, refusal))
@@ -290,16 +399,23 @@ def _reduce_act(
         plan.act_results[act.act_id] = ActResult.REFUSED
         return
     command_ids = [derive_command_id(turn_id, scoped, i) for i in range(len(compiled))]
-    origin: CommandOrigin = confirmation_origin(scoped, case, compiled, command_ids)
-    waiting = [
+    card = cards.confirmation(scoped, case, compiled, command_ids)
+    origin = ConfirmedInteraction(
+        interaction_id=card.interaction_id,
+        payload_hash=card.payload_hash,
+        interaction_kind=card.kind,
+        action_class=ActionClass.CONFIRMS_COMMANDS,
+        channel=ResolutionChannel.CLICK,
+    )
+    waiting = tuple(
         PlannedCommand(
             act.act_id,
             _envelope(account_id, turn_id, scoped, position, case.case_ref, origin, command),
             policy,
         )
         for position, (command, policy) in enumerate(zip(compiled, policies, strict=True))
-    ]
-    plan.awaiting[act.act_id] = waiting
+    )
+    plan.awaiting[act.act_id] = Awaiting(card, waiting)
     plan.act_results[act.act_id] = ActResult.AWAITING_CONFIRMATION
 
 
@@ -324,7 +440,7 @@ def _envelope(
     position: int,
     case_ref: CaseRef,
     origin: CommandOrigin,
-    command: Any,
+    command: CompiledCommand,
 ) -> CommandEnvelope:
     return CommandEnvelope.build(
         command_id=derive_command_id(turn_id, act_id, position),

@@ -6,8 +6,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from turnframe_core.cases import CaseRef
+from turnframe_core.turn import TurnInput
+from turnframe_runtime.cards import CardFactory
+from turnframe_runtime.context import TurnContext
+from turnframe_runtime.copy import CatalogCopy
 from turnframe_runtime.reduce import ActResult, CaseInView, reduce_turn
-from turnframe_test.domains.travel import TripDesk, TripWorkflow
+from turnframe_test.domains.travel import TRIP_TEMPLATES, TripDesk, TripWorkflow
 from turnframe_test.understandings import act, constraint, understanding
 
 WORKFLOW = TripWorkflow()
@@ -29,18 +33,12 @@ def _case() -> CaseInView:
     return CaseInView(ref, "Rome trip", trip.state, WORKFLOW.project(ref, trip.state), WORKFLOW)
 
 
-def _origin(act_id, case, compiled, command_ids):
-    from turnframe_core import digest
-    from turnframe_core.commands import ConfirmedInteraction
-    from turnframe_core.interactions import ActionClass, InteractionKind, ResolutionChannel
-
-    return ConfirmedInteraction(
-        interaction_id=f"int_{act_id}",
-        payload_hash=digest(act_id),
-        interaction_kind=InteractionKind.CONFIRM_COMMAND,
-        action_class=ActionClass.CONFIRMS_COMMANDS,
-        channel=ResolutionChannel.CLICK,
+def _cards() -> CardFactory:
+    """The runtime's own card builder, for one fixed turn."""
+    turn = TurnContext(
+        TurnInput(account_id="acct_1", conversation_id="conv_1", text="x"), "turn_1", 1
     )
+    return CardFactory(turn, CatalogCopy(TRIP_TEMPLATES), max_selection_candidates=5)
 
 
 acts = st.lists(st.sampled_from(range(len(OPERATIONS))), min_size=1, max_size=6)
@@ -66,7 +64,7 @@ def test_a_plans_commands_agree_with_its_act_results(chosen, data):
         understanding=understanding(*parts),
         handles={"h1": _case()},
         card_case=None,
-        confirmation_origin=_origin,
+        cards=_cards(),
     )
     assert list(plan.act_results) == [p.act_id for p in parts]
     ready_acts = {c.act_id for c in plan.ready}
@@ -85,7 +83,7 @@ def test_reducing_the_same_turn_twice_gives_the_same_plan(chosen):
     def plan():
         return reduce_turn(account_id="acct_1", turn_id="turn_1",
                            understanding=understanding(*parts), handles={"h1": _case()},
-                           card_case=None, confirmation_origin=_origin).summary()  # fmt: skip
+                           card_case=None, cards=_cards()).summary()  # fmt: skip
 
     assert plan() == plan()
 
@@ -99,7 +97,7 @@ def test_a_destructive_act_is_blocked_by_do_not_delete():
         ),
         handles={"h1": _case()},
         card_case=None,
-        confirmation_origin=_origin,
+        cards=_cards(),
     )
     assert plan.act_results == {"a1": ActResult.BLOCKED_BY_CONSTRAINT}
     assert plan.ready == [] and plan.awaiting == {}
@@ -115,6 +113,6 @@ def test_ask_before_applying_sends_even_a_low_risk_act_through_a_card():
         ),
         handles={"h1": _case()},
         card_case=None,
-        confirmation_origin=_origin,
+        cards=_cards(),
     )
     assert plan.act_results == {"a1": ActResult.AWAITING_CONFIRMATION}

@@ -1,0 +1,78 @@
+"""Steps A and B: accept the user's turn, idempotently on the client's turn id.
+
+A turn id seen before returns its stored reply, or raises `TurnInProgress` while it has none. A new
+turn is stored with its `received` phase and opens its replay record, chained to the
+conversation's previous record.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from turnframe_core.ids import derive_replay_token
+from turnframe_core.replay import ReplayRecord, TurnPhase, WorkflowVersion
+from turnframe_core.turn import AssistantTurn
+from turnframe_runtime.context import TurnContext
+from turnframe_runtime.errors import TurnInProgress
+from turnframe_runtime.reduce import CaseInView
+from turnframe_store.bundle import Stores
+from turnframe_store.errors import Conflict, NotFound
+from turnframe_store.records import UserTurnRecord
+
+__all__ = ["accept_turn", "prior_reply"]
+
+_IN_PROGRESS = "this turn was accepted before and has no reply yet"
+
+
+async def prior_reply(stores: Stores, account_id: str, turn_id: str) -> AssistantTurn | None:
+    """The reply stored for a turn id seen before; None for a new turn id."""
+    try:
+        return await stores.conversations.get_assistant_turn(account_id, turn_id)
+    except NotFound:
+        pass
+    try:
+        await stores.conversations.get_user_turn(account_id, turn_id)
+    except NotFound:
+        return None
+    raise TurnInProgress(_IN_PROGRESS)
+
+
+async def accept_turn(
+    stores: Stores, turn: TurnContext, loaded: Iterable[CaseInView]
+) -> ReplayRecord:
+    """Store the user turn (phase `received`) and its first replay record; return the record."""
+    conversations = stores.conversations
+    await conversations.ensure_conversation(turn.account_id, turn.conversation_id)
+    try:
+        await conversations.append_user_turn(
+            UserTurnRecord(
+                account_id=turn.account_id,
+                conversation_id=turn.conversation_id,
+                turn_id=turn.turn_id,
+                received_at=turn.now,
+                input=turn.input,
+            )
+        )
+    except Conflict:
+        raise TurnInProgress(_IN_PROGRESS) from None
+    previous = await stores.replay.last_for_conversation(turn.account_id, turn.conversation_id)
+    cases = list(loaded)
+    record = ReplayRecord(
+        turn_id=turn.turn_id,
+        conversation_id=turn.conversation_id,
+        account_id=turn.account_id,
+        replay_token=derive_replay_token(turn.turn_id),
+        phase=TurnPhase.RECEIVED,
+        recorded_at=turn.now,
+        input=turn.input,
+        previous_digest=previous.digest() if previous is not None else None,
+        loaded_cases=tuple(case.case_ref for case in cases),
+        workflow_versions=tuple(
+            sorted(
+                {WorkflowVersion(key=c.workflow.key, version=c.workflow.version) for c in cases},
+                key=lambda v: v.key,
+            )
+        ),
+    )
+    await stores.replay.put(record)
+    return record

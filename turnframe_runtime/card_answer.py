@@ -1,0 +1,506 @@
+"""Step C, and the card answer's share of steps K and L: admit a client's answer to a card, decide
+what the answer does, and claim the card before anything of it runs.
+
+- C (`admit_card_answer`): ownership, option, revision and free text are checked against the
+  revision just read; a refused answer raises and nothing is written. An answer to a card that is
+  already answered, stale or closed is not an error: the turn says so.
+- K (`plan_card_answer`): the answer's meaning is the option's stored action, never the client's
+  words. It becomes one `AnswerEffect`.
+- L (`claim_card`): the card leaves `active` by compare-and-swap, so exactly one answer wins; the
+  loser is treated as a second click and nothing of it runs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from turnframe_core import codes
+from turnframe_core.commands import (
+    CommandEnvelope,
+    ConfirmedInteraction,
+    origin_for_answer,
+    origin_satisfies,
+)
+from turnframe_core.ids import derive_command_id
+from turnframe_core.interactions import (
+    AcceptedAnswer,
+    AlreadyAnswered,
+    ApplyOperation,
+    ConfirmCommands,
+    DeclineAndRecord,
+    DeclineCommands,
+    DefersAct,
+    Dismiss,
+    Interaction,
+    InteractionExpired,
+    InteractionNotActive,
+    InteractionStatus,
+    SelectTarget,
+    StaleInteraction,
+    validate_answer,
+)
+from turnframe_core.understanding import ConstraintKind, Understanding
+from turnframe_core.workflow import DomainRefusal, ResolvedAct, WorkflowDefinition
+from turnframe_runtime.cards import CardFactory, RaisedCard
+from turnframe_runtime.cases import CaseBook, workflow_for
+from turnframe_runtime.context import AuditTrail, Notes, TurnContext
+from turnframe_runtime.reduce import (
+    BLOCKING_NOTICE,
+    CaseInView,
+    PlannedCommand,
+    blocking_constraint,
+    reduce_on_case,
+)
+from turnframe_store.bundle import Stores
+from turnframe_store.errors import Conflict, NotFound
+from turnframe_store.records import JournalEntry, JournalStatus
+
+__all__ = [
+    "Admitted",
+    "AnswerEffect",
+    "AnsweredBefore",
+    "Apply",
+    "CardAnswer",
+    "CardPlan",
+    "ClaimedCard",
+    "Closed",
+    "Decline",
+    "DismissCard",
+    "Hold",
+    "ResolveOnly",
+    "RunDeferred",
+    "RunJournaled",
+    "admit_card_answer",
+    "claim_card",
+    "plan_card_answer",
+]
+
+CONFIRM_ACT = "card.confirm"
+APPLY_ACT = "card.apply"
+RECORD_ACT = "card.record"
+
+
+# --- C: admission -------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Admitted:
+    """The answer passed every check; `accepted.action` is what the server stored for it."""
+
+    card: Interaction
+    accepted: AcceptedAnswer
+
+
+@dataclass(frozen=True)
+class AnsweredBefore:
+    """The card was answered already (a second click, or the loser of a race)."""
+
+    card: Interaction
+
+
+@dataclass(frozen=True)
+class Closed:
+    """The card is no longer open (stale, invalidated, expired, declined…); `code` says which."""
+
+    card: Interaction
+    code: str
+
+
+CardAnswer = Admitted | AnsweredBefore | Closed
+
+
+async def admit_card_answer(
+    stores: Stores, cases: CaseBook, turn: TurnContext
+) -> CardAnswer | None:
+    """Judge the turn's card answer against the card's case as it is now (loading that case).
+    Raises an `InteractionRejected` for an answer that must write nothing."""
+    response = turn.input.interaction_response
+    if response is None:
+        return None
+    card: Interaction | None
+    try:
+        card = await stores.interactions.get(turn.account_id, response.interaction_id)
+    except NotFound:
+        card = None
+    current = 0
+    if card is not None and card.conversation_id == turn.conversation_id:
+        case = await cases.load(card.case_ref.key)
+        if case is None:
+            card = None  # a case the account may not reach answers like a missing card
+        else:
+            current = case.case_ref.expected_revision
+    try:
+        accepted = validate_answer(
+            card,
+            response,
+            account_id=turn.account_id,
+            conversation_id=turn.conversation_id,
+            current_revision=current,
+            now=turn.now,
+        )
+    except AlreadyAnswered as answered:
+        return AnsweredBefore(answered.interaction)
+    except StaleInteraction as outdated:
+        return Closed(outdated.interaction, codes.NOTICE_STALE_INTERACTION)
+    except (InteractionNotActive, InteractionExpired) as closed:
+        invalidated = closed.interaction.status is InteractionStatus.INVALIDATED
+        code = codes.NOTICE_STALE_INTERACTION if invalidated else codes.NOTICE_INTERACTION_CLOSED
+        return Closed(closed.interaction, code)
+    assert card is not None  # validate_answer refuses a missing card
+    if isinstance(accepted.action, SelectTarget):  # the chosen case must be reachable too
+        await cases.load(accepted.action.case_ref.key)
+    return Admitted(card, accepted)
+
+
+# --- K: what the answer does --------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class RunJournaled:
+    """Run exactly the commands journaled with the card (a confirmation)."""
+
+    command_ids: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Decline:
+    """Settle the card's journaled commands as declined, and run `record` (a bookkeeping
+    operation the option stored), if any."""
+
+    record: tuple[PlannedCommand, ...] = ()
+
+
+@dataclass(frozen=True)
+class Apply:
+    """Run the operation the option stored, compiled now against the case."""
+
+    commands: tuple[PlannedCommand, ...]
+
+
+@dataclass(frozen=True)
+class RunDeferred:
+    """A selection: the act the card deferred, planned on the chosen case only."""
+
+    ready: tuple[PlannedCommand, ...]
+    cards: tuple[RaisedCard, ...]
+
+
+@dataclass(frozen=True)
+class DismissCard:
+    """Close the card; nothing runs."""
+
+
+@dataclass(frozen=True)
+class ResolveOnly:
+    """The card resolves and nothing runs (a clarification, a custom action, or a selection card
+    whose stored act is unusable)."""
+
+
+@dataclass(frozen=True)
+class Hold:
+    """Nothing is claimed: the card stays open for a later answer (its commands were blocked by a
+    constraint, refused, or changed nothing)."""
+
+
+AnswerEffect = RunJournaled | Decline | Apply | RunDeferred | DismissCard | ResolveOnly | Hold
+
+
+@dataclass(frozen=True)
+class CardPlan:
+    card: Interaction
+    accepted: AcceptedAnswer
+    effect: AnswerEffect
+    #: the constraints of the answering turn (they block the card's commands too)
+    constraints: frozenset[ConstraintKind]
+
+    @property
+    def claims_resolution(self) -> bool:
+        """Whether claiming the card moves it to `resolving` (its commands may then run)."""
+        return isinstance(self.effect, RunJournaled | Apply | RunDeferred | ResolveOnly)
+
+
+def plan_card_answer(
+    admitted: Admitted,
+    cases: CaseBook,
+    understanding: Understanding,
+    turn: TurnContext,
+    factory: CardFactory,
+    notes: Notes,
+    audit: AuditTrail,
+) -> CardPlan:
+    """What the admitted answer does. The card's act comes before the message's acts."""
+    card, accepted = admitted.card, admitted.accepted
+    case = cases.get(card.case_ref.key)
+    assert case is not None  # admission loaded it
+    action = accepted.action
+    constraints = frozenset(c.kind for c in understanding.constraints)
+
+    def admit(commands: Sequence[PlannedCommand]) -> tuple[PlannedCommand, ...]:
+        for command in commands:
+            blocked = blocking_constraint(constraints, command.policy)
+            if blocked is not None:
+                notes.notice(BLOCKING_NOTICE[blocked])
+                return ()
+        return tuple(commands)
+
+    def compiled(act_id: str, operation: str, arguments: Mapping[str, Any]) -> list[PlannedCommand]:
+        return _compile_for_card(turn, case, act_id, operation, arguments, accepted, notes, audit)
+
+    effect: AnswerEffect
+    if isinstance(action, ConfirmCommands):
+        effect = RunJournaled(tuple(action.command_ids))
+    elif isinstance(action, DeclineCommands | DeclineAndRecord):
+        notes.notice(codes.NOTICE_INSTRUCTION_DECLINED)
+        record: tuple[PlannedCommand, ...] = ()
+        if isinstance(action, DeclineAndRecord):
+            record = admit(compiled(RECORD_ACT, action.operation, action.arguments))
+        effect = Decline(record)
+    elif isinstance(action, ApplyOperation):
+        arguments = dict(action.arguments)
+        if action.freeform_argument and accepted.freeform_input is not None:
+            arguments[action.freeform_argument] = accepted.freeform_input
+        commands = admit(compiled(APPLY_ACT, action.operation, arguments))
+        effect = Apply(commands) if commands else Hold()
+    elif isinstance(action, SelectTarget):
+        effect = _run_deferred(card, action, cases, understanding, turn, factory, notes, audit)
+    elif isinstance(action, Dismiss):
+        effect = DismissCard()
+    else:
+        effect = ResolveOnly()
+    return CardPlan(card, accepted, effect, constraints)
+
+
+def _run_deferred(
+    card: Interaction,
+    action: SelectTarget,
+    cases: CaseBook,
+    understanding: Understanding,
+    turn: TurnContext,
+    factory: CardFactory,
+    notes: Notes,
+    audit: AuditTrail,
+) -> AnswerEffect:
+    """Plan the act a selection card deferred, on the chosen case only, under the constraints of
+    the turn that deferred it and of this one."""
+    chosen = cases.get(action.case_ref.key)
+    deferred = card.payload.purpose
+    if chosen is None or not isinstance(deferred, DefersAct):
+        notes.notice(codes.NOTICE_COMMAND_FAILED)  # fail closed: the stored card is unusable
+        return ResolveOnly()
+    scope = f"select:{card.interaction_id}:"
+    plan = reduce_on_case(
+        account_id=turn.account_id,
+        turn_id=turn.turn_id,
+        act=deferred.act,
+        case=chosen,
+        constraints=(*deferred.constraints, *understanding.constraints),
+        cards=factory,
+        act_scope=scope,
+    )
+    notes.report(plan)
+    for command in plan.ready:
+        audit.decided(command.envelope, command.policy, True)
+    return RunDeferred(
+        ready=tuple(plan.ready),
+        cards=tuple(
+            RaisedCard(scope + act_id, waiting.card, waiting.commands)
+            for act_id, waiting in plan.awaiting.items()
+        ),
+    )
+
+
+def _compile_for_card(
+    turn: TurnContext,
+    case: CaseInView,
+    act_id: str,
+    operation: str,
+    arguments: Mapping[str, Any],
+    accepted: AcceptedAnswer,
+    notes: Notes,
+    audit: AuditTrail,
+) -> list[PlannedCommand]:
+    """Compile an operation a card option stored; its commands carry the answer's origin."""
+    resolved = ResolvedAct(
+        act_id=act_id,
+        operation=operation,
+        case_ref=case.case_ref,
+        arguments=dict(arguments),
+        evidence_digest=accepted.payload_hash,
+    )
+    compiled = case.workflow.compile(resolved, case.view, case.state)
+    if isinstance(compiled, DomainRefusal):
+        notes.refuse(case.case_ref, compiled)
+        return []
+    origin = origin_for_answer(accepted)
+    planned: list[PlannedCommand] = []
+    for position, command in enumerate(compiled):
+        policy = case.workflow.policy(command.command_type)
+        envelope = CommandEnvelope.build(
+            command_id=derive_command_id(turn.turn_id, f"card:{accepted.interaction_id}", position),
+            turn_id=turn.turn_id,
+            account_id=turn.account_id,
+            case_ref=case.case_ref,
+            origin=origin,
+            command_type=command.command_type,
+            payload=dict(command.payload),
+        )
+        allowed = origin_satisfies(origin, policy)
+        audit.decided(envelope, policy, allowed)
+        if not allowed:
+            code = codes.POLICY_TRUSTED_ORIGIN_REQUIRED
+            notes.refuse(None, DomainRefusal(code=code, explanation=code))
+            return []
+        planned.append(PlannedCommand(act_id, envelope, policy))
+    return planned
+
+
+# --- L: claim -----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ClaimedCard:
+    """The card this turn's answer won. `resolves`: it is `resolving` now and the commit bundle
+    finishes it; otherwise it was declined or dismissed outright."""
+
+    card: Interaction
+    option_id: str
+    resolves: bool
+    commands: tuple[PlannedCommand, ...] = ()
+    declines: tuple[JournalEntry, ...] = ()
+    cards: tuple[RaisedCard, ...] = ()
+
+
+async def claim_card(
+    stores: Stores,
+    plan: CardPlan,
+    workflows: Mapping[str, WorkflowDefinition],
+    notes: Notes,
+    audit: AuditTrail,
+) -> ClaimedCard | AnsweredBefore | None:
+    """Gather what the answer runs and move the card out of `active` by compare-and-swap. None:
+    nothing was claimed (the card stays open). AnsweredBefore: another answer won."""
+    card, option_id, effect = plan.card, plan.accepted.option_id, plan.effect
+    account_id = card.account_id
+    interactions = stores.interactions
+    claimed: ClaimedCard
+    try:
+        if isinstance(effect, RunJournaled):
+            commands = await _gather_confirmed(stores, plan, effect, workflows, notes, audit)
+            if commands is None:
+                return None
+            await interactions.begin_resolution(account_id, card.interaction_id, option_id)
+            claimed = ClaimedCard(card, option_id, resolves=True, commands=commands)
+        elif isinstance(effect, Decline):
+            declines = await _journaled_awaiting(stores, account_id, _confirm_ids(card))
+            await interactions.decline(account_id, card.interaction_id, option_id)
+            claimed = ClaimedCard(
+                card, option_id, resolves=False, commands=effect.record, declines=declines
+            )
+        elif isinstance(effect, DismissCard):
+            await interactions.dismiss(account_id, card.interaction_id)
+            claimed = ClaimedCard(card, option_id, resolves=False)
+        elif isinstance(effect, Hold):
+            return None
+        else:
+            await interactions.begin_resolution(account_id, card.interaction_id, option_id)
+            claimed = ClaimedCard(
+                card,
+                option_id,
+                resolves=True,
+                commands=_effect_commands(effect),
+                cards=effect.cards if isinstance(effect, RunDeferred) else (),
+            )
+    except Conflict:
+        notes.withdraw(codes.NOTICE_INSTRUCTION_DECLINED)
+        return AnsweredBefore(await interactions.get(account_id, card.interaction_id))
+    return claimed
+
+
+def _effect_commands(effect: AnswerEffect) -> tuple[PlannedCommand, ...]:
+    if isinstance(effect, Apply):
+        return effect.commands
+    if isinstance(effect, RunDeferred):
+        return effect.ready
+    return ()
+
+
+def _confirm_ids(card: Interaction) -> list[str]:
+    return [
+        command_id
+        for option in card.payload.options
+        if isinstance(option.action, ConfirmCommands)
+        for command_id in option.action.command_ids
+    ]
+
+
+async def _journaled_awaiting(
+    stores: Stores, account_id: str, command_ids: Sequence[str]
+) -> tuple[JournalEntry, ...]:
+    entries: list[JournalEntry] = []
+    for command_id in command_ids:
+        try:
+            entry = await stores.journal.get(account_id, command_id)
+        except NotFound:
+            continue
+        if entry.status is JournalStatus.AWAITING_CONFIRMATION:
+            entries.append(entry)
+    return tuple(entries)
+
+
+async def _gather_confirmed(
+    stores: Stores,
+    plan: CardPlan,
+    effect: RunJournaled,
+    workflows: Mapping[str, WorkflowDefinition],
+    notes: Notes,
+    audit: AuditTrail,
+) -> tuple[PlannedCommand, ...] | None:
+    """The commands journaled with the card, exactly as journaled; None (and a notice) when a
+    constraint blocks one or any has moved on: the answer fails closed and the card stays open."""
+    entries = await _journaled_awaiting(stores, plan.card.account_id, effect.command_ids)
+    gathered = [
+        planned
+        for planned in (_journaled_command(entry, plan.card, workflows, audit) for entry in entries)
+        if planned is not None
+    ]
+    blocked = [b for b in (blocking_constraint(plan.constraints, c.policy) for c in gathered) if b]
+    if blocked:
+        for kind in blocked:
+            notes.notice(BLOCKING_NOTICE[kind])
+        return None
+    if len(gathered) != len(effect.command_ids):
+        notes.notice(codes.NOTICE_COMMAND_FAILED)
+        return None
+    return tuple(gathered)
+
+
+def _journaled_command(
+    entry: JournalEntry,
+    card: Interaction,
+    workflows: Mapping[str, WorkflowDefinition],
+    audit: AuditTrail,
+) -> PlannedCommand | None:
+    """A journaled command, if it is the one this card confirms and still what its key says."""
+    origin = entry.origin
+    if not (
+        isinstance(origin, ConfirmedInteraction)
+        and origin.interaction_id == card.interaction_id
+        and origin.payload_hash == card.payload_hash
+    ):
+        return None
+    policy = workflow_for(workflows, entry.case_ref.workflow).policy(entry.command_type)
+    envelope = CommandEnvelope.build(
+        command_id=entry.command_id,
+        turn_id=entry.turn_id,
+        account_id=entry.account_id,
+        case_ref=entry.case_ref,
+        origin=origin,
+        command_type=entry.command_type,
+        payload=entry.payload,
+    )
+    if envelope.idempotency_key != entry.idempotency_key or not origin_satisfies(origin, policy):
+        return None
+    audit.decided(envelope, policy, True)
+    return PlannedCommand(CONFIRM_ACT, envelope, policy)

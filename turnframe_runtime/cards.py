@@ -1,0 +1,233 @@
+"""Steps L and P: the cards the runtime raises, and how they are persisted.
+
+A card is built here (pure), persisted before any block may show it, and its commands are
+journaled `awaiting_confirmation` right after it; if any part fails the card is withdrawn, never
+appears as a block, and `interaction_unavailable` says so.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from turnframe_core import codes
+from turnframe_core.commands import ConfirmationPolicy
+from turnframe_core.ids import derive_interaction_id
+from turnframe_core.interactions import (
+    ConfirmCommands,
+    ConfirmsAct,
+    DeclineCommands,
+    DefersAct,
+    Dismiss,
+    Interaction,
+    InteractionKind,
+    InteractionOption,
+    InteractionPayload,
+    MeetsRequirement,
+    OptionStyle,
+    ReviewEntry,
+    SelectTarget,
+)
+from turnframe_core.understanding import Constraint, ProposedAct
+from turnframe_core.workflow import CompiledCommand, InteractionRequirement
+from turnframe_runtime.context import AuditTrail, Notes, TurnContext
+from turnframe_runtime.copy import ServerCopy
+from turnframe_runtime.reduce import CaseInView, PlannedCommand
+from turnframe_store.bundle import Stores
+from turnframe_store.errors import StoreError
+from turnframe_store.records import JournalEntry, JournalStatus
+
+__all__ = [
+    "CONFIRM_OPTION",
+    "DECLINE_OPTION",
+    "NONE_OF_THESE_OPTION",
+    "CardFactory",
+    "RaisedCard",
+    "persist_card",
+    "requirement_key",
+]
+
+CONFIRM_OPTION = "opt_confirm"
+DECLINE_OPTION = "opt_decline"
+NONE_OF_THESE_OPTION = "opt_none"
+
+
+@dataclass(frozen=True)
+class RaisedCard:
+    """A card a turn will persist before it executes, with the commands it confirms.
+    `deferrable`: a confirmation whose case this turn also changes is raised after the commit
+    instead, against the revision the commit leaves."""
+
+    act_id: str
+    card: Interaction
+    commands: tuple[PlannedCommand, ...] = ()
+    deferrable: bool = False
+
+
+@dataclass(frozen=True)
+class CardFactory:
+    """Builds the runtime's own cards for one turn, in its locale (pure: persists nothing)."""
+
+    turn: TurnContext
+    copy: ServerCopy
+    max_selection_candidates: int
+
+    def _text(self, template_id: str, **params: object) -> str:
+        return self.copy.render(template_id, self.turn.locale, params).text
+
+    def _card(
+        self,
+        key: str,
+        case: CaseInView,
+        kind: InteractionKind,
+        payload: InteractionPayload,
+        *,
+        blocking: bool = True,
+        revision_independent: bool = False,
+        expires_at: int | None = None,
+    ) -> Interaction:
+        t = self.turn
+        return Interaction.create(
+            interaction_id=derive_interaction_id(t.turn_id, key),
+            account_id=t.account_id,
+            conversation_id=t.conversation_id,
+            case_ref=case.case_ref,
+            kind=kind,
+            payload=payload,
+            created_by_turn=t.turn_id,
+            created_at=t.now,
+            blocking=blocking,
+            revision_independent=revision_independent,
+            expires_at=expires_at,
+        )
+
+    def confirmation(
+        self,
+        act_id: str,
+        case: CaseInView,
+        commands: Sequence[CompiledCommand],
+        command_ids: Sequence[str],
+    ) -> Interaction:
+        """The card an act waits for: what it would do, confirm or cancel."""
+        summary = next(
+            (
+                spec.summary
+                for spec in case.workflow.operations(case.view)
+                if spec.operation == commands[0].command_type
+            ),
+            commands[0].command_type,
+        )
+        policies = [case.workflow.policy(c.command_type) for c in commands]
+        review = any(p.confirmation is ConfirmationPolicy.REVIEW_CARD for p in policies)
+        entries = tuple(
+            ReviewEntry(field=name, label=name.replace("_", " "), after=str(value))
+            for command in commands
+            for name, value in command.payload.items()
+        )
+        payload = InteractionPayload(
+            title=self._text("turnframe.card.confirm.title", summary=summary),
+            review_entries=entries if review else (),
+            options=(
+                InteractionOption(
+                    option_id=CONFIRM_OPTION,
+                    style=OptionStyle.PRIMARY,
+                    label=self._text("turnframe.card.confirm.confirm"),
+                    action=ConfirmCommands(command_ids=tuple(command_ids)),
+                ),
+                InteractionOption(
+                    option_id=DECLINE_OPTION,
+                    label=self._text("turnframe.card.confirm.decline"),
+                    action=DeclineCommands(),
+                ),
+            ),
+            purpose=ConfirmsAct(act_id=act_id),
+        )
+        kind = InteractionKind.REVIEW_CHANGES if review else InteractionKind.CONFIRM_COMMAND
+        return self._card(f"confirm:{act_id}", case, kind, payload)
+
+    def selection(
+        self, act: ProposedAct, cases: Sequence[CaseInView], constraints: Sequence[Constraint]
+    ) -> Interaction:
+        """Which case did an ambiguous act mean? The card holds the act until it is answered."""
+        shown = list(cases)[: self.max_selection_candidates]
+        options = [
+            InteractionOption(
+                option_id=f"opt_case{i}",
+                label=case.label,
+                action=SelectTarget(case_ref=case.case_ref),
+            )
+            for i, case in enumerate(shown, start=1)
+        ]
+        options.append(
+            InteractionOption(
+                option_id=NONE_OF_THESE_OPTION,
+                label=self._text("turnframe.card.select.none"),
+                action=Dismiss(),
+            )
+        )
+        payload = InteractionPayload(
+            title=self._text("turnframe.card.select.title"),
+            options=tuple(options),
+            purpose=DefersAct(act=act, constraints=tuple(constraints)),
+        )
+        return self._card(
+            f"select_target:{act.act_id}",
+            shown[0],
+            InteractionKind.SELECT_TARGET,
+            payload,
+            blocking=False,
+            revision_independent=True,
+        )
+
+    def requirement(self, case: CaseInView, requirement: InteractionRequirement) -> Interaction:
+        """The card a workflow view requires now, built by its workflow."""
+        payload = case.workflow.build_interaction(requirement, case.view, case.state)
+        payload = payload.model_copy(
+            update={"purpose": MeetsRequirement(requirement_key=requirement.key)}
+        )
+        ref = case.case_ref
+        expires_in = requirement.expires_in_ms
+        return self._card(
+            f"follow_up:{ref.workflow}:{ref.case_id}:{requirement.key}",
+            case,
+            requirement.kind,
+            payload,
+            blocking=requirement.blocking,
+            revision_independent=requirement.revision_independent,
+            expires_at=self.turn.now + expires_in if expires_in else None,
+        )
+
+
+def requirement_key(card: Interaction) -> str | None:
+    purpose = card.payload.purpose
+    return purpose.requirement_key if isinstance(purpose, MeetsRequirement) else None
+
+
+async def persist_card(
+    stores: Stores,
+    turn: TurnContext,
+    card: Interaction,
+    commands: Sequence[PlannedCommand],
+    notes: Notes,
+    audit: AuditTrail,
+) -> bool:
+    """Persist a card, then journal the commands it will confirm. True when the card may be
+    shown; on any failure it is withdrawn and `interaction_unavailable` says so."""
+    try:
+        if card.blocking:
+            await stores.interactions.insert_replacing_blocking(card)
+        else:
+            await stores.interactions.insert(card)
+        for command in commands:
+            entry = JournalEntry.from_envelope(
+                command.envelope, now=turn.now, status=JournalStatus.AWAITING_CONFIRMATION
+            )
+            await stores.journal.begin(entry)
+    except StoreError:
+        with contextlib.suppress(StoreError):  # a half-persisted card never stays answerable
+            await stores.interactions.dismiss(turn.account_id, card.interaction_id)
+        notes.notice(codes.NOTICE_INTERACTION_UNAVAILABLE)
+        return False
+    audit.interactions_created.append(card.interaction_id)
+    return True

@@ -1,0 +1,88 @@
+"""Steps D, E and F: load the cases a turn may see, project their views, check the views'
+invariants, and issue the opaque handles a model sees instead of ids.
+
+Every case passes `CaseDirectory.authorize` before it is loaded; a case the account may not reach
+is absent, exactly like one that does not exist.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from turnframe_core.cases import CaseKey, CaseRef
+from turnframe_core.workflow import ViewInvariantViolation, WorkflowDefinition, check_view
+from turnframe_runtime.errors import UnknownWorkflow
+from turnframe_runtime.ports import CaseDirectory
+from turnframe_runtime.reduce import CaseInView
+
+__all__ = ["CaseBook", "workflow_for"]
+
+
+def workflow_for(workflows: Mapping[str, WorkflowDefinition], key: str) -> WorkflowDefinition:
+    workflow = workflows.get(key)
+    if workflow is None:
+        raise UnknownWorkflow("a case names a workflow this runtime does not run")
+    return workflow
+
+
+class CaseBook:
+    """The cases one turn has loaded (each once) and the handles it issued for them."""
+
+    def __init__(
+        self,
+        directory: CaseDirectory,
+        workflows: Mapping[str, WorkflowDefinition],
+        account_id: str,
+    ) -> None:
+        self._directory = directory
+        self._workflows = workflows
+        self._account_id = account_id
+        self.cases: dict[CaseKey, CaseInView] = {}
+        self.handles: dict[str, CaseInView] = {}
+
+    def get(self, key: CaseKey) -> CaseInView | None:
+        return self.cases.get(key)
+
+    async def load(self, key: CaseKey, label: str | None = None) -> CaseInView | None:
+        """The case as this turn sees it, or None when the account may not reach it."""
+        if key in self.cases:
+            return self.cases[key]
+        if not await self._directory.authorize(self._account_id, key):
+            return None
+        workflow = workflow_for(self._workflows, key.workflow)
+        loaded = await self._directory.load(self._account_id, key)
+        case_ref = CaseRef(
+            workflow=key.workflow, case_id=key.case_id, expected_revision=loaded.revision
+        )
+        view = workflow.project(case_ref, loaded.state)
+        violations = check_view(view)
+        if violations:
+            raise ViewInvariantViolation(tuple(violations))
+        in_view = CaseInView(
+            case_ref=case_ref,
+            label=label or view.label or key.case_id,
+            state=loaded.state,
+            view=view,
+            workflow=workflow,
+        )
+        self.cases[key] = in_view
+        return in_view
+
+    async def load_candidates(self, conversation_id: str) -> None:
+        """Load the conversation's candidate cases and issue a handle for each (h1, h2, …)."""
+        candidates = await self._directory.candidates(self._account_id, conversation_id)
+        for candidate in candidates:
+            in_view = await self.load(candidate.case, candidate.label)
+            if in_view is not None:
+                self.handles[f"h{len(self.handles) + 1}"] = in_view
+
+    async def refresh(self, key: CaseKey) -> CaseInView | None:
+        """Load the case again (after a commit), keeping its label and its handle. Until the new
+        load succeeds the case is absent: a failed refresh never leaves the old view standing."""
+        earlier = self.cases.pop(key, None)
+        case = await self.load(key, earlier.label if earlier is not None else None)
+        if case is not None:
+            for handle, old in list(self.handles.items()):
+                if old.case_ref.key == key:
+                    self.handles[handle] = case
+        return case

@@ -1,0 +1,426 @@
+"""Steps Q to T: compose the turn's blocks and guard its claims.
+
+Order (DESIGN §4): receipts in the order of the acts that produced them, notices, answers in
+question order, the transition, then cards, so the text that introduces a card precedes it.
+Receipts render from events read back from the committed ledger. Prose comes from the narrator
+when one is wired and its draft passes; otherwise server copy stands in (it never carries an
+operational claim of its own). The structural claim guard runs last: prose that rests on anything
+the turn lacks is replaced by server copy, and a turn that still violates it is never returned.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+
+from turnframe_core import codes
+from turnframe_core.blocks import (
+    AnswerBasis,
+    AnswerBlock,
+    AnswerStatus,
+    InteractionBlock,
+    NoticeBlock,
+    NoticeSeverity,
+    ReceiptBlock,
+    ResponseBlock,
+    TransitionBlock,
+)
+from turnframe_core.cases import CaseKey
+from turnframe_core.claims import check_claims, ensure_claims
+from turnframe_core.events import DomainEvent
+from turnframe_core.facts import (
+    ActRefused,
+    InteractionAvailable,
+    NarratableFact,
+    ObligationOpen,
+    OperationalOutcome,
+    RecordFact,
+    StateValue,
+)
+from turnframe_core.ids import derive_block_id, derive_receipt_id, derive_replay_token
+from turnframe_core.interactions import Interaction, InteractionKind
+from turnframe_core.replay import CommittedOutcome, OutcomeUnknown
+from turnframe_core.turn import AssistantTurn, Expectation, ExpectationKind, Offer, TurnStatus
+from turnframe_core.understanding import Question, Understanding
+from turnframe_core.workflow import WorkflowDefinition
+from turnframe_runtime.card_answer import Closed
+from turnframe_runtime.cases import CaseBook, workflow_for
+from turnframe_runtime.context import AuditTrail, Notes, TurnContext
+from turnframe_runtime.copy import RenderedCopy, ServerCopy
+from turnframe_runtime.narration import Narration
+from turnframe_runtime.ports import AnswerRequest, TransitionRequest
+from turnframe_runtime.reduce import CaseInView, Plan
+from turnframe_store.bundle import Stores
+
+__all__ = ["Composer", "TurnResult"]
+
+_NOTICE_SEVERITY = {
+    codes.NOTICE_COMMAND_FAILED: NoticeSeverity.ERROR,
+    codes.NOTICE_INTERACTION_UNAVAILABLE: NoticeSeverity.ERROR,
+    codes.NOTICE_CASE_REFRESH_UNAVAILABLE: NoticeSeverity.ERROR,
+    codes.NOTICE_REVISION_CONFLICT: NoticeSeverity.WARNING,
+    codes.NOTICE_VERIFICATION_IN_PROGRESS: NoticeSeverity.WARNING,
+    codes.NOTICE_ACT_REFUSED: NoticeSeverity.WARNING,
+    codes.NOTICE_PARTIAL_RESULT: NoticeSeverity.WARNING,
+    codes.NOTICE_STALE_INTERACTION: NoticeSeverity.WARNING,
+    codes.NOTICE_MESSAGE_UNREADABLE: NoticeSeverity.WARNING,
+}
+
+
+def _by_key(key: CaseKey) -> tuple[str, str]:
+    return (key.workflow, key.case_id)
+
+
+@dataclass(frozen=True)
+class TurnResult:
+    """What the turn did, as composition needs it."""
+
+    understanding: Understanding
+    plan: Plan
+    cases: CaseBook
+    readback: Mapping[str, DomainEvent]
+    shown: Sequence[Interaction]
+    touched: frozenset[CaseKey]
+    answered_before: Interaction | None = None
+    closed: Closed | None = None
+
+    def touched_cases(self) -> list[CaseInView]:
+        found = (self.cases.get(key) for key in sorted(self.touched, key=_by_key))
+        return [case for case in found if case is not None]
+
+
+@dataclass(frozen=True)
+class Composer:
+    """Composes one turn's blocks."""
+
+    turn: TurnContext
+    stores: Stores
+    workflows: Mapping[str, WorkflowDefinition]
+    copy: ServerCopy
+    clock: Callable[[], int]
+    narration: Narration | None
+    notes: Notes
+    audit: AuditTrail
+
+    def _render(self, template_id: str, **params: object) -> RenderedCopy:
+        return self.copy.render(template_id, self.turn.locale, params)
+
+    async def compose(self, result: TurnResult) -> AssistantTurn:
+        turn = self.turn
+        groups: list[tuple[str, Sequence[DomainEvent]]] = []
+        for executed in self.audit.executed:
+            outcome = executed.outcome
+            if isinstance(outcome, CommittedOutcome):
+                events = [result.readback[i] for i in outcome.event_ids if i in result.readback]
+                groups.append((executed.planned.envelope.case_ref.workflow, events))
+        if result.answered_before is not None:
+            self.notes.notice(codes.NOTICE_ALREADY_ANSWERED)
+            ids = list(result.answered_before.resolution_event_ids)
+            if ids:
+                old = await self.stores.events.get_by_ids(turn.account_id, ids)
+                groups.append((result.answered_before.case_ref.workflow, old))
+        if result.closed is not None:
+            self.notes.notice(result.closed.code)
+        receipts = self._receipts(groups)
+        notices = self._notices()
+        cards = [
+            InteractionBlock.from_view(
+                derive_block_id(turn.turn_id, f"interaction:{c.interaction_id}"), c.view()
+            )
+            for c in result.shown
+        ]
+        answers = await self._answers(result)
+        ask = self._ask(result, cards)
+        offers = self._offers(result) if not cards and ask is None else ()
+        acted = bool(result.understanding.acts) or turn.input.interaction_response is not None
+        answers_only = bool(answers) and not (acted or receipts or notices or cards)
+        transition = None
+        if not answers_only:
+            transition = await self._transition(result, receipts, notices, cards, ask, offers)
+        blocks: list[ResponseBlock] = [*receipts, *notices, *answers]
+        if transition is not None:
+            blocks.append(transition)
+        blocks.extend(cards)
+        violations = check_claims(blocks)
+        if violations:  # model prose rests on something the turn lacks: server copy replaces it
+            self.audit.claim_violations.extend(v.code for v in violations)
+            blocks = [*receipts, *notices]
+            blocks.extend(self._server_answer(result, q) for q in result.understanding.questions)
+            if transition is not None:
+                blocks.append(self._server_transition(result, receipts, cards, ask, offers))
+            blocks.extend(cards)
+            ensure_claims(blocks)  # still broken: a server bug; the turn is never returned
+        return AssistantTurn(
+            turn_id=turn.turn_id,
+            conversation_id=turn.conversation_id,
+            account_id=turn.account_id,
+            status=TurnStatus.COMPLETED,
+            locale=turn.locale,
+            blocks=tuple(blocks),
+            replay_token=derive_replay_token(turn.turn_id),
+            created_at=turn.now,
+            completed_at=max(turn.now, self.clock()),
+            expectations=tuple(
+                Expectation(
+                    kind=ExpectationKind.AWAITING_SELECTION
+                    if c.kind is InteractionKind.SELECT_TARGET
+                    else ExpectationKind.AWAITING_CONFIRMATION,
+                    case_ref=c.case_ref,
+                )
+                for c in result.shown
+            ),
+            offers=offers,
+            subjects=tuple(case.case_ref for case in result.touched_cases()),
+        )
+
+    # --- server blocks ---------------------------------------------------------------------------
+
+    def _receipts(
+        self, events_by_command: Sequence[tuple[str, Sequence[DomainEvent]]]
+    ) -> list[ReceiptBlock]:
+        blocks: list[ReceiptBlock] = []
+        seen: set[str] = set()
+        for workflow_key, events in events_by_command:
+            if not events:
+                continue
+            workflow = workflow_for(self.workflows, workflow_key)
+            given = {e.event_id for e in events}
+            for spec in workflow.receipts(events):
+                receipt_id = derive_receipt_id(spec.status_code, spec.event_ids)
+                if receipt_id in seen or not set(spec.event_ids) <= given:
+                    continue  # a receipt cites only the committed events it was handed
+                seen.add(receipt_id)
+                title = self.copy.render(f"{spec.template_id}.title", self.turn.locale, spec.params)
+                blocks.append(
+                    ReceiptBlock(
+                        block_id=derive_block_id(self.turn.turn_id, f"receipt:{receipt_id}"),
+                        receipt_id=receipt_id,
+                        event_ids=spec.event_ids,
+                        status_code=spec.status_code,
+                        severity=spec.severity,
+                        title=title.text,
+                        copy_ref=title.copy_ref,
+                    )
+                )
+        return blocks
+
+    def _notices(self) -> list[NoticeBlock]:
+        blocks: list[NoticeBlock] = []
+        for index, notice in enumerate(self.notes.notices):
+            rendered = self.copy.render(notice.code, self.turn.locale, notice.params)
+            blocks.append(
+                NoticeBlock(
+                    block_id=derive_block_id(self.turn.turn_id, f"notice:{notice.code}:{index}"),
+                    code=notice.code,
+                    severity=_NOTICE_SEVERITY.get(notice.code, NoticeSeverity.INFO),
+                    text=rendered.text,
+                    copy_ref=rendered.copy_ref,
+                )
+            )
+        return blocks
+
+    # --- answers ---------------------------------------------------------------------------------
+
+    @staticmethod
+    def _question_cases(result: TurnResult, question: Question) -> list[CaseInView]:
+        handles = result.cases.handles
+        if question.about:
+            return [handles[h] for h in question.about if h in handles]
+        return list(handles.values())
+
+    def _basis(self) -> AnswerBasis:
+        if self.audit.committed_anything:
+            return AnswerBasis.COMMITTED_STATE_AFTER_TURN
+        return AnswerBasis.CURRENT_COMMITTED_STATE
+
+    def _case_facts(self, case: CaseInView) -> list[NarratableFact]:
+        facts: list[NarratableFact] = [
+            RecordFact(
+                case_ref=case.case_ref,
+                label=case.label,
+                phase=case.view.phase,
+                outcome=case.view.outcome,
+            )
+        ]
+        for name, value in case.workflow.narratable_state(case.state).items():
+            if value is not None:
+                facts.append(StateValue(case_ref=case.case_ref, field=name, value=value))
+        for obligation in case.view.obligations:
+            facts.append(
+                ObligationOpen(
+                    case_ref=case.case_ref,
+                    obligation_key=obligation.key,
+                    params=obligation.params,
+                    sentence=case.workflow.obligation_sentence(obligation, self.turn.locale),
+                )
+            )
+        return facts
+
+    async def _answers(self, result: TurnResult) -> list[AnswerBlock]:
+        blocks: list[AnswerBlock] = []
+        for question in result.understanding.questions:
+            cases = self._question_cases(result, question)
+            answer = None
+            if self.narration is not None and cases:
+                answer = await self.narration.answer(
+                    AnswerRequest(
+                        locale=self.turn.locale,
+                        question_id=question.question_id,
+                        question=question.text,
+                        basis=self._basis(),
+                        allowed_facts=tuple(f for case in cases for f in self._case_facts(case)),
+                    )
+                )
+            blocks.append(answer or self._server_answer(result, question))
+        return blocks
+
+    def _server_answer(self, result: TurnResult, question: Question) -> AnswerBlock:
+        """Server copy standing in for a model answer: what the records hold, nothing more."""
+        cases = self._question_cases(result, question)
+        block_id = derive_block_id(self.turn.turn_id, f"answer:{question.question_id}")
+        if not cases:
+            rendered = self._render("turnframe.answer.source_unavailable")
+            return AnswerBlock(
+                block_id=block_id,
+                question_id=question.question_id,
+                text=rendered.text,
+                status=AnswerStatus.SOURCE_UNAVAILABLE,
+                copy_ref=rendered.copy_ref,
+            )
+        lines: list[str] = []
+        facts: list[NarratableFact] = []
+        copy_ref = None
+        for case in cases:
+            values = [
+                (name, value)
+                for name, value in case.workflow.narratable_state(case.state).items()
+                if value is not None
+            ]
+            facts.extend(StateValue(case_ref=case.case_ref, field=n, value=v) for n, v in values)
+            if values:
+                listed = ", ".join(f"{n.replace('_', ' ')} {v}" for n, v in values)
+                rendered = self._render("turnframe.answer.record", label=case.label, values=listed)
+            else:
+                rendered = self._render("turnframe.answer.nothing_known", label=case.label)
+            lines.append(rendered.text)
+            copy_ref = rendered.copy_ref
+        return AnswerBlock(
+            block_id=block_id,
+            question_id=question.question_id,
+            text=" ".join(lines),
+            basis=self._basis(),
+            facts_used=tuple(facts),
+            copy_ref=copy_ref,
+        )
+
+    # --- what comes next -------------------------------------------------------------------------
+
+    def _offers(self, result: TurnResult) -> tuple[Offer, ...]:
+        """Next steps of the cases the turn touched that owe nothing, limited to operations the
+        case offers now (the next turn may take one up)."""
+        offers: list[Offer] = []
+        for case in result.touched_cases():
+            if case.view.obligations:
+                continue
+            on_offer = {s.operation for s in case.workflow.operations(case.view) if s.proposable}
+            offers.extend(
+                Offer(case_ref=case.case_ref, operation=step.operation, words=step.words,
+                      arguments=dict(step.arguments))
+                for step in case.workflow.next_steps(case.view)
+                if step.operation in on_offer
+            )  # fmt: skip
+        return tuple(offers)
+
+    def _ask(self, result: TurnResult, cards: Sequence[InteractionBlock]) -> str | None:
+        """The one thing to ask when no card asks it: the first open obligation's sentence."""
+        if cards:
+            return None
+        for case in result.touched_cases():
+            for obligation in case.view.obligations:
+                sentence = case.workflow.obligation_sentence(obligation, self.turn.locale)
+                if sentence:
+                    return sentence
+        return None
+
+    # --- the transition --------------------------------------------------------------------------
+
+    async def _transition(
+        self,
+        result: TurnResult,
+        receipts: Sequence[ReceiptBlock],
+        notices: Sequence[NoticeBlock],
+        cards: Sequence[InteractionBlock],
+        ask: str | None,
+        offers: Sequence[Offer],
+    ) -> TransitionBlock:
+        if self.narration is not None:
+            facts: list[NarratableFact] = [*_outcomes(receipts), *_available(cards)]
+            facts.extend(
+                ActRefused(case_ref=case_ref, code=r.code, explanation=r.explanation)
+                for case_ref, r in self.notes.refusals
+            )
+            request = TransitionRequest(
+                locale=self.turn.locale,
+                allowed_facts=tuple(facts),
+                receipt_titles=tuple(r.title for r in receipts),
+                notice_texts=tuple(n.text for n in notices),
+                card_title=cards[0].title if cards else None,
+                ask=ask,
+            )
+            written = await self.narration.transition(request)
+            if written is not None:
+                return written
+        return self._server_transition(result, receipts, cards, ask, offers)
+
+    def _server_transition(
+        self,
+        result: TurnResult,
+        receipts: Sequence[ReceiptBlock],
+        cards: Sequence[InteractionBlock],
+        ask: str | None,
+        offers: Sequence[Offer],
+    ) -> TransitionBlock:
+        """Server copy standing in for the narrator: what committed this turn (its receipts),
+        then the card or the one thing to ask, else an invitation to go on."""
+        parts: list[RenderedCopy | str] = []
+        done = [r for r in receipts if any(ev in result.readback for ev in r.event_ids)]
+        executed = self.audit.executed
+        unknown = any(isinstance(e.outcome, OutcomeUnknown) for e in executed)
+        if done:
+            parts.append(
+                self._render("turnframe.transition.done", items="; ".join(r.title for r in done))
+            )
+        elif not unknown and (executed or result.plan.act_results):
+            parts.append(self._render("turnframe.transition.nothing_done"))
+        if cards:
+            parts.append(self._render("turnframe.transition.card", title=cards[0].title))
+        elif ask:
+            parts.append(ask)
+        elif offers:
+            steps = "; ".join(offer.words for offer in offers)
+            parts.append(self._render("turnframe.transition.next", steps=steps))
+        else:
+            parts.append(self._render("turnframe.transition.go_on"))
+        rendered = [p for p in parts if not isinstance(p, str)]
+        return TransitionBlock(
+            block_id=derive_block_id(self.turn.turn_id, "transition"),
+            text=" ".join(p if isinstance(p, str) else p.text for p in parts),
+            facts_used=(*_outcomes(done), *_available(cards)),
+            copy_ref=rendered[-1].copy_ref if rendered else None,
+        )
+
+
+def _outcomes(receipts: Sequence[ReceiptBlock]) -> list[NarratableFact]:
+    return [
+        OperationalOutcome(
+            receipt_id=r.receipt_id, event_ids=r.event_ids, status_code=r.status_code
+        )
+        for r in receipts
+    ]
+
+
+def _available(cards: Sequence[InteractionBlock]) -> list[NarratableFact]:
+    return [
+        InteractionAvailable(interaction_id=c.interaction_id, interaction_kind=c.interaction_kind)
+        for c in cards
+    ]

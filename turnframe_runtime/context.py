@@ -1,0 +1,180 @@
+"""What every stage of one turn shares: who and when (`TurnContext`), what the turn will say about
+everything it did not do (`Notes`), and what the audit record will hold (`AuditTrail`).
+
+A stage takes these explicitly and only appends to them; what a stage decides leaves it as its own
+typed result, never as a flag set here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any
+
+from turnframe_core import codes
+from turnframe_core.cases import CaseRef
+from turnframe_core.commands import CommandEnvelope, CommandPolicy
+from turnframe_core.events import DomainEvent
+from turnframe_core.replay import (
+    CommandOutcome,
+    CommittedOutcome,
+    PolicyDecisionRecord,
+    ProviderAttempt,
+    TargetResolutionRecord,
+)
+from turnframe_core.turn import TurnInput
+from turnframe_core.understanding import Understanding
+from turnframe_core.workflow import DomainRefusal
+from turnframe_runtime.copy import ServerCopy
+from turnframe_runtime.reduce import Plan, PlannedCommand
+
+__all__ = ["AuditTrail", "Executed", "Notes", "Notice", "Purpose", "TurnContext"]
+
+
+@dataclass(frozen=True)
+class TurnContext:
+    """One turn's identity and clock reading, fixed when the turn starts."""
+
+    input: TurnInput
+    turn_id: str
+    now: int
+
+    @property
+    def account_id(self) -> str:
+        return self.input.account_id
+
+    @property
+    def conversation_id(self) -> str:
+        return self.input.conversation_id
+
+    @property
+    def locale(self) -> str:
+        return self.input.locale
+
+
+@dataclass(frozen=True)
+class Notice:
+    code: str
+    params: Mapping[str, Any] = field(default_factory=dict)
+
+
+class Notes:
+    """The notices a turn will show, in the order they arose (each code with the same parameters
+    once), and the refusals its narration may state."""
+
+    def __init__(self, copy: ServerCopy, locale: str) -> None:
+        self._copy = copy
+        self._locale = locale
+        self.notices: list[Notice] = []
+        self.refusals: list[tuple[CaseRef | None, DomainRefusal]] = []
+
+    def notice(self, code: str, **params: Any) -> None:
+        if all((n.code, n.params) != (code, params) for n in self.notices):
+            self.notices.append(Notice(code, params))
+
+    def withdraw(self, code: str) -> None:
+        self.notices = [n for n in self.notices if n.code != code]
+
+    def refuse(self, case_ref: CaseRef | None, refusal: DomainRefusal) -> None:
+        """An act that will not run, in the domain's own words; the runtime's own refusals (whose
+        explanation is their code) read from server copy."""
+        text = refusal.explanation
+        template = f"turnframe.refusal.{refusal.code.rsplit('.', 1)[-1]}"
+        if refusal.explanation == refusal.code and self._copy.has(template):
+            text = self._copy.render(template, self._locale, {}).text
+        self.refusals.append((case_ref, refusal.model_copy(update={"explanation": text})))
+        self.notice(codes.NOTICE_ACT_REFUSED, explanation=text)
+
+    def report(self, plan: Plan) -> None:
+        """Every act of `plan` that will not run says why: refusals, constraint blocks, policy."""
+        for _act_id, case_ref, refusal in plan.refusals:
+            self.refuse(case_ref, refusal)
+        for code in plan.blocked_notices:
+            self.notice(code)
+        for _act_id, code in plan.policy_refusals:
+            self.refuse(None, DomainRefusal(code=code, explanation=code))
+
+
+class Purpose(StrEnum):
+    """Why a model port was called (recorded with each provider attempt)."""
+
+    UNDERSTAND = "understand"
+    ANSWER = "answer"
+    TRANSITION = "transition"
+    REVIEW = "review"
+
+
+@dataclass
+class Executed:
+    """One command that ran (or tried to) this turn, in execution order."""
+
+    planned: PlannedCommand
+    outcome: CommandOutcome
+    events: tuple[DomainEvent, ...] = ()
+    #: events a replayed execution returned that the ledger already holds (not appended again)
+    in_ledger: frozenset[str] = frozenset()
+
+
+@dataclass
+class AuditTrail:
+    """What the turn's replay record will say, appended to by each stage as it acts."""
+
+    understanding: Understanding | None = None
+    plan: Plan | None = None
+    target_resolutions: list[TargetResolutionRecord] = field(default_factory=list)
+    policy_decisions: list[PolicyDecisionRecord] = field(default_factory=list)
+    provider_attempts: list[ProviderAttempt] = field(default_factory=list)
+    interactions_created: list[str] = field(default_factory=list)
+    executed: list[Executed] = field(default_factory=list)
+    outbox_ids: list[str] = field(default_factory=list)
+    claim_violations: list[str] = field(default_factory=list)
+
+    def decided(self, envelope: CommandEnvelope, policy: CommandPolicy, allowed: bool) -> None:
+        """Record the policy decision for one command (what authorized it, or why not)."""
+        self.policy_decisions.append(
+            PolicyDecisionRecord(
+                command_id=envelope.command_id,
+                command_type=envelope.command_type,
+                policy=policy,
+                origin=envelope.origin,
+                allowed=allowed,
+                reason_code=(
+                    codes.POLICY_ALLOWED if allowed else codes.POLICY_TRUSTED_ORIGIN_REQUIRED
+                ),
+            )
+        )
+
+    def attempt(
+        self,
+        purpose: Purpose,
+        port: object,
+        started: int,
+        now: int,
+        failure: BaseException | None = None,
+    ) -> None:
+        """Record one model call and how it ended."""
+        self.provider_attempts.append(
+            ProviderAttempt(
+                attempt=1 + sum(1 for a in self.provider_attempts if a.purpose == purpose),
+                purpose=purpose,
+                provider=type(port).__name__,
+                model=getattr(port, "model_name", "unspecified"),
+                outcome="failed" if failure is not None else "succeeded",
+                code=(
+                    (getattr(failure, "code", None) or type(failure).__name__)
+                    if failure is not None
+                    else None
+                ),
+                latency_ms=max(0, now - started),
+            )
+        )
+
+    def discard_last_attempt(self, code: str) -> None:
+        """The last call answered, but its answer was discarded (and why)."""
+        last = self.provider_attempts[-1]
+        self.provider_attempts[-1] = last.model_copy(update={"outcome": "failed", "code": code})
+
+    @property
+    def committed_anything(self) -> bool:
+        return any(isinstance(e.outcome, CommittedOutcome) for e in self.executed)

@@ -1,0 +1,21 @@
+"""The runtime's own errors (each with its stable code)."""
+
+from __future__ import annotations
+
+from turnframe_core import codes
+from turnframe_core.errors import TurnframeError
+
+__all__ = ["TurnInProgress", "UnknownWorkflow"]
+
+
+class TurnInProgress(TurnframeError):
+    """The client's turn id was accepted before and has no reply yet (running, or awaiting
+    recovery); nothing new was written."""
+
+    code = codes.RUNTIME_TURN_IN_PROGRESS
+
+
+class UnknownWorkflow(TurnframeError):
+    """A case names a workflow this runtime does not run."""
+
+    code = codes.RUNTIME_UNKNOWN_WORKFLOW

@@ -1,0 +1,279 @@
+"""Steps M and N: execute the turn's batches and write ONE all-or-nothing commit bundle.
+
+- Every command of the turn is admitted to the journal before the first effect, so recovery finds
+  the whole plan by key whatever batch a crash interrupts.
+- One batch per case, through the domain's executor (expected revision, idempotency key). A typed
+  refusal, conflict or failure means nothing was applied; a timeout or any other error is an
+  unknown outcome, never a failure and never retried blindly.
+- The bundle carries journal completions, events, card resolutions, invalidations, outbox rows,
+  the replay record and the phase marker. Receipts may cite only events read back from the
+  committed ledger afterwards.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from turnframe_core import codes
+from turnframe_core.cases import CaseKey
+from turnframe_core.commands import CommandBatch, ExternalSaga, PerCase, scope_key
+from turnframe_core.events import DomainEvent
+from turnframe_core.ids import derive_batch_id, derive_outbox_id
+from turnframe_core.interactions import ConfirmCommands, InteractionStatus
+from turnframe_core.replay import (
+    CommandOutcome,
+    CommittedOutcome,
+    FailedOutcome,
+    OutcomeUnknown,
+    RejectedOutcome,
+    RevisionConflictOutcome,
+    TurnPhase,
+)
+from turnframe_runtime.card_answer import ClaimedCard
+from turnframe_runtime.config import RuntimeConfig
+from turnframe_runtime.context import AuditTrail, Executed, Notes, TurnContext
+from turnframe_runtime.errors import TurnInProgress
+from turnframe_runtime.ports import (
+    ExecutionFailed,
+    ExecutionRejected,
+    ExecutionResult,
+    ExecutionTimeout,
+    RevisionConflict,
+    WorkflowExecutor,
+)
+from turnframe_runtime.record import Recorder
+from turnframe_runtime.reduce import PlannedCommand, group_by_case
+from turnframe_store.bundle import Stores
+from turnframe_store.errors import StoreError
+from turnframe_store.records import (
+    CaseInvalidation,
+    CommitBundle,
+    Fresh,
+    InteractionFinish,
+    JournalCompletion,
+    JournalEntry,
+    JournalStatus,
+    OutboxEntry,
+)
+
+__all__ = ["Execution"]
+
+
+@dataclass
+class Execution:
+    """Runs one turn's commands and commits what they did."""
+
+    stores: Stores
+    executor: WorkflowExecutor
+    config: RuntimeConfig
+    turn: TurnContext
+    notes: Notes
+    audit: AuditTrail
+    recorder: Recorder
+
+    @property
+    def started(self) -> bool:
+        """Whether any command may have had an effect (a batch ran, or tried to)."""
+        return bool(self.audit.executed)
+
+    async def run(
+        self, card: ClaimedCard | None, ready: Sequence[PlannedCommand]
+    ) -> dict[str, DomainEvent]:
+        """Execute the card's commands, then `ready`; commit; return the committed events as read
+        back from the ledger, by id."""
+        commands = [*(card.commands if card else ()), *ready]
+        for command in ready:
+            self.audit.decided(command.envelope, command.policy, True)
+        stores, turn = self.stores, self.turn
+        if commands:
+            await stores.conversations.set_phase(turn.account_id, turn.turn_id, TurnPhase.EXECUTING)
+        for command in commands:
+            if command.envelope.turn_id == turn.turn_id:  # a card's own were journaled with it
+                admission = await stores.journal.begin(
+                    JournalEntry.from_envelope(command.envelope, now=turn.now)
+                )
+                if not isinstance(admission, Fresh):
+                    raise TurnInProgress("a command of this turn was admitted before")
+        for case_key, batch in group_by_case(commands).items():
+            for command in batch:
+                await stores.journal.mark_executing(turn.account_id, command.envelope.command_id)
+            self.audit.executed.extend(await self._run_batch(case_key, batch))
+        return await self._commit(card)
+
+    async def _run_batch(self, case_key: CaseKey, commands: list[PlannedCommand]) -> list[Executed]:
+        external = next((c.policy.atomicity for c in commands if c.is_external), None)
+        scope = external if external is not None else PerCase()
+        batch = CommandBatch(
+            batch_id=derive_batch_id(
+                self.turn.turn_id, case_key.workflow, case_key.case_id, scope_key(scope)
+            ),
+            scope=scope,
+            envelopes=tuple(c.envelope for c in commands),
+        )
+
+        def each(outcome: CommandOutcome, notice: str) -> list[Executed]:
+            self.notes.notice(notice)
+            return [Executed(c, outcome) for c in commands]
+
+        def unknown(reason: str) -> list[Executed]:
+            self.notes.notice(codes.NOTICE_VERIFICATION_IN_PROGRESS)
+            return [
+                Executed(c, OutcomeUnknown(attempt_id=c.envelope.command_id, reason=reason))
+                for c in commands
+            ]
+
+        outcome: CommandOutcome
+        try:
+            result: ExecutionResult = await self.executor.execute(batch)
+        except RevisionConflict as conflict:
+            outcome = RevisionConflictOutcome(current_revision=conflict.current_revision)
+            return each(outcome, codes.NOTICE_REVISION_CONFLICT)
+        except ExecutionRejected as rejected:
+            outcome = RejectedOutcome(
+                code=rejected.rejection_code, explanation=rejected.explanation
+            )
+            return each(outcome, codes.NOTICE_COMMAND_FAILED)
+        except ExecutionTimeout:
+            return unknown("execution_timeout")
+        except ExecutionFailed as failed:
+            outcome = FailedOutcome(code=failed.message or codes.EXECUTION_FAILED)
+            return each(outcome, codes.NOTICE_COMMAND_FAILED)
+        except Exception:  # anything else: the effect may have landed, so it is not a failure
+            return unknown("executor_error")
+        in_ledger: frozenset[str] = frozenset()
+        if result.replayed:  # the executor saw these keys before: some events may be stored
+            stored = await self.stores.events.get_by_ids(
+                self.turn.account_id, [e.event_id for e in result.events]
+            )
+            in_ledger = frozenset(e.event_id for e in stored)
+        executed = []
+        for command in commands:
+            own = tuple(e for e in result.events if e.command_id == command.envelope.command_id)
+            outcome = CommittedOutcome(
+                new_revision=result.new_revision, event_ids=tuple(e.event_id for e in own)
+            )
+            executed.append(Executed(command, outcome, own, in_ledger))
+        return executed
+
+    def _finish(self, card: ClaimedCard) -> InteractionFinish | None:
+        """How the commit settles a card this turn claimed. A card whose command has an unknown
+        outcome stays `resolving` (it holds the slot; a second click is a duplicate) until
+        reconciliation settles the command."""
+        own = {c.envelope.command_id for c in card.commands}
+        runs = [e for e in self.audit.executed if e.planned.envelope.command_id in own]
+        if not card.resolves or any(isinstance(e.outcome, OutcomeUnknown) for e in runs):
+            return None
+        committed = [e for e in runs if isinstance(e.outcome, CommittedOutcome)]
+        if not runs or committed:
+            status = InteractionStatus.RESOLVED
+        elif self.config.restore_card_after_failed_command:
+            status = InteractionStatus.ACTIVE
+        else:
+            status = InteractionStatus.FAILED
+        return InteractionFinish(
+            interaction_id=card.card.interaction_id,
+            status=status,
+            option_id=card.option_id,
+            event_ids=tuple(ev.event_id for e in committed for ev in e.events),
+        )
+
+    def _outbox(self) -> list[OutboxEntry]:
+        rows: list[OutboxEntry] = []
+        for executed in self.audit.executed:
+            atomicity = executed.planned.policy.atomicity
+            if not (
+                isinstance(executed.outcome, CommittedOutcome)
+                and isinstance(atomicity, ExternalSaga)
+            ):
+                continue
+            envelope = executed.planned.envelope
+            rows.append(
+                OutboxEntry(
+                    outbox_id=derive_outbox_id(envelope.command_id),
+                    command_id=envelope.command_id,
+                    destination=atomicity.saga,
+                    payload={
+                        "account_id": envelope.account_id,
+                        "case_ref": envelope.case_ref.model_dump(mode="json"),
+                        "command_type": envelope.command_type,
+                        "payload": envelope.payload,
+                    },
+                    idempotency_key=envelope.idempotency_key,
+                    created_at=self.turn.now,
+                )
+            )
+        return rows
+
+    async def _commit(self, card: ClaimedCard | None) -> dict[str, DomainEvent]:
+        turn, executed = self.turn, self.audit.executed
+        completions = [
+            JournalCompletion(command_id=e.planned.envelope.command_id, outcome=e.outcome)
+            for e in executed
+        ]
+        declined = FailedOutcome(code=codes.EXECUTION_DECLINED)
+        completions += [
+            JournalCompletion(command_id=entry.command_id, outcome=declined)
+            for entry in (card.declines if card else ())
+        ]
+        finish = self._finish(card) if card is not None else None
+        if not (completions or finish):
+            return {}
+        invalidations: dict[CaseKey, int] = {}
+        for e in executed:
+            if isinstance(e.outcome, CommittedOutcome):
+                invalidations[e.planned.envelope.case_ref.key] = e.outcome.new_revision
+        outbox = self._outbox()
+        self.audit.outbox_ids.extend(row.outbox_id for row in outbox)
+        record = self.recorder.at(TurnPhase.COMMITTED)
+        result = await self.stores.commits.commit(
+            CommitBundle(
+                account_id=turn.account_id,
+                conversation_id=turn.conversation_id,
+                turn_id=turn.turn_id,
+                journal_completions=tuple(completions),
+                events=tuple(
+                    ev for e in executed for ev in e.events if ev.event_id not in e.in_ledger
+                ),
+                interaction_finishes=(finish,) if finish else (),
+                invalidations=tuple(
+                    CaseInvalidation(workflow=k.workflow, case_id=k.case_id, current_revision=r)
+                    for k, r in invalidations.items()
+                ),
+                outbox=tuple(outbox),
+                replay=record,
+                phase=TurnPhase.COMMITTED,
+            )
+        )
+        self.recorder.record = record
+        await self._settle_invalidated(result.invalidated)
+        # Receipts cite only what the ledger returns: read the committed events back.
+        committed_ids = [ev.event_id for e in executed for ev in e.events]
+        if not committed_ids:
+            return {}
+        stored = await self.stores.events.get_by_ids(turn.account_id, committed_ids)
+        readback = {ev.event_id: ev for ev in stored}
+        if len(readback) != len(set(committed_ids)):
+            self.notes.notice(codes.NOTICE_VERIFICATION_IN_PROGRESS)  # committed, not yet readable
+        return readback
+
+    async def _settle_invalidated(self, invalidated: Sequence[str]) -> None:
+        """Commands journaled with a card the commit invalidated can never be confirmed: settle
+        them as failed so nothing waits on them (best effort; recovery never resumes them)."""
+        account_id = self.turn.account_id
+        journal = self.stores.journal
+        for interaction_id in invalidated:
+            with contextlib.suppress(StoreError):
+                card = await self.stores.interactions.get(account_id, interaction_id)
+                for option in card.payload.options:
+                    if not isinstance(option.action, ConfirmCommands):
+                        continue
+                    for command_id in option.action.command_ids:
+                        entry = await journal.get(account_id, command_id)
+                        if entry.status is JournalStatus.AWAITING_CONFIRMATION:
+                            await journal.complete(
+                                account_id,
+                                command_id,
+                                FailedOutcome(code=codes.EXECUTION_CARD_INVALIDATED),
+                            )

@@ -1,0 +1,123 @@
+"""Steps O and P: re-project the cases the turn touched, then persist the cards they now need.
+
+- Confirmations deferred past the commit (their case changed this turn) are planned again
+  against the revision the commit left, so the commit's own invalidation cannot kill the card the
+  turn shows.
+- One open blocking card per case: the one bound to the current revision is kept (and shown when
+  the user answered a card of that case late, or when it is the view's requirement); else the
+  view's requirement raises a new card, unless it was answered at this revision ("not now" means
+  "ask again when the record changes").
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+
+from turnframe_core import codes
+from turnframe_core.cases import CaseKey
+from turnframe_core.interactions import Interaction, InteractionStatus
+from turnframe_core.understanding import Understanding
+from turnframe_runtime.cards import CardFactory, RaisedCard, persist_card, requirement_key
+from turnframe_runtime.cases import CaseBook
+from turnframe_runtime.context import AuditTrail, Notes, TurnContext
+from turnframe_runtime.reduce import CaseInView, PlannedCommand, reduce_on_case
+from turnframe_store.bundle import Stores
+from turnframe_store.errors import StoreError
+
+__all__ = ["FollowUp"]
+
+_ANSWERED = (InteractionStatus.RESOLVED, InteractionStatus.DECLINED, InteractionStatus.DISMISSED)
+
+
+def _by_key(key: CaseKey) -> tuple[str, str]:
+    return (key.workflow, key.case_id)
+
+
+@dataclass
+class FollowUp:
+    """Follow-up work for one turn; cards it persists join `shown`, their cases `touched`."""
+
+    stores: Stores
+    turn: TurnContext
+    cases: CaseBook
+    factory: CardFactory
+    notes: Notes
+    audit: AuditTrail
+    shown: list[Interaction]
+    touched: set[CaseKey]
+    _deferred: list[RaisedCard] = field(default_factory=list)
+
+    async def run(
+        self,
+        understanding: Understanding,
+        deferred: Sequence[RaisedCard],
+        answered_late: Iterable[Interaction],
+    ) -> None:
+        """Refresh every touched case and every case whose card was answered late; raise the
+        deferred confirmations and the cards the views now need."""
+        self._deferred = list(deferred)
+        late = {card.case_ref.key for card in answered_late}
+        for key in sorted(self.touched | late, key=_by_key):
+            try:
+                case = await self.cases.refresh(key)
+            except StoreError:
+                self.notes.notice(codes.NOTICE_CASE_REFRESH_UNAVAILABLE)
+                continue
+            if case is None:
+                continue
+            await self._raise_deferred(case, understanding)
+            await self._ensure_card(case, offer=key in late)
+        if self._deferred:  # their case could not be refreshed: no card, and say so
+            self._deferred.clear()
+            self.notes.notice(codes.NOTICE_INTERACTION_UNAVAILABLE)
+
+    async def _persist(self, card: Interaction, commands: Sequence[PlannedCommand] = ()) -> None:
+        if await persist_card(self.stores, self.turn, card, commands, self.notes, self.audit):
+            self.shown.append(card)
+            self.touched.add(card.case_ref.key)
+
+    async def _raise_deferred(self, case: CaseInView, understanding: Understanding) -> None:
+        acts = {act.act_id: act for act in understanding.acts}
+        for raised in [r for r in self._deferred if r.card.case_ref.key == case.case_ref.key]:
+            self._deferred.remove(raised)
+            plan = reduce_on_case(
+                account_id=self.turn.account_id,
+                turn_id=self.turn.turn_id,
+                act=acts[raised.act_id],
+                case=case,
+                constraints=understanding.constraints,
+                cards=self.factory,
+            )
+            self.notes.report(plan)
+            waiting = plan.awaiting.get(raised.act_id)
+            if waiting is not None:
+                await self._persist(waiting.card, waiting.commands)
+
+    async def _ensure_card(self, case: CaseInView, *, offer: bool) -> None:
+        requirement = case.view.blocking_interaction
+        revision = case.case_ref.expected_revision
+        existing = await self.stores.interactions.for_case(self.turn.account_id, case.case_ref.key)
+        current = [
+            c
+            for c in existing
+            if c.status.is_open and c.blocking
+            and (c.revision_independent or c.bound_revision == revision)
+        ]  # fmt: skip
+        if current:
+            card = current[0]
+            matches = requirement is not None and requirement_key(card) == requirement.key
+            shown = any(c.interaction_id == card.interaction_id for c in self.shown)
+            if (offer or matches) and not shown and card.status is InteractionStatus.ACTIVE:
+                self.shown.append(card)
+            return
+        if requirement is None:
+            return
+        for card in existing:
+            if (
+                requirement_key(card) == requirement.key
+                and card.bound_revision == revision
+                and card.status in _ANSWERED
+            ):
+                return
+        await self._persist(self.factory.requirement(case, requirement))

@@ -1,0 +1,79 @@
+"""The audit record (DESIGN §11) and steps U/V: persist the exact turn, then finish its record.
+
+The record is rebuilt from the `AuditTrail` at each durable point. The exact turn is stored
+before the final record, so a record never says `delivered` for a turn that is not stored.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from turnframe_core.canonical import digest
+from turnframe_core.replay import CommandOutcomeRecord, ReplayRecord, TurnPhase
+from turnframe_core.turn import AssistantTurn
+from turnframe_runtime.context import AuditTrail
+from turnframe_store.bundle import Stores
+
+__all__ = ["Recorder"]
+
+
+class Recorder:
+    """Builds one turn's replay record at each phase from what its audit trail holds."""
+
+    def __init__(self, record: ReplayRecord, audit: AuditTrail, clock: Callable[[], int]) -> None:
+        self.record = record  # the last record stored
+        self._audit = audit
+        self._clock = clock
+        self._once: dict[str, Any] | None = None
+
+    def at(self, phase: TurnPhase, **extra: Any) -> ReplayRecord:
+        """The record at `phase` (built, not stored)."""
+        audit = self._audit
+        if self._once is None:  # the understanding and the plan no longer change: digest once
+            understanding = audit.understanding
+            summary = audit.plan.summary() if audit.plan else None
+            self._once = {
+                "understanding": understanding.model_dump(mode="json") if understanding else None,
+                "understanding_hash": understanding.hash() if understanding else None,
+                "reduction_plan": summary,
+                "plan_hash": digest(summary) if summary is not None else None,
+            }
+        outcomes = tuple(
+            CommandOutcomeRecord(
+                command_id=e.planned.envelope.command_id,
+                command_type=e.planned.envelope.command_type,
+                idempotency_key=e.planned.envelope.idempotency_key,
+                case_ref=e.planned.envelope.case_ref,
+                origin=e.planned.envelope.origin,
+                outcome=e.outcome,
+            )
+            for e in audit.executed
+        )
+        return self.record.advanced(
+            phase,
+            at=self._clock(),
+            **self._once,
+            target_resolutions=tuple(audit.target_resolutions),
+            policy_decisions=tuple(audit.policy_decisions),
+            command_outcomes=outcomes,
+            interactions_created=tuple(audit.interactions_created),
+            event_ids=tuple(ev.event_id for e in audit.executed for ev in e.events),
+            outbox_ids=tuple(audit.outbox_ids),
+            provider_attempts=tuple(audit.provider_attempts),
+            claim_violations=tuple(audit.claim_violations),
+            **extra,
+        )
+
+    async def deliver(self, stores: Stores, turn: AssistantTurn) -> None:
+        """U/V: persist the exact turn (moving its marker to `delivered` in the same write), then
+        the final replay record."""
+        await stores.conversations.append_assistant_turn(
+            turn.account_id, turn, phase=TurnPhase.DELIVERED
+        )
+        record = self.at(
+            TurnPhase.DELIVERED,
+            response_block_ids=tuple(b.block_id or "" for b in turn.blocks),
+        )
+        await stores.replay.put(record)
+        self.record = record
