@@ -1,9 +1,10 @@
-"""Where service-backed tests find PostgreSQL and Redis (DESIGN §13), and the SQL store fixtures.
+"""Where the project's service-backed tests find PostgreSQL (DESIGN §13); the SQL store fixtures.
 
-Each service is looked for in order: the URL in `TURNFRAME_TEST_DATABASE_URL` /
-`TURNFRAME_TEST_REDIS_URL`; else a local server on 127.0.0.1 (5432 / 6379) when one answers; else
-a testcontainers container when a Docker engine answers; else the tests that need it are skipped
-with the reason printed. With `TURNFRAME_REQUIRE_SERVICES=1` (CI) a missing service fails them.
+PostgreSQL is looked for in order: the URL in `TURNFRAME_TEST_DATABASE_URL`; else a local server on
+127.0.0.1:5432 when one answers; else a testcontainers container when a Docker engine answers; else
+the tests that need it are skipped with the reason printed. With `TURNFRAME_REQUIRE_SERVICES=1`
+(CI) a missing service fails them. The server found here is also the one the `store_backend`
+fixture's `postgres` case uses (tests/conftest.py).
 
 SQL store fixtures (`database` and `sql_stores_factory` run once per backend, `sqlite` and
 `postgres`): every database is isolated and removed afterwards: a SQLite file in the test's tmp
@@ -22,14 +23,13 @@ import pytest
 from turnframe_store import SqlStores
 from turnframe_test.backends import Database, Databases, Service, require_services
 
-__all__ = ["Database", "Databases", "Service", "find_postgres", "find_redis", "require_services"]
+__all__ = ["Database", "Databases", "Service", "find_postgres", "require_services"]
 
 LOCAL_POSTGRES = (
     "postgresql+psycopg://postgres@127.0.0.1:5432/test",
     "postgresql+psycopg://postgres@127.0.0.1:5432/postgres",
     f"postgresql+psycopg://{os.environ.get('USER', 'root')}@127.0.0.1:5432/test",
 )
-LOCAL_REDIS = "redis://127.0.0.1:6379/0"
 
 
 def _answers(port: int) -> bool:
@@ -88,28 +88,6 @@ def find_postgres(stack: list[Callable[[], None]]) -> Service:
     )
 
 
-def find_redis(stack: list[Callable[[], None]]) -> Service:
-    """A Redis server for the tests (`stack` gets the cleanups)."""
-    given = os.environ.get("TURNFRAME_TEST_REDIS_URL")
-    if given:
-        return Service(given, "TURNFRAME_TEST_REDIS_URL")
-    if _answers(6379):
-        return Service(LOCAL_REDIS, "local Redis on 127.0.0.1:6379")
-    if _docker_engine():
-        from testcontainers.redis import RedisContainer
-
-        container = RedisContainer("redis:7")
-        container.start()
-        stack.append(container.stop)
-        host, port = container.get_container_host_ip(), container.get_exposed_port(6379)
-        return Service(f"redis://{host}:{port}/0", "testcontainers redis:7")
-    return Service(
-        None,
-        "no Redis: TURNFRAME_TEST_REDIS_URL is unset, nothing answers on 127.0.0.1:6379 and "
-        "no Docker engine runs testcontainers",
-    )
-
-
 @pytest.fixture(scope="session")
 def _service_cleanups() -> Iterator[list[Callable[[], None]]]:
     stack: list[Callable[[], None]] = []
@@ -123,21 +101,10 @@ def postgres_service(_service_cleanups: list[Callable[[], None]]) -> Service:
     return find_postgres(_service_cleanups)
 
 
-@pytest.fixture(scope="session")
-def redis_service(_service_cleanups: list[Callable[[], None]]) -> Service:
-    return find_redis(_service_cleanups)
-
-
 @pytest.fixture
 def postgres_url(postgres_service: Service) -> str:
     """The PostgreSQL server's URL (fails under TURNFRAME_REQUIRE_SERVICES=1, else skips)."""
     return postgres_service.use()
-
-
-@pytest.fixture
-def redis_url(redis_service: Service) -> str:
-    """The Redis server's URL (fails under TURNFRAME_REQUIRE_SERVICES=1, else skips)."""
-    return redis_service.use()
 
 
 # --- isolated SQL databases ---------------------------------------------------------------------
