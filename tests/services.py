@@ -1,57 +1,35 @@
-"""Where service-backed tests find PostgreSQL and Redis (DESIGN §13), and the SQL store fixtures.
+"""Where the project's service-backed tests find PostgreSQL (DESIGN §13); the SQL store fixtures.
 
-Each service is looked for in order: the URL in `TURNFRAME_TEST_DATABASE_URL` /
-`TURNFRAME_TEST_REDIS_URL`; else a local server on 127.0.0.1 (5432 / 6379) when one answers; else
-a testcontainers container when a Docker engine answers; else the tests that need it are skipped
-with the reason printed. With `TURNFRAME_REQUIRE_SERVICES=1` (CI) a missing service fails them.
+PostgreSQL is looked for in order: the URL in `TURNFRAME_TEST_DATABASE_URL`; else a local server on
+127.0.0.1:5432 when one answers; else a testcontainers container when a Docker engine answers; else
+the tests that need it are skipped with the reason printed. With `TURNFRAME_REQUIRE_SERVICES=1`
+(CI) a missing service fails them. The server found here is also the one the `store_backend`
+fixture's `postgres` case uses (tests/conftest.py).
 
 SQL store fixtures (`database` and `sql_stores_factory` run once per backend, `sqlite` and
 `postgres`): every database is isolated and removed afterwards: a SQLite file in the test's tmp
-directory, or a fresh PostgreSQL schema that is dropped.
+directory, or a fresh PostgreSQL schema that is dropped (`turnframe_test.backends.Databases`).
 """
 
 from __future__ import annotations
 
 import os
 import socket
-import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import pytest
 
-from turnframe_store import SqlConfig, SqlStores
+from turnframe_store import SqlStores
+from turnframe_test.backends import Database, Databases, Service, require_services
 
-__all__ = ["Database", "Service", "find_postgres", "find_redis", "require_services"]
+__all__ = ["Database", "Databases", "Service", "find_postgres", "require_services"]
 
 LOCAL_POSTGRES = (
     "postgresql+psycopg://postgres@127.0.0.1:5432/test",
     "postgresql+psycopg://postgres@127.0.0.1:5432/postgres",
     f"postgresql+psycopg://{os.environ.get('USER', 'root')}@127.0.0.1:5432/test",
 )
-LOCAL_REDIS = "redis://127.0.0.1:6379/0"
-
-
-def require_services() -> bool:
-    return os.environ.get("TURNFRAME_REQUIRE_SERVICES") == "1"
-
-
-@dataclass(frozen=True)
-class Service:
-    """A service URL, or why there is none."""
-
-    url: str | None
-    source: str
-
-    def use(self) -> str:
-        """The URL; without one, fail (CI) or skip, naming the reason."""
-        if self.url is not None:
-            return self.url
-        if require_services():
-            pytest.fail(f"TURNFRAME_REQUIRE_SERVICES=1 and {self.source}", pytrace=False)
-        pytest.skip(self.source)
 
 
 def _answers(port: int) -> bool:
@@ -110,28 +88,6 @@ def find_postgres(stack: list[Callable[[], None]]) -> Service:
     )
 
 
-def find_redis(stack: list[Callable[[], None]]) -> Service:
-    """A Redis server for the tests (`stack` gets the cleanups)."""
-    given = os.environ.get("TURNFRAME_TEST_REDIS_URL")
-    if given:
-        return Service(given, "TURNFRAME_TEST_REDIS_URL")
-    if _answers(6379):
-        return Service(LOCAL_REDIS, "local Redis on 127.0.0.1:6379")
-    if _docker_engine():
-        from testcontainers.redis import RedisContainer
-
-        container = RedisContainer("redis:7")
-        container.start()
-        stack.append(container.stop)
-        host, port = container.get_container_host_ip(), container.get_exposed_port(6379)
-        return Service(f"redis://{host}:{port}/0", "testcontainers redis:7")
-    return Service(
-        None,
-        "no Redis: TURNFRAME_TEST_REDIS_URL is unset, nothing answers on 127.0.0.1:6379 and "
-        "no Docker engine runs testcontainers",
-    )
-
-
 @pytest.fixture(scope="session")
 def _service_cleanups() -> Iterator[list[Callable[[], None]]]:
     stack: list[Callable[[], None]] = []
@@ -145,98 +101,13 @@ def postgres_service(_service_cleanups: list[Callable[[], None]]) -> Service:
     return find_postgres(_service_cleanups)
 
 
-@pytest.fixture(scope="session")
-def redis_service(_service_cleanups: list[Callable[[], None]]) -> Service:
-    return find_redis(_service_cleanups)
-
-
 @pytest.fixture
 def postgres_url(postgres_service: Service) -> str:
     """The PostgreSQL server's URL (fails under TURNFRAME_REQUIRE_SERVICES=1, else skips)."""
     return postgres_service.use()
 
 
-@pytest.fixture
-def redis_url(redis_service: Service) -> str:
-    """The Redis server's URL (fails under TURNFRAME_REQUIRE_SERVICES=1, else skips)."""
-    return redis_service.use()
-
-
 # --- isolated SQL databases ---------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Database:
-    """One isolated database for a test: its URL and the store config that reaches it. Stores
-    opened through it are closed after the test."""
-
-    backend: str
-    url: str
-    config: SqlConfig
-    opened: list[SqlStores]
-
-    async def stores(self, **kwargs: Any) -> SqlStores:
-        """Connected, not migrated."""
-        stores = await SqlStores.connect(self.url, self.config, **kwargs)
-        self.opened.append(stores)
-        return stores
-
-    async def migrated(self, **kwargs: Any) -> SqlStores:
-        stores = await self.stores(**kwargs)
-        await stores.migrate()
-        return stores
-
-
-class Databases:
-    """Makes isolated databases of one backend and removes them all at the end."""
-
-    def __init__(self, backend: str, tmp_path: Path, server: str | None) -> None:
-        self.backend = backend
-        self.tmp_path = tmp_path
-        self.server = server
-        self.schemas: list[str] = []
-        self.opened: list[SqlStores] = []
-
-    def new(self, **config: Any) -> Database:
-        if self.backend == "sqlite":
-            path = self.tmp_path / f"tf-{uuid.uuid4().hex[:8]}.db"
-            return Database(
-                "sqlite", f"sqlite+aiosqlite:///{path}", SqlConfig(**config), self.opened
-            )
-        assert self.server is not None
-        schema = f"tf_test_{uuid.uuid4().hex[:12]}"
-        self.schemas.append(schema)
-        return Database("postgres", self.server, SqlConfig(schema=schema, **config), self.opened)
-
-    async def migrated(self, **kwargs: Any) -> SqlStores:
-        return await self.new().migrated(**kwargs)
-
-    async def close(self) -> None:
-        """Close every store, then drop every schema, even when a close fails."""
-        failure: BaseException | None = None
-        try:
-            for stores in self.opened:
-                try:
-                    await stores.aclose()
-                except Exception as exc:  # the others still close; the first failure is raised
-                    failure = failure or exc
-        finally:
-            await self._drop_schemas()
-        if failure is not None:
-            raise failure
-
-    async def _drop_schemas(self) -> None:
-        if self.schemas:
-            import psycopg
-
-            from turnframe_store.sql._url import parse_url
-
-            assert self.server is not None
-            async with await psycopg.AsyncConnection.connect(
-                parse_url(self.server)[1], autocommit=True
-            ) as connection:
-                for schema in self.schemas:
-                    await connection.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
 
 
 @pytest.fixture(params=["sqlite", "postgres"])

@@ -86,14 +86,19 @@ def _print_turn(out: TextIO, number: int, said: str, turn: AssistantTurn) -> Non
     out.write(f"  replay token {turn.replay_token}\n")
 
 
-async def run_demo(out: TextIO, *, db: str | None = None) -> list[AssistantTurn]:
+async def run_demo(
+    out: TextIO, *, db: str | None = None, desk: DeskHarness | None = None
+) -> list[AssistantTurn]:
     """Run the scripted conversation, print every turn, return the turns.
 
-    Without `db` the stores are in memory. With `db` (a database URL) they live there: the run is
-    a new conversation, and an earlier run's conversation is reloaded and shown first.
+    Without `db` the conversation runs on `desk` (a fresh harness on its own stores; default: in
+    memory). With `db` (a database URL) the stores live there: the run is a new conversation, and
+    an earlier run's conversation is reloaded and shown first.
     """
     if db is None:
-        return await _converse(out, DeskHarness())
+        return await _converse(out, desk if desk is not None else DeskHarness())
+    if desk is not None:
+        raise ValueError("run_demo takes a database URL or a harness, not both")
     stores = await SqlStores.connect(db)
     try:
         await stores.migrate()

@@ -21,6 +21,7 @@ from turnframe_runtime.ports import Narrator
 from turnframe_runtime.runtime import TurnRuntime
 from turnframe_store import EventCursor, ManualClock, MemoryStores, Stores
 from turnframe_store.records import JournalEntry
+from turnframe_test.backends import StoreBackend
 from turnframe_test.domains.travel import (
     TRIP_TEMPLATES,
     Trip,
@@ -36,7 +37,36 @@ __all__ = ["DeskHarness"]
 
 
 class DeskHarness:
-    """One account, one conversation, a travel desk and a runtime wired to it."""
+    """One account, one conversation, a travel desk and a runtime wired to it.
+
+    Without `stores` the runtime runs on `MemoryStores`; tests build their harness with
+    `DeskHarness.on(backend)` (the `make_desk` / `desk` fixtures) so it runs on every backend."""
+
+    @classmethod
+    async def on(
+        cls,
+        backend: StoreBackend,
+        *,
+        stores: Stores | None = None,
+        clock: ManualClock | None = None,
+        narrator: Narrator | None = None,
+        account_id: str = "acct_1",
+        conversation_id: str = "conv_1",
+        config: RuntimeConfig | None = None,
+        ids: IdSource | None = None,
+    ) -> DeskHarness:
+        """A harness on fresh stores of `backend` that share its clock (or on `stores`, when
+        given: another harness's, to put two accounts on one database)."""
+        clock = clock if clock is not None else ManualClock()
+        return cls(
+            stores=stores if stores is not None else await backend.stores(clock=clock),
+            clock=clock,
+            narrator=narrator,
+            account_id=account_id,
+            conversation_id=conversation_id,
+            config=config,
+            ids=ids,
+        )
 
     def __init__(
         self,

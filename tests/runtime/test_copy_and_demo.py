@@ -17,7 +17,6 @@ from turnframe_test.domains.travel import (
     TripExecutor,
     TripWorkflow,
 )
-from turnframe_test.harness import DeskHarness
 from turnframe_test.understandings import act
 
 
@@ -43,8 +42,7 @@ def test_a_rendered_block_records_template_version_locale_and_catalog():
     assert en.text != it.text
 
 
-async def test_a_turn_in_italian_renders_italian_server_copy():
-    desk = DeskHarness()
+async def test_a_turn_in_italian_renders_italian_server_copy(desk):
     desk.ready_trip()
     turn = await desk.say(
         "Il nome è Grace Hopper",
@@ -56,9 +54,9 @@ async def test_a_turn_in_italian_renders_italian_server_copy():
     assert receipt.copy_ref.locale == "it"
 
 
-async def test_the_demo_runs_its_scripted_conversation_and_reloads_it_identical():
+async def test_the_demo_runs_its_scripted_conversation_and_reloads_it_identical(desk):
     out = io.StringIO()
-    turns = await run_demo(out)
+    turns = await run_demo(out, desk=desk)
     printed = out.getvalue()
     assert len(turns) >= 6
     kinds = [[b.kind for b in t.blocks] for t in turns]

@@ -17,8 +17,7 @@ async def _card(desk: DeskHarness) -> InteractionBlock:
     return desk.card(turn)
 
 
-async def test_a_card_is_persisted_before_the_turn_that_shows_it_is_returned():
-    desk = DeskHarness()
+async def test_a_card_is_persisted_before_the_turn_that_shows_it_is_returned(desk):
     desk.ready_trip()
     card = await _card(desk)
     stored = await desk.stores.interactions.get("acct_1", card.interaction_id)
@@ -28,8 +27,7 @@ async def test_a_card_is_persisted_before_the_turn_that_shows_it_is_returned():
     }
 
 
-async def test_a_stale_click_is_refused_and_the_current_card_offered():
-    desk = DeskHarness()
+async def test_a_stale_click_is_refused_and_the_current_card_offered(desk):
     desk.ready_trip()
     card = await _card(desk)
     desk.desk.touch("acct_1", "T-100", note="a desk agent added a note")  # revision moves
@@ -45,8 +43,7 @@ async def test_a_stale_click_is_refused_and_the_current_card_offered():
     assert desk.receipt_codes(clicked) == ["trip.rebooking_sent"]
 
 
-async def test_keep_my_flight_declines_and_records_the_kept_leg():
-    desk = DeskHarness()
+async def test_keep_my_flight_declines_and_records_the_kept_leg(desk):
     desk.ready_trip()
     card = await _card(desk)
     turn = await desk.click(card, "opt_keep")
@@ -60,8 +57,7 @@ async def test_keep_my_flight_declines_and_records_the_kept_leg():
     assert (await desk.event_types()).count("trip.rebooking_requested") == 1
 
 
-async def test_an_edit_invalidates_a_card_bound_to_the_earlier_revision():
-    desk = DeskHarness()
+async def test_an_edit_invalidates_a_card_bound_to_the_earlier_revision(desk):
     desk.ready_trip()
     card = await _card(desk)
     await desk.say(
@@ -72,8 +68,7 @@ async def test_an_edit_invalidates_a_card_bound_to_the_earlier_revision():
     assert stored.status is InteractionStatus.INVALIDATED
 
 
-async def test_a_revision_conflict_applies_nothing_and_says_so():
-    desk = DeskHarness()
+async def test_a_revision_conflict_applies_nothing_and_says_so(desk):
     desk.ready_trip()
     execute = desk.executor.execute
 
@@ -91,12 +86,11 @@ async def test_a_revision_conflict_applies_nothing_and_says_so():
     assert entry.outcome is not None and entry.outcome.kind == "revision_conflict"
 
 
-async def test_an_unknown_option_is_refused_before_anything_is_written():
+async def test_an_unknown_option_is_refused_before_anything_is_written(desk):
     import pytest
 
     from turnframe_core.interactions import UnknownOption
 
-    desk = DeskHarness()
     desk.ready_trip()
     card = await _card(desk)
     turns_before = await desk.stores.conversations.list_turns("acct_1", "conv_1")
@@ -105,8 +99,7 @@ async def test_an_unknown_option_is_refused_before_anything_is_written():
     assert await desk.stores.conversations.list_turns("acct_1", "conv_1") == turns_before
 
 
-async def test_a_record_that_owes_nothing_ends_on_the_next_steps_it_offers():
-    desk = DeskHarness()
+async def test_a_record_that_owes_nothing_ends_on_the_next_steps_it_offers(desk):
     desk.ready_trip()
     turn = await desk.say(
         "Name Grace Hopper", act("a1", "trip.set_name", "h1", "Grace Hopper", name="Grace Hopper")
@@ -116,8 +109,7 @@ async def test_a_record_that_owes_nothing_ends_on_the_next_steps_it_offers():
     assert transition.text.endswith("You could next: Rebook a flight.")
 
 
-async def test_a_record_that_still_owes_something_asks_for_it_and_offers_nothing():
-    desk = DeskHarness()
+async def test_a_record_that_still_owes_something_asks_for_it_and_offers_nothing(desk):
     desk.trip()
     turn = await desk.say(
         "Name Grace Hopper", act("a1", "trip.set_name", "h1", "Grace Hopper", name="Grace Hopper")

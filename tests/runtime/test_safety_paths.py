@@ -24,8 +24,7 @@ async def _card(desk: DeskHarness):
     return desk.card(turn)
 
 
-async def test_a_card_whose_command_has_an_unknown_outcome_cannot_be_answered_again():
-    desk = DeskHarness()
+async def test_a_card_whose_command_has_an_unknown_outcome_cannot_be_answered_again(desk):
     desk.ready_trip()
     card = await _card(desk)
     desk.executor.timeouts.add("trip.confirm_rebooking")
@@ -38,8 +37,7 @@ async def test_a_card_whose_command_has_an_unknown_outcome_cannot_be_answered_ag
     assert stored.status is InteractionStatus.RESOLVING  # held until reconciliation settles it
 
 
-async def test_an_unexpected_executor_error_is_an_unknown_outcome_not_a_failure():
-    desk = DeskHarness()
+async def test_an_unexpected_executor_error_is_an_unknown_outcome_not_a_failure(desk):
     desk.ready_trip()
 
     async def broken(batch):
@@ -56,8 +54,7 @@ async def test_an_unexpected_executor_error_is_an_unknown_outcome_not_a_failure(
     assert "Nothing was changed" not in " ".join(getattr(b, "text", "") for b in turn.blocks)
 
 
-async def test_a_deferred_act_cannot_collide_with_an_act_of_the_turn_that_answers_its_card():
-    desk = DeskHarness()
+async def test_a_deferred_act_cannot_collide_with_an_act_of_the_turn_that_answers_its_card(desk):
     desk.ready_trip("T-100", "Rome trip")
     desk.ready_trip("T-200", "Oslo trip")
     asked = await desk.say(
@@ -76,8 +73,7 @@ async def test_a_deferred_act_cannot_collide_with_an_act_of_the_turn_that_answer
     assert sorted(desk.receipt_codes(turn)) == ["trip.name_set", "trip.rebooking_requested"]
 
 
-async def test_a_confirmation_on_a_case_the_same_turn_changes_is_bound_to_the_new_revision():
-    desk = DeskHarness()
+async def test_a_confirmation_on_a_case_the_same_turn_changes_is_bound_to_the_new_revision(desk):
     desk.ready_trip()
     turn = await desk.say(
         "Name Grace Hopper and withdraw the trip",
@@ -92,8 +88,7 @@ async def test_a_confirmation_on_a_case_the_same_turn_changes_is_bound_to_the_ne
     assert desk.receipt_codes(confirmed) == ["trip.withdrawn"]
 
 
-async def test_two_concurrent_clicks_on_one_card_execute_once():
-    desk = DeskHarness()
+async def test_two_concurrent_clicks_on_one_card_execute_once(desk):
     desk.ready_trip()
     card = await _card(desk)
     first, second = await asyncio.gather(
@@ -108,8 +103,7 @@ async def test_two_concurrent_clicks_on_one_card_execute_once():
     )
 
 
-async def test_the_replay_record_never_says_delivered_for_a_turn_that_was_not_stored():
-    desk = DeskHarness()
+async def test_the_replay_record_never_says_delivered_for_a_turn_that_was_not_stored(desk):
     desk.ready_trip()
     desk.stores.faults.arm(FaultPoint.BEFORE_RESPONSE_PERSISTENCE, error=Unavailable("down"))
     with pytest.raises(Unavailable):
@@ -124,8 +118,7 @@ async def test_the_replay_record_never_says_delivered_for_a_turn_that_was_not_st
         await desk.stores.conversations.get_assistant_turn("acct_1", marker.turn_id)
 
 
-async def test_a_turn_that_fails_before_any_effect_ends_failed():
-    desk = DeskHarness()
+async def test_a_turn_that_fails_before_any_effect_ends_failed(desk):
     desk.ready_trip()
     desk.stores.faults.arm(FaultPoint.BEFORE_JOURNAL_INSERT, error=Unavailable("down"))
     with pytest.raises(Unavailable):
@@ -142,8 +135,7 @@ async def test_a_turn_that_fails_before_any_effect_ends_failed():
     assert record.failure_code == Unavailable.code
 
 
-async def test_a_timed_out_bundle_leaves_a_journal_entry_that_replays_by_its_key():
-    desk = DeskHarness()
+async def test_a_timed_out_bundle_leaves_a_journal_entry_that_replays_by_its_key(desk):
     desk.ready_trip()
     desk.stores.faults.arm(FaultPoint.AFTER_COMMIT_BEFORE_EVENT_READBACK, error=Timeout("lost"))
     with pytest.raises(Timeout):
@@ -170,8 +162,7 @@ async def test_a_timed_out_bundle_leaves_a_journal_entry_that_replays_by_its_key
     assert result.replayed and desk.revision() == revision
 
 
-async def test_a_hypothetical_question_never_acts():
-    desk = DeskHarness()
+async def test_a_hypothetical_question_never_acts(desk):
     desk.ready_trip()
     turn = await desk.say(
         "What would happen if I rebooked the outbound flight?",
@@ -183,8 +174,7 @@ async def test_a_hypothetical_question_never_acts():
     assert desk.kinds(turn) == ["answer"]
 
 
-async def test_a_handle_the_brief_never_issued_reaches_no_case():
-    desk = DeskHarness()
+async def test_a_handle_the_brief_never_issued_reaches_no_case(desk):
     desk.ready_trip()
     turn = await desk.say(
         "Rename T-999 to Bob", act("a1", "trip.set_name", "h7", "Rename T-999 to Bob", name="Bob")
@@ -205,11 +195,16 @@ OPERATIONS = [
 ]
 
 
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(st.lists(st.sampled_from(range(len(OPERATIONS))), min_size=1, max_size=5))
-def test_every_act_ends_in_exactly_one_visible_result(chosen):
-    async def run():
-        desk = DeskHarness()
+@settings(
+    max_examples=25,
+    deadline=None,
+    # Each example makes its own stores (`scoped`), so sharing the test's backend is safe.
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+)
+@given(chosen=st.lists(st.sampled_from(range(len(OPERATIONS))), min_size=1, max_size=5))
+async def test_every_act_ends_in_exactly_one_visible_result(store_backend, chosen):
+    async with store_backend.scoped() as backend:
+        desk = await DeskHarness.on(backend)
         desk.ready_trip()
         parts = [
             act(f"a{i + 1}", OPERATIONS[k][0], "h1", "words", **OPERATIONS[k][1])
@@ -237,11 +232,8 @@ def test_every_act_ends_in_exactly_one_visible_result(chosen):
         assert len(set(refusals)) >= len(reasons)
         assert bool(refused) == bool(refusals)
 
-    asyncio.run(run())
 
-
-async def test_a_deferred_confirmation_whose_case_cannot_be_refreshed_says_so():
-    desk = DeskHarness()
+async def test_a_deferred_confirmation_whose_case_cannot_be_refreshed_says_so(desk):
     desk.ready_trip()
     load = desk.runtime.directory.load
     calls = {"n": 0}

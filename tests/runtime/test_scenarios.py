@@ -1,5 +1,5 @@
-"""The integration scenarios: the real pipeline, real in-memory stores, the sample travel desk and
-scripted model ports. One behaviour each."""
+"""The integration scenarios: the real pipeline, real stores (each scenario on memory, SQLite and
+PostgreSQL), the sample travel desk and scripted model ports. One behaviour each."""
 
 from __future__ import annotations
 
@@ -31,8 +31,7 @@ async def _rebooking_card(desk: DeskHarness):
 
 
 # 1
-async def test_a_correction_that_leaves_the_value_unchanged_causes_no_mutation():
-    desk = DeskHarness()
+async def test_a_correction_that_leaves_the_value_unchanged_causes_no_mutation(desk):
     desk.ready_trip()
     turn = await desk.say(
         "Change the name to Bob, actually leave it as Ada Lovelace",
@@ -46,8 +45,7 @@ async def test_a_correction_that_leaves_the_value_unchanged_causes_no_mutation()
 
 
 # 2
-async def test_one_message_sets_several_independent_fields_atomically():
-    desk = DeskHarness()
+async def test_one_message_sets_several_independent_fields_atomically(desk):
     desk.trip(name="Ada Lovelace", email="ada@example.com")
     turn = await desk.say(
         "I'm Grace Hopper and I travel on 2027-05-01",
@@ -61,10 +59,10 @@ async def test_one_message_sets_several_independent_fields_atomically():
 
 
 # 3
-async def test_an_action_and_a_question_both_receive_results():
+async def test_an_action_and_a_question_both_receive_results(make_desk):
     narrator = ScriptedNarrator().answer_text("q1", "You fly on 14 March.")
     narrator.transition_text("Saved.").review_passes()
-    desk = DeskHarness(narrator=narrator)
+    desk = await make_desk(narrator=narrator)
     desk.ready_trip()
     turn = await desk.say(
         "Set the name to Grace Hopper. When do I fly?",
@@ -78,8 +76,7 @@ async def test_an_action_and_a_question_both_receive_results():
 
 
 # 4
-async def test_a_card_response_and_text_coexist_in_one_turn():
-    desk = DeskHarness()
+async def test_a_card_response_and_text_coexist_in_one_turn(desk):
     desk.ready_trip()
     _, card = await _rebooking_card(desk)
     turn = await desk.click(
@@ -94,8 +91,7 @@ async def test_a_card_response_and_text_coexist_in_one_turn():
 
 
 # 5
-async def test_two_open_cases_of_the_same_kind_produce_a_selection_card():
-    desk = DeskHarness()
+async def test_two_open_cases_of_the_same_kind_produce_a_selection_card(desk):
     desk.ready_trip("T-100", "Rome trip")
     desk.ready_trip("T-200", "Oslo trip")
     turn = await desk.say(
@@ -109,8 +105,7 @@ async def test_two_open_cases_of_the_same_kind_produce_a_selection_card():
     assert {o.label for o in card.options} >= {"Rome trip", "Oslo trip"}
 
 
-async def test_a_selection_click_runs_the_deferred_act_on_the_chosen_case_only():
-    desk = DeskHarness()
+async def test_a_selection_click_runs_the_deferred_act_on_the_chosen_case_only(desk):
     desk.ready_trip("T-100", "Rome trip")
     desk.ready_trip("T-200", "Oslo trip")
     turn = await desk.say(
@@ -125,8 +120,7 @@ async def test_a_selection_click_runs_the_deferred_act_on_the_chosen_case_only()
 
 
 # 6
-async def test_a_malformed_second_act_causes_zero_acts_to_execute():
-    desk = DeskHarness()
+async def test_a_malformed_second_act_causes_zero_acts_to_execute(desk):
     desk.ready_trip()
     turn = await desk.say(
         "Name Grace Hopper and fly me to the moon",
@@ -139,8 +133,7 @@ async def test_a_malformed_second_act_causes_zero_acts_to_execute():
 
 
 # 7
-async def test_a_stale_confirmation_after_an_edit_is_rejected():
-    desk = DeskHarness()
+async def test_a_stale_confirmation_after_an_edit_is_rejected(desk):
     desk.ready_trip()
     _, card = await _rebooking_card(desk)
     edited = await desk.say(
@@ -156,8 +149,7 @@ async def test_a_stale_confirmation_after_an_edit_is_rejected():
 
 
 # 8
-async def test_a_double_click_executes_at_most_once():
-    desk = DeskHarness()
+async def test_a_double_click_executes_at_most_once(desk):
     desk.ready_trip()
     _, card = await _rebooking_card(desk)
     first = await desk.click(card, "opt_rebook")
@@ -168,8 +160,7 @@ async def test_a_double_click_executes_at_most_once():
 
 
 # 9
-async def test_a_client_cannot_change_a_call_to_action_meaning_by_changing_a_value():
-    desk = DeskHarness()
+async def test_a_client_cannot_change_a_call_to_action_meaning_by_changing_a_value(desk):
     desk.ready_trip()
     _request, card = await _rebooking_card(desk)
     with pytest.raises(FreeformNotAllowed):
@@ -182,8 +173,7 @@ async def test_a_client_cannot_change_a_call_to_action_meaning_by_changing_a_val
 
 
 # 10
-async def test_a_failed_command_cannot_produce_a_resolved_looking_receipt():
-    desk = DeskHarness()
+async def test_a_failed_command_cannot_produce_a_resolved_looking_receipt(desk):
     desk.ready_trip(locked=True)
     turn = await desk.say(
         "Set the name to Grace Hopper", act("a1", NAME, "h1", "Grace Hopper", name="Grace Hopper")
@@ -197,9 +187,11 @@ async def test_a_failed_command_cannot_produce_a_resolved_looking_receipt():
 
 
 # 11
-async def test_failed_interaction_persistence_cannot_produce_text_referring_to_a_visible_card():
+async def test_failed_interaction_persistence_cannot_produce_text_referring_to_a_visible_card(
+    make_desk,
+):
     narrator = ScriptedNarrator().transition_text("Nothing was done.").review_passes()
-    desk = DeskHarness(narrator=narrator)
+    desk = await make_desk(narrator=narrator)
     desk.ready_trip()
     desk.stores.faults.arm(FaultPoint.AFTER_INTERACTION_PERSISTENCE)
     turn = await desk.say("Withdraw my trip", act("a1", WITHDRAW, "h1", "Withdraw my trip"))
@@ -215,8 +207,7 @@ async def test_failed_interaction_persistence_cannot_produce_text_referring_to_a
 
 
 # 12
-async def test_an_interpreter_failure_before_commit_falls_back_with_no_effect():
-    desk = DeskHarness()
+async def test_an_interpreter_failure_before_commit_falls_back_with_no_effect(desk):
     desk.ready_trip()
     desk.interpreter.then(RuntimeError("provider unavailable"))
     desk.clock.advance(1_000)
@@ -231,9 +222,11 @@ async def test_an_interpreter_failure_before_commit_falls_back_with_no_effect():
 
 
 # 13
-async def test_a_provider_failure_after_commit_regenerates_narration_without_repeating_commands():
+async def test_a_provider_failure_after_commit_regenerates_narration_without_repeating_commands(
+    make_desk,
+):
     narrator = ScriptedNarrator().expect("transition", TimeoutError("provider timed out"))
-    desk = DeskHarness(narrator=narrator)
+    desk = await make_desk(narrator=narrator)
     desk.ready_trip()
     turn = await desk.say(
         "Set the name to Grace Hopper", act("a1", NAME, "h1", "Grace Hopper", name="Grace Hopper")
@@ -247,8 +240,7 @@ async def test_a_provider_failure_after_commit_regenerates_narration_without_rep
 
 
 # 14
-async def test_a_database_timeout_during_an_atomic_batch_leaves_no_hidden_partial_state():
-    desk = DeskHarness()
+async def test_a_database_timeout_during_an_atomic_batch_leaves_no_hidden_partial_state(desk):
     desk.ready_trip()
     desk.stores.faults.arm(FaultPoint.AFTER_COMMIT_BEFORE_EVENT_READBACK, error=Timeout("lost"))
     with pytest.raises(Timeout):
@@ -265,8 +257,7 @@ async def test_a_database_timeout_during_an_atomic_batch_leaves_no_hidden_partia
 
 
 # 15
-async def test_an_external_timeout_becomes_an_unknown_outcome_rather_than_a_blind_retry():
-    desk = DeskHarness()
+async def test_an_external_timeout_becomes_an_unknown_outcome_rather_than_a_blind_retry(desk):
     desk.ready_trip()
     _, card = await _rebooking_card(desk)
     desk.executor.timeouts.add("trip.confirm_rebooking")
@@ -282,8 +273,7 @@ async def test_an_external_timeout_becomes_an_unknown_outcome_rather_than_a_blin
 
 
 # 16
-async def test_a_read_only_question_during_a_workflow_does_not_lose_the_active_case():
-    desk = DeskHarness()
+async def test_a_read_only_question_during_a_workflow_does_not_lose_the_active_case(desk):
     desk.ready_trip()
     _, card = await _rebooking_card(desk)
     revision = desk.revision()
@@ -295,9 +285,9 @@ async def test_a_read_only_question_during_a_workflow_does_not_lose_the_active_c
 
 
 # 17
-async def test_a_question_unsupported_by_current_sources_stays_explicit():
+async def test_a_question_unsupported_by_current_sources_stays_explicit(make_desk):
     narrator = ScriptedNarrator()
-    desk = DeskHarness(narrator=narrator)
+    desk = await make_desk(narrator=narrator)
     turn = await desk.say("What is my booking reference?", question("q1", "What is my reference?"))
     [answer] = [b for b in turn.blocks if b.kind == "answer"]
     assert answer.status is AnswerStatus.SOURCE_UNAVAILABLE and answer.text
@@ -305,8 +295,7 @@ async def test_a_question_unsupported_by_current_sources_stays_explicit():
 
 
 # 18
-async def test_a_reload_returns_the_same_ordered_blocks_and_interaction_state():
-    desk = DeskHarness()
+async def test_a_reload_returns_the_same_ordered_blocks_and_interaction_state(desk):
     desk.ready_trip()
     turn, card = await _rebooking_card(desk)
     reloaded = await desk.runtime.load_turn("acct_1", turn.turn_id)
@@ -317,9 +306,9 @@ async def test_a_reload_returns_the_same_ordered_blocks_and_interaction_state():
 
 
 # 19
-async def test_identifiers_that_name_nothing_or_another_tenants_record_leak_nothing():
-    other = DeskHarness(account_id="acct_2")
-    desk = DeskHarness(stores=other.stores)
+async def test_identifiers_that_name_nothing_or_another_tenants_record_leak_nothing(make_desk):
+    other = await make_desk(account_id="acct_2")
+    desk = await make_desk(stores=other.stores)
     desk.ready_trip()
     other.ready_trip("T-900", "Paris trip")
     _foreign_turn, foreign_card = await _rebooking_card(other)
@@ -343,14 +332,14 @@ async def test_identifiers_that_name_nothing_or_another_tenants_record_leak_noth
 
 
 # 20
-async def test_a_claim_nothing_backs_leaves_no_trace_in_the_record():
+async def test_a_claim_nothing_backs_leaves_no_trace_in_the_record(make_desk):
     forged = OperationalOutcome(
         receipt_id="rcp_forged", event_ids=("evt_forged",), status_code="trip.name_set"
     )
     narrator = ScriptedNarrator()
     narrator.transition_text("Sent! Your name was changed.", [forged.model_dump(mode="json")])
     narrator.transition_text("Sent! Your name was changed.").review_fails("claims it was sent")
-    desk = DeskHarness(narrator=narrator)
+    desk = await make_desk(narrator=narrator)
     desk.ready_trip(locked=True)
     turn = await desk.say(
         "Set the name to Grace Hopper", act("a1", NAME, "h1", "Grace Hopper", name="Grace Hopper")
@@ -373,8 +362,7 @@ async def test_a_claim_nothing_backs_leaves_no_trace_in_the_record():
     narrator.verify()
 
 
-async def test_a_click_only_turn_makes_no_interpreter_call():
-    desk = DeskHarness()
+async def test_a_click_only_turn_makes_no_interpreter_call(desk):
     desk.ready_trip()
     _, card = await _rebooking_card(desk)
     calls = desk.interpreter.calls
@@ -383,8 +371,7 @@ async def test_a_click_only_turn_makes_no_interpreter_call():
     assert desk.receipt_codes(turn) == ["trip.rebooking_sent"]
 
 
-async def test_a_consequential_act_waits_for_the_card_its_policy_names():
-    desk = DeskHarness()
+async def test_a_consequential_act_waits_for_the_card_its_policy_names(desk):
     desk.ready_trip()
     asked = await desk.say("Cancel that trip", act("a1", WITHDRAW, "h1", "Cancel that trip"))
     card = desk.card(asked)
@@ -401,8 +388,7 @@ async def test_a_consequential_act_waits_for_the_card_its_policy_names():
     assert stored.status is InteractionStatus.RESOLVED
 
 
-async def test_declining_a_confirmation_runs_nothing_and_says_so():
-    desk = DeskHarness()
+async def test_declining_a_confirmation_runs_nothing_and_says_so(desk):
     desk.ready_trip()
     asked = await desk.say("Cancel that trip", act("a1", WITHDRAW, "h1", "Cancel that trip"))
     declined = await desk.click(asked, "opt_decline")
@@ -412,17 +398,16 @@ async def test_declining_a_confirmation_runs_nothing_and_says_so():
     assert entry.status is JournalStatus.FAILED
 
 
-async def test_an_answers_only_turn_has_no_acknowledgement():
+async def test_an_answers_only_turn_has_no_acknowledgement(make_desk):
     narrator = ScriptedNarrator().answer_text("q1", "You travel on 14 March.")
-    desk = DeskHarness(narrator=narrator)
+    desk = await make_desk(narrator=narrator)
     desk.ready_trip()
     turn = await desk.say("When do I travel?", question("q1", "When do I travel?", "h1"))
     assert desk.kinds(turn) == ["answer"]
     narrator.verify()
 
 
-async def test_do_not_submit_blocks_a_submission_even_from_a_click():
-    desk = DeskHarness()
+async def test_do_not_submit_blocks_a_submission_even_from_a_click(desk):
     desk.ready_trip()
     _, card = await _rebooking_card(desk)
     turn = await desk.click(
@@ -437,8 +422,7 @@ async def test_do_not_submit_blocks_a_submission_even_from_a_click():
     assert stored.status is InteractionStatus.ACTIVE  # still answerable later
 
 
-async def test_a_cancellation_wins_over_the_act_it_cancels():
-    desk = DeskHarness()
+async def test_a_cancellation_wins_over_the_act_it_cancels(desk):
     desk.ready_trip()
     turn = await desk.say(
         "Rename me to Bob. No wait, forget that.",
@@ -451,8 +435,7 @@ async def test_a_cancellation_wins_over_the_act_it_cancels():
     assert record.reduction_plan["act_results"] == {"a1": "cancelled", "a2": "cancellation"}
 
 
-async def test_every_turn_records_its_phase_and_replay_record():
-    desk = DeskHarness()
+async def test_every_turn_records_its_phase_and_replay_record(desk):
     desk.ready_trip()
     turn = await desk.say(
         "Set the name to Grace Hopper", act("a1", NAME, "h1", "Grace Hopper", name="Grace Hopper")

@@ -493,8 +493,8 @@ class TripExecutor:
                 if command != (envelope.case_ref, envelope.command_type, envelope.payload):
                     raise ExecutionFailed("idempotency_mismatch")
             first = known[0][1]  # type: ignore[index]
-            events = tuple(ev for _, result in known for ev in result.events)  # type: ignore[misc]
-            return ExecutionResult(new_revision=first.new_revision, events=events, replayed=True)
+            replayed = tuple(ev for _, result in known for ev in result.events)  # type: ignore[misc]
+            return ExecutionResult(new_revision=first.new_revision, events=replayed, replayed=True)
         if any(known):
             raise ExecutionFailed("partially_replayed_batch")
         account = envelopes[0].account_id
