@@ -25,8 +25,7 @@ async def _ambiguous_withdrawal(desk: DeskHarness):
     return card, oslo
 
 
-async def test_the_loser_of_a_selection_race_raises_no_card_of_its_own():
-    desk = DeskHarness()
+async def test_the_loser_of_a_selection_race_raises_no_card_of_its_own(desk: DeskHarness):
     card, oslo = await _ambiguous_withdrawal(desk)
     load = desk.runtime.directory.load
 
@@ -48,8 +47,7 @@ async def test_the_loser_of_a_selection_race_raises_no_card_of_its_own():
     assert [c.created_by_turn for c in open_cards] == [shown[0].turn_id]
 
 
-async def test_a_selection_records_the_policy_decision_of_every_command_it_runs():
-    desk = DeskHarness()
+async def test_a_selection_records_the_policy_decision_of_every_command_it_runs(desk: DeskHarness):
     desk.ready_trip("T-100", "Rome trip")
     desk.ready_trip("T-200", "Oslo trip")
     turn = await desk.say(
@@ -67,8 +65,7 @@ async def test_a_selection_records_the_policy_decision_of_every_command_it_runs(
     assert ran and ran <= decided
 
 
-async def test_every_card_the_runtime_raises_says_why_in_a_typed_purpose():
-    desk = DeskHarness()
+async def test_every_card_the_runtime_raises_says_why_in_a_typed_purpose(desk: DeskHarness):
     card, oslo = await _ambiguous_withdrawal(desk)
     selection = await desk.stores.interactions.get("acct_1", card.interaction_id)
     assert isinstance(selection.payload.purpose, DefersAct)
@@ -79,8 +76,7 @@ async def test_every_card_the_runtime_raises_says_why_in_a_typed_purpose():
     assert stored.status is InteractionStatus.ACTIVE
 
 
-async def test_a_follow_up_card_names_the_requirement_it_meets():
-    desk = DeskHarness()
+async def test_a_follow_up_card_names_the_requirement_it_meets(desk: DeskHarness):
     desk.ready_trip()
     turn = await desk.say(
         "Rebook the outbound flight",
