@@ -385,10 +385,10 @@ class SkippingPager(MemoryEvents):
 class InclusiveCaseHistory(MemoryEvents):
     """list_for_case includes the `since` revision itself."""
 
-    async def list_for_case(
+    async def _list_for_case(
         self, account_id: str, case_key: CaseKey, since_revision: int, limit: int
     ) -> tuple[DomainEvent, ...]:
-        return await super().list_for_case(account_id, case_key, since_revision - 1, limit)
+        return await super()._list_for_case(account_id, case_key, since_revision - 1, limit)
 
 
 # --- outbox -------------------------------------------------------------------------------------
