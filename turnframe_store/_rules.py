@@ -16,6 +16,7 @@ and when an UPDATE moves nothing it asks the same judge about the row it reads b
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import Enum
@@ -34,11 +35,8 @@ from turnframe_store.errors import Conflict, Corrupt, InvalidRecord, NotFound, S
 from turnframe_store.faults import FaultPoint
 from turnframe_store.records import _FINISH_STATUSES as SETTLEMENTS
 from turnframe_store.records import (
-    CaseInvalidation,
     CommitBundle,
     ConversationRecord,
-    InteractionFinish,
-    JournalCompletion,
     JournalEntry,
     JournalStatus,
     OutboxEntry,
@@ -282,6 +280,7 @@ CARD_LIFECYCLE: Final = frozenset(
 )
 
 
+@functools.cache
 def card_sources(target: InteractionStatus) -> frozenset[InteractionStatus]:
     """The statuses a card may leave for `target` (the core's status machine)."""
     return frozenset(status for status in InteractionStatus if can_transition(status, target))
@@ -384,6 +383,7 @@ def due_to_expire(card: Interaction, now: int) -> bool:
 # --- command journal ----------------------------------------------------------------------------
 
 
+@functools.cache
 def journal_sources(target: JournalStatus) -> frozenset[JournalStatus]:
     """The statuses an entry may leave for `target` (the journal's status machine)."""
     return frozenset(status for status in JournalStatus if status.can_move_to(target))
@@ -567,13 +567,19 @@ def put_replay(stored: ReplayRecord, record: ReplayRecord) -> Verdict:
 class BundleWriter(Protocol):
     """How one store applies each item of a commit bundle, inside the bundle's transaction."""
 
-    def complete(self, completion: JournalCompletion) -> None: ...
+    def complete(self, command_id: str, outcome: CommandOutcome) -> None: ...
 
     def append(self, events: tuple[DomainEvent, ...]) -> None: ...
 
-    def finish(self, finish: InteractionFinish) -> None: ...
+    def finish(
+        self,
+        interaction_id: str,
+        status: InteractionStatus,
+        option_id: str | None,
+        event_ids: tuple[str, ...],
+    ) -> None: ...
 
-    def invalidate(self, invalidation: CaseInvalidation) -> None: ...
+    def invalidate(self, case_key: CaseKey, current_revision: int) -> None: ...
 
     def insert(self, card: Interaction) -> None: ...
 
@@ -591,16 +597,16 @@ def write_bundle(bundle: CommitBundle, writer: BundleWriter) -> None:
     card finishes, invalidations, card inserts, outbox rows, replay record, phase marker), each
     fault point right after the stage it names when that stage wrote something (decision 0002)."""
     for completion in bundle.journal_completions:
-        writer.complete(completion)
+        writer.complete(completion.command_id, completion.outcome)
     if bundle.journal_completions:
         writer.reach(FaultPoint.AFTER_JOURNAL_INSERT_BEFORE_COMMIT)
     if bundle.events:
         writer.append(bundle.events)
         writer.reach(FaultPoint.AFTER_COMMIT_BEFORE_EVENT_READBACK)
     for settled in bundle.interaction_finishes:
-        writer.finish(settled)
+        writer.finish(settled.interaction_id, settled.status, settled.option_id, settled.event_ids)
     for invalidation in bundle.invalidations:
-        writer.invalidate(invalidation)
+        writer.invalidate(invalidation.case_key, invalidation.current_revision)
     for card in bundle.interaction_inserts:
         writer.insert(card)
     if bundle.interaction_inserts:

@@ -23,16 +23,13 @@ from turnframe_store.errors import Conflict, NotFound
 from turnframe_store.faults import FaultPlan, FaultPoint
 from turnframe_store.memory._state import Key3, _Tables, _UndoLog
 from turnframe_store.records import (
-    CaseInvalidation,
     CommitBundle,
     CommitResult,
     ConversationRecord,
     EventCursor,
     EventPage,
     Fresh,
-    InteractionFinish,
     JournalAdmission,
-    JournalCompletion,
     JournalEntry,
     JournalStatus,
     OutboxEntry,
@@ -554,28 +551,25 @@ class _BundleWriter:
         self.events: tuple[DomainEvent, ...] = ()
         self.invalidated: list[str] = []
 
-    def complete(self, completion: JournalCompletion) -> None:
-        self.engine.complete(self.undo, self.account_id, completion.command_id, completion.outcome)
+    def complete(self, command_id: str, outcome: CommandOutcome) -> None:
+        self.engine.complete(self.undo, self.account_id, command_id, outcome)
 
     def append(self, events: tuple[DomainEvent, ...]) -> None:
         self.events = self.engine.append(self.undo, self.account_id, events)
 
-    def finish(self, finish: InteractionFinish) -> None:
-        self.engine.finish(
-            self.undo,
-            self.account_id,
-            finish.interaction_id,
-            finish.status,
-            finish.option_id,
-            finish.event_ids,
-        )
+    def finish(
+        self,
+        interaction_id: str,
+        status: InteractionStatus,
+        option_id: str | None,
+        event_ids: tuple[str, ...],
+    ) -> None:
+        engine, undo = self.engine, self.undo
+        engine.finish(undo, self.account_id, interaction_id, status, option_id, event_ids)
 
-    def invalidate(self, invalidation: CaseInvalidation) -> None:
-        self.invalidated.extend(
-            self.engine.invalidate(
-                self.undo, self.account_id, invalidation.case_key, invalidation.current_revision
-            )
-        )
+    def invalidate(self, case_key: CaseKey, current_revision: int) -> None:
+        moved = self.engine.invalidate(self.undo, self.account_id, case_key, current_revision)
+        self.invalidated.extend(moved)
 
     def insert(self, card: Interaction) -> None:
         self.engine.insert_card(self.undo, card)
