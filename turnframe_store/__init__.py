@@ -9,6 +9,7 @@ SQLAlchemy, SQLModel or alembic.
 
 from typing import TYPE_CHECKING, Any
 
+from turnframe_store._rules import MAX_INTEGER, MAX_LIMIT, MAX_MILLIS
 from turnframe_store.bundle import ROLES, ReadOnlyStores, Stores
 from turnframe_store.clock import Clock, ManualClock, system_clock
 from turnframe_store.errors import (
@@ -68,6 +69,10 @@ if TYPE_CHECKING:
     from turnframe_store.sql import SqlConfig, SqlStores
 
 __all__ = [
+    # argument bounds (protocols, rule 6)
+    "MAX_INTEGER",
+    "MAX_LIMIT",
+    "MAX_MILLIS",
     # bundle
     "ROLES",
     "ReadOnlyStores",

@@ -25,7 +25,7 @@ from typing import Final, Protocol, TypeVar
 from pydantic import ValidationError
 
 from turnframe_core.canonical import CanonicalJsonError
-from turnframe_core.cases import CaseKey
+from turnframe_core.cases import CaseKey, CaseRef
 from turnframe_core.events import DomainEvent
 from turnframe_core.ids import derive_replay_token
 from turnframe_core.interactions import Interaction, InteractionStatus, can_transition
@@ -35,6 +35,7 @@ from turnframe_store.errors import Conflict, Corrupt, InvalidRecord, NotFound, S
 from turnframe_store.faults import FaultPoint
 from turnframe_store.records import _FINISH_STATUSES as SETTLEMENTS
 from turnframe_store.records import (
+    CaseInvalidation,
     CommitBundle,
     ConversationRecord,
     JournalEntry,
@@ -140,7 +141,9 @@ def _encodes(value: str) -> bool:
     return True
 
 
-def case(key: CaseKey) -> None:
+def case(key: CaseKey | CaseRef | CaseInvalidation) -> None:
+    """A case's workflow and id follow `text` (read as fields: a record built without
+    validation may hold what a `CaseKey` refuses)."""
     text(key.workflow, key.case_id)
 
 
@@ -148,9 +151,9 @@ def record_keys(record: Interaction | JournalEntry | DomainEvent | OutboxEntry) 
     """The free-text keys a record brings into columns of their own (case ids, types,
     destinations) follow `text`; prefixed ids cannot break it."""
     if isinstance(record, Interaction):
-        case(record.case_ref.key)
+        case(record.case_ref)
     elif isinstance(record, JournalEntry):
-        case(record.case_ref.key)
+        case(record.case_ref)
         text(record.command_type)
     elif isinstance(record, DomainEvent):
         text(record.workflow, record.case_id, record.event_type)
@@ -174,7 +177,7 @@ def bundle_keys(bundle: CommitBundle) -> None:
     for record in records:
         record_keys(record)
     for invalidation in bundle.invalidations:
-        case(invalidation.case_key)
+        case(invalidation)
 
 
 def turn_phase(value: str) -> TurnPhase:

@@ -10,7 +10,7 @@ The checks choose every time they pass in (`created_at`, `now`, …); the store 
 assumed, so a store stamping lifecycle times with the wall clock passes too.
 
 The checks live in one module per section (`turns`, `interactions`, `journal`, `events`,
-`outbox`, `replay`, `ordering`, `bundle`); `CHECKS` lists them all, in that order.
+`outbox`, `replay`, `ordering`, `bundle`, `arguments`); `CHECKS` lists them all, in that order.
 """
 
 from typing import Final
@@ -23,6 +23,12 @@ from turnframe_store.conformance._runner import (
     all_checks,
     run_all,
     run_check,
+)
+from turnframe_store.conformance.arguments import (
+    check_a_limit_is_a_whole_number_from_one_to_the_maximum,
+    check_an_id_with_a_nul_or_a_lone_surrogate_is_invalid_for_every_reader,
+    check_an_id_with_a_nul_or_a_lone_surrogate_is_invalid_for_every_writer,
+    check_times_and_revisions_are_whole_numbers_in_their_range,
 )
 from turnframe_store.conformance.bundle import (
     check_a_commit_bundle_applies_its_items_in_the_normative_order,
@@ -115,6 +121,11 @@ __all__ = [
     "check_a_commit_bundle_applies_its_items_in_the_normative_order",
     "check_a_commit_bundle_with_an_invalid_item_writes_nothing",
     "check_each_bundle_item_is_judged_on_the_state_its_own_stage_left",
+    # arguments
+    "check_a_limit_is_a_whole_number_from_one_to_the_maximum",
+    "check_times_and_revisions_are_whole_numbers_in_their_range",
+    "check_an_id_with_a_nul_or_a_lone_surrogate_is_invalid_for_every_reader",
+    "check_an_id_with_a_nul_or_a_lone_surrogate_is_invalid_for_every_writer",
 ]
 
 #: Every check, in the order `run_all` runs them.

@@ -24,6 +24,7 @@ SECTIONS: Final = (
     "replay",
     "ordering",
     "bundle",
+    "arguments",
 )
 
 _REGISTRY: dict[str, Check] = {}
