@@ -33,8 +33,8 @@ from turnframe_core.replay import CommandOutcome, ReplayRecord, TurnPhase
 from turnframe_core.turn import AssistantTurn
 from turnframe_store.errors import Conflict, Corrupt, InvalidRecord, NotFound, StoreError
 from turnframe_store.faults import FaultPoint
-from turnframe_store.records import _FINISH_STATUSES as SETTLEMENTS
 from turnframe_store.records import (
+    _FINISH_STATUSES,
     CaseInvalidation,
     CommitBundle,
     ConversationRecord,
@@ -45,30 +45,6 @@ from turnframe_store.records import (
     PhaseMarker,
     Replay,
 )
-
-__all__ = [
-    "ADMISSIBLE_JOURNAL",
-    "CARD_LIFECYCLE",
-    "MAX_INTEGER",
-    "MAX_LIMIT",
-    "MAX_MILLIS",
-    "OPEN_CARD_STATUSES",
-    "OPEN_OUTBOX",
-    "OUTBOX_CLAIM",
-    "OUTBOX_COMPLETE",
-    "OUTBOX_FAIL",
-    "OUTBOX_RELEASE",
-    "OUTBOX_REPORT_UNKNOWN",
-    "OUTBOX_RESCHEDULE",
-    "OUTBOX_RETRY",
-    "SETTLEMENTS",
-    "TERMINAL_PHASES",
-    "UNSETTLED_JOURNAL",
-    "BundleWriter",
-    "OutboxMove",
-    "Verdict",
-]
-
 
 T = TypeVar("T")
 
@@ -277,6 +253,9 @@ def move_phase(marker: PhaseMarker, phase: TurnPhase) -> Verdict:
 # --- interactions (cards) -----------------------------------------------------------------------
 
 OPEN_CARD_STATUSES: Final = frozenset(status for status in InteractionStatus if status.is_open)
+#: Where a resolving card may go: what a finish settles it into (`InteractionFinish` checks
+#: the same set).
+SETTLEMENTS: Final = _FINISH_STATUSES
 #: The card fields that move; everything else is the card as created and never changes.
 CARD_LIFECYCLE: Final = frozenset(
     {"status", "resolved_at", "resolved_option_id", "resolution_event_ids"}
@@ -373,6 +352,16 @@ def stale(card: Interaction, current_revision: int | None) -> bool:
     if current_revision is None:
         return True
     return not (card.revision_independent or card.bound_revision == current_revision)
+
+
+def by_creation(card: Interaction) -> tuple[int, str]:
+    """The order of a conversation's or a case's cards (and of invalidated ids)."""
+    return (card.created_at, card.interaction_id)
+
+
+def by_expiry(card: Interaction) -> tuple[int, str, str]:
+    """The order of the expiry sweep, across accounts."""
+    return (card.expires_at or 0, card.account_id, card.interaction_id)
 
 
 def due_to_expire(card: Interaction, now: int) -> bool:
@@ -500,6 +489,11 @@ def _outbox_move(row: OutboxEntry, move: OutboxMove, refusal: str) -> Verdict:
 def enqueueable(entry: OutboxEntry) -> None:
     if entry.status is not OutboxStatus.PENDING:
         raise InvalidRecord("an outbox row is enqueued pending")
+
+
+def by_enqueueing(row: OutboxEntry) -> tuple[int, str]:
+    """The order of a command's rows and of a claim."""
+    return (row.created_at, row.outbox_id)
 
 
 def due(row: OutboxEntry, now: int) -> bool:

@@ -161,7 +161,7 @@ class _Engine:
     def cards_of_case(self, account_id: str, case_key: CaseKey) -> list[Interaction]:
         ids = self.t.cards_by_case.get(_case3(account_id, case_key.workflow, case_key.case_id), ())
         cards = [self.t.cards[(account_id, interaction_id)] for interaction_id in ids]
-        return sorted(cards, key=lambda c: (c.created_at, c.interaction_id))
+        return sorted(cards, key=rules.by_creation)
 
     def open_for_conversation(
         self, account_id: str, conversation_id: str
@@ -169,7 +169,7 @@ class _Engine:
         ids = self.t.cards_by_conversation.get((account_id, conversation_id), ())
         cards = [self.t.cards[(account_id, interaction_id)] for interaction_id in ids]
         opened = [card for card in cards if card.status in rules.OPEN_CARD_STATUSES]
-        return tuple(sorted(opened, key=lambda c: (c.created_at, c.interaction_id)))
+        return tuple(sorted(opened, key=rules.by_creation))
 
     def _move_card(self, undo: _UndoLog, card: Interaction) -> Interaction:
         key = (card.account_id, card.interaction_id)
@@ -272,7 +272,7 @@ class _Engine:
     def expire_due(self, undo: _UndoLog, now: int, limit: int) -> tuple[Interaction, ...]:
         cards = (self.t.cards[key] for key in self.t.cards_expiring)
         due = [card for card in cards if rules.due_to_expire(card, now)]
-        due.sort(key=lambda c: (c.expires_at or 0, c.account_id, c.interaction_id))
+        due.sort(key=rules.by_expiry)
         return tuple(
             self._move_card(undo, card.transition(InteractionStatus.EXPIRED, at=now))
             for card in due[:limit]
@@ -408,7 +408,7 @@ class _Engine:
     ) -> tuple[OutboxEntry, ...]:
         rows = (self.t.outbox[outbox_id] for outbox_id in self.t.outbox_pending)
         due = [row for row in rows if rules.due(row, now)]
-        due.sort(key=lambda r: (r.created_at, r.outbox_id))
+        due.sort(key=rules.by_enqueueing)
         return tuple(
             self._move_row(
                 undo,
@@ -488,7 +488,7 @@ class _Engine:
 
     def rows_for_command(self, command_id: str) -> tuple[OutboxEntry, ...]:
         rows = [self.t.outbox[i] for i in self.t.outbox_by_command.get(command_id, ())]
-        return tuple(sorted(rows, key=lambda r: (r.created_at, r.outbox_id)))
+        return tuple(sorted(rows, key=rules.by_enqueueing))
 
     # --- replay records -------------------------------------------------------------------------
 

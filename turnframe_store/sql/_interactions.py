@@ -378,6 +378,4 @@ class SqlInteractions(InteractionRole):
         params = {"now": self._core.backend.time_in(now), "limit": limit}
         (result,) = await self._core.write([Step(self._st.cards_expire, params)])
         cards = self._core.codec.cards(result.rows)
-        return tuple(
-            sorted(cards, key=lambda c: (c.expires_at or 0, c.account_id, c.interaction_id))
-        )
+        return tuple(sorted(cards, key=rules.by_expiry))

@@ -170,7 +170,7 @@ class SqlOutbox(OutboxRole):
         params = {"now": self._core.backend.time_in(now), "limit": limit, "worker_id": worker_id}
         (result,) = await self._core.write([Step(self._st.outbox_claim, params)])
         rows = self._core.codec.outbox_rows(result.rows)
-        return tuple(sorted(rows, key=lambda r: (r.created_at, r.outbox_id)))
+        return tuple(sorted(rows, key=rules.by_enqueueing))
 
     async def _move(
         self,
