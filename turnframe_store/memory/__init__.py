@@ -14,8 +14,10 @@ The role classes (`MemoryConversations`, …) share one `_Engine`; they are publ
 need to alter one role, but adopters use `MemoryStores`.
 """
 
-from turnframe_store.memory._engine import _Engine
-from turnframe_store.memory._state import _Tables, _UndoLog
+# The engine and its state stay importable here for tests and benchmarks that alter a role.
+from turnframe_store.memory._engine import _Engine as _Engine
+from turnframe_store.memory._state import _Tables as _Tables
+from turnframe_store.memory._state import _UndoLog as _UndoLog
 from turnframe_store.memory._stores import (
     MemoryCommits,
     MemoryConversations,
@@ -36,7 +38,4 @@ __all__ = [
     "MemoryOutbox",
     "MemoryReplay",
     "MemoryStores",
-    "_Engine",
-    "_Tables",
-    "_UndoLog",
 ]
