@@ -41,9 +41,6 @@ from turnframe_store.sql.config import SqlConfig
 __all__ = ["SqlStores"]
 
 
-# --- the bundle ---------------------------------------------------------------------------------
-
-
 class SqlStores(Stores):
     """Every store role on one SQL database.
 
