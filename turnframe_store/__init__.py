@@ -3,8 +3,13 @@ the SQL store (PostgreSQL and SQLite), fault points, and the conformance suite e
 implementation passes.
 
 `turnframe_store.conformance` is public too; import it explicitly to run the suite.
+`SqlStores` and `SqlConfig` are imported on first use: importing this package loads no
+SQLAlchemy, SQLModel or alembic.
 """
 
+from typing import TYPE_CHECKING, Any
+
+from turnframe_store._rules import MAX_INTEGER, MAX_LIMIT, MAX_MILLIS
 from turnframe_store.bundle import ROLES, ReadOnlyStores, Stores
 from turnframe_store.clock import Clock, ManualClock, system_clock
 from turnframe_store.errors import (
@@ -59,9 +64,15 @@ from turnframe_store.records import (
     Replay,
     UserTurnRecord,
 )
-from turnframe_store.sql import SqlConfig, SqlStores
+
+if TYPE_CHECKING:
+    from turnframe_store.sql import SqlConfig, SqlStores
 
 __all__ = [
+    # argument bounds (protocols, rule 6)
+    "MAX_INTEGER",
+    "MAX_LIMIT",
+    "MAX_MILLIS",
     # bundle
     "ROLES",
     "ReadOnlyStores",
@@ -126,3 +137,15 @@ __all__ = [
     "Replay",
     "UserTurnRecord",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    if name == "SqlStores":
+        from turnframe_store.sql.stores import SqlStores
+
+        return SqlStores
+    if name == "SqlConfig":
+        from turnframe_store.sql.config import SqlConfig
+
+        return SqlConfig
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -13,6 +13,10 @@ Rules every implementation keeps (DESIGN §6):
    immutable; only lifecycle fields move.
 5. Every list names its sort key (below), so every implementation returns the same order. A list
    never raises `NotFound`: a missing or foreign parent gives an empty list.
+6. Arguments are judged before anything else, and a refused one is `InvalidRecord` with nothing
+   written: a limit is an int (never a bool) from 1 to `MAX_LIMIT`; a time is integer
+   milliseconds from 0 to `MAX_MILLIS`; a revision or a sequence runs from 0 to `MAX_INTEGER`;
+   an id or key (case ids, destinations, reasons included) holds no NUL and no lone surrogate.
 """
 
 from __future__ import annotations

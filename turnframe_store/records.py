@@ -26,7 +26,7 @@ from turnframe_core.ids import (
     OutboxId,
     TurnId,
 )
-from turnframe_core.interactions import Interaction, InteractionStatus
+from turnframe_core.interactions import Interaction, InteractionStatus, can_transition
 from turnframe_core.replay import (
     AwaitingConfirmationOutcome,
     CommandOutcome,
@@ -316,8 +316,9 @@ class EventPage(_Record):
 
 # --- commit bundle ------------------------------------------------------------------------------
 
+#: Where a resolving card may go: what a finish settles it into (the core's status machine).
 _FINISH_STATUSES = frozenset(
-    {InteractionStatus.RESOLVED, InteractionStatus.FAILED, InteractionStatus.ACTIVE}
+    status for status in InteractionStatus if can_transition(InteractionStatus.RESOLVING, status)
 )
 
 

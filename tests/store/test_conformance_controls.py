@@ -5,6 +5,9 @@ The five rules of DESIGN §6 each have a control here: total account scoping
 (`mutable_card_payload`, `rewritten_assistant_turn`), specified ordering
 (`unsorted_journal_for_turn`) and stable codes (`loose_conflict_code`). Every other check has a
 control too, so no check in the suite is one that cannot fail.
+
+Most controls break a store hook (`_insert`, `_complete`, …), behind the argument rules the
+shared roles apply; the controls of the argument checks break those rules instead.
 """
 
 from __future__ import annotations
@@ -71,8 +74,8 @@ class RecreatedConversation(MemoryConversations):
 class RewrittenAssistantTurn(MemoryConversations):
     """A stored assistant turn is overwritten by the next one."""
 
-    async def append_assistant_turn(
-        self, account_id: str, turn: AssistantTurn, *, phase: TurnPhase | None = None
+    async def _append_assistant_turn(
+        self, account_id: str, turn: AssistantTurn, phase: TurnPhase | None
     ) -> None:
         engine = self._engine
 
@@ -86,7 +89,7 @@ class RewrittenAssistantTurn(MemoryConversations):
 class PhaseLeavesTerminal(MemoryConversations):
     """set_phase moves any marker anywhere."""
 
-    async def set_phase(self, account_id: str, turn_id: str, phase: TurnPhase) -> PhaseMarker:
+    async def _set_phase(self, account_id: str, turn_id: str, phase: TurnPhase) -> PhaseMarker:
         engine = self._engine
 
         def write(undo: _UndoLog) -> PhaseMarker:
@@ -136,7 +139,7 @@ def _case_of(card: Interaction) -> tuple[str, str, str]:
 class SecondBlockingCard(MemoryInteractions):
     """insert ignores the one-open-blocking-card-per-case slot."""
 
-    async def insert(self, interaction: Interaction) -> Interaction:
+    async def _insert(self, interaction: Interaction) -> Interaction:
         engine = self._engine
 
         def write(undo: _UndoLog) -> Interaction:
@@ -149,7 +152,7 @@ class SecondBlockingCard(MemoryInteractions):
 class ForeignCardVisible(MemoryInteractions):
     """get finds a card by id in any account."""
 
-    async def get(self, account_id: str, interaction_id: str) -> Interaction:
+    async def _get(self, account_id: str, interaction_id: str) -> Interaction:
         engine = self._engine
         for (_, found_id), card in engine.t.cards.items():
             if found_id == interaction_id:
@@ -160,7 +163,7 @@ class ForeignCardVisible(MemoryInteractions):
 class ReplacingResolving(MemoryInteractions):
     """insert_replacing_blocking also replaces a card that is being resolved."""
 
-    async def insert_replacing_blocking(self, interaction: Interaction) -> tuple[str, ...]:
+    async def _insert_replacing_blocking(self, interaction: Interaction) -> tuple[str, ...]:
         engine = self._engine
 
         def write(undo: _UndoLog) -> tuple[str, ...]:
@@ -179,7 +182,7 @@ class ReplacingResolving(MemoryInteractions):
 class BlindCardResolution(MemoryInteractions):
     """begin_resolution claims a card whatever its status."""
 
-    async def begin_resolution(
+    async def _begin_resolution(
         self, account_id: str, interaction_id: str, option_id: str
     ) -> Interaction:
         engine = self._engine
@@ -199,7 +202,7 @@ class BlindCardResolution(MemoryInteractions):
 class MutableCardPayload(MemoryInteractions):
     """insert overwrites a stored card that has the same id."""
 
-    async def insert(self, interaction: Interaction) -> Interaction:
+    async def _insert(self, interaction: Interaction) -> Interaction:
         engine = self._engine
 
         def write(undo: _UndoLog) -> Interaction:
@@ -215,9 +218,11 @@ class MutableCardPayload(MemoryInteractions):
 class RevisionBlindInvalidation(MemoryInteractions):
     """invalidate_for_revision also invalidates revision-independent cards."""
 
-    async def invalidate_for_revision(
-        self, account_id: str, case_key: CaseKey, current_revision: int
+    async def _invalidate(
+        self, account_id: str, case_key: CaseKey, current_revision: int | None
     ) -> tuple[str, ...]:
+        if current_revision is None:
+            return await super()._invalidate(account_id, case_key, current_revision)
         engine = self._engine
 
         def write(undo: _UndoLog) -> tuple[str, ...]:
@@ -239,7 +244,7 @@ class RevisionBlindInvalidation(MemoryInteractions):
 class EagerExpiry(MemoryInteractions):
     """expire_due expires every active card that has an expiry, due or not."""
 
-    async def expire_due(self, now: int, limit: int) -> tuple[Interaction, ...]:
+    async def _expire_due(self, now: int, limit: int) -> tuple[Interaction, ...]:
         engine = self._engine
 
         def write(undo: _UndoLog) -> tuple[Interaction, ...]:
@@ -260,7 +265,7 @@ class EagerExpiry(MemoryInteractions):
 class BlindJournalCompletion(MemoryJournal):
     """complete overwrites whatever outcome is stored."""
 
-    async def complete(
+    async def _complete(
         self, account_id: str, command_id: str, outcome: CommandOutcome
     ) -> JournalEntry:
         engine = self._engine
@@ -276,7 +281,7 @@ class BlindJournalCompletion(MemoryJournal):
 class RacyJournalAdmission(MemoryJournal):
     """begin looks the key up and inserts in two steps, letting other callers in between."""
 
-    async def begin(self, entry: JournalEntry) -> JournalAdmission:
+    async def _begin(self, entry: JournalEntry) -> JournalAdmission:
         engine = self._engine
         account = entry.account_id
 
@@ -309,7 +314,7 @@ class RacyJournalAdmission(MemoryJournal):
 class ReadmittingJournal(MemoryJournal):
     """begin admits a settled command again, as fresh."""
 
-    async def begin(self, entry: JournalEntry) -> JournalAdmission:
+    async def _begin(self, entry: JournalEntry) -> JournalAdmission:
         engine = self._engine
 
         def write(undo: _UndoLog) -> JournalAdmission:
@@ -328,7 +333,7 @@ class ReadmittingJournal(MemoryJournal):
 class KeyReuseAccepted(MemoryJournal):
     """begin replays a stored key whatever command comes with it."""
 
-    async def begin(self, entry: JournalEntry) -> JournalAdmission:
+    async def _begin(self, entry: JournalEntry) -> JournalAdmission:
         engine = self._engine
 
         def write(undo: _UndoLog) -> JournalAdmission:
@@ -385,10 +390,10 @@ class SkippingPager(MemoryEvents):
 class InclusiveCaseHistory(MemoryEvents):
     """list_for_case includes the `since` revision itself."""
 
-    async def list_for_case(
+    async def _list_for_case(
         self, account_id: str, case_key: CaseKey, since_revision: int, limit: int
     ) -> tuple[DomainEvent, ...]:
-        return await super().list_for_case(account_id, case_key, since_revision - 1, limit)
+        return await super()._list_for_case(account_id, case_key, since_revision - 1, limit)
 
 
 # --- outbox -------------------------------------------------------------------------------------
@@ -397,12 +402,10 @@ class InclusiveCaseHistory(MemoryEvents):
 class DuplicateOutboxKey(MemoryOutbox):
     """enqueue checks only the outbox id, not (destination, idempotency_key)."""
 
-    async def enqueue(self, entry: OutboxEntry) -> OutboxEntry:
+    async def _enqueue(self, entry: OutboxEntry) -> OutboxEntry:
         engine = self._engine
 
         def write(undo: _UndoLog) -> OutboxEntry:
-            if entry.status is not OutboxStatus.PENDING:
-                raise InvalidRecord("not pending")
             if entry.outbox_id in engine.t.outbox:
                 raise Conflict("stored id")
             undo.put(engine.t.outbox, entry.outbox_id, entry)
@@ -417,7 +420,7 @@ class DuplicateOutboxKey(MemoryOutbox):
 class RacyOutboxClaim(MemoryOutbox):
     """claim_due selects and claims in two steps, letting other claimers in between."""
 
-    async def claim_due(self, now: int, limit: int, worker_id: str) -> tuple[OutboxEntry, ...]:
+    async def _claim_due(self, now: int, limit: int, worker_id: str) -> tuple[OutboxEntry, ...]:
         engine = self._engine
 
         def select() -> list[str]:
@@ -451,7 +454,7 @@ class RacyOutboxClaim(MemoryOutbox):
 class RescheduleDueNow(MemoryOutbox):
     """reschedule ignores the time it is given and makes the row due at once."""
 
-    async def reschedule(self, outbox_id: str, at: int) -> OutboxEntry:
+    async def _reschedule(self, outbox_id: str, at: int) -> OutboxEntry:
         engine = self._engine
 
         def write(undo: _UndoLog) -> OutboxEntry:
@@ -466,8 +469,43 @@ class RescheduleDueNow(MemoryOutbox):
 class InclusiveReaper(MemoryOutbox):
     """release_expired_claims also releases claims taken exactly at the limit."""
 
+    async def _release_expired_claims(self, claimed_before: int) -> int:
+        return await super()._release_expired_claims(claimed_before + 1)
+
+
+# --- arguments ----------------------------------------------------------------------------------
+
+
+class BoolLimitAccepted(MemoryConversations):
+    """list_unfinished_turns takes `True` for a limit of one (what MemoryStores once did)."""
+
+    async def list_unfinished_turns(self, limit: int) -> tuple[PhaseMarker, ...]:
+        if isinstance(limit, bool):
+            return await self._list_unfinished_turns(int(limit))
+        return await super().list_unfinished_turns(limit)
+
+
+class UncheckedReaperTime(MemoryOutbox):
+    """release_expired_claims takes any value for its time."""
+
     async def release_expired_claims(self, claimed_before: int) -> int:
-        return await super().release_expired_claims(claimed_before + 1)
+        return await self._release_expired_claims(claimed_before)
+
+
+class NulIdNotFound(MemoryConversations):
+    """get_phase looks any id up, so an id no store can hold is merely not found."""
+
+    async def get_phase(self, account_id: str, turn_id: str) -> PhaseMarker:
+        return await self._get_phase(account_id, turn_id)
+
+
+class NulKeyEnqueued(MemoryOutbox):
+    """enqueue stores a row whatever its destination and key hold."""
+
+    async def enqueue(self, entry: OutboxEntry) -> OutboxEntry:
+        if entry.status is not OutboxStatus.PENDING:
+            raise InvalidRecord("an outbox row is enqueued pending")
+        return await self._enqueue(entry)
 
 
 # --- replay and commit --------------------------------------------------------------------------
@@ -476,7 +514,7 @@ class InclusiveReaper(MemoryOutbox):
 class OverwritingReplay(MemoryReplay):
     """put overwrites a final replay record."""
 
-    async def put(self, record: ReplayRecord) -> None:
+    async def _put(self, record: ReplayRecord) -> None:
         engine = self._engine
 
         def write(undo: _UndoLog) -> None:
@@ -492,8 +530,7 @@ class OverwritingReplay(MemoryReplay):
 class HalfBundle(MemoryCommits):
     """commit applies items in place and never undoes them when a later item fails."""
 
-    async def commit(self, bundle: CommitBundle) -> CommitResult:
-        bundle.require_valid()
+    async def _commit(self, bundle: CommitBundle) -> CommitResult:
         with self._engine.lock:
             return self._engine.commit(_UndoLog(), bundle)
 
@@ -501,8 +538,7 @@ class HalfBundle(MemoryCommits):
 class InsertsFirstBundle(MemoryCommits):
     """commit inserts new cards before it finishes and invalidates the old ones."""
 
-    async def commit(self, bundle: CommitBundle) -> CommitResult:
-        bundle.require_valid()
+    async def _commit(self, bundle: CommitBundle) -> CommitResult:
         engine, account = self._engine, bundle.account_id
 
         def write(undo: _UndoLog) -> CommitResult:
@@ -539,8 +575,7 @@ class InsertsFirstBundle(MemoryCommits):
 class LateJudgedBundle(MemoryCommits):
     """commit judges its card finishes only after the later stages ran (invalidations first)."""
 
-    async def commit(self, bundle: CommitBundle) -> CommitResult:
-        bundle.require_valid()
+    async def _commit(self, bundle: CommitBundle) -> CommitResult:
         engine, account = self._engine, bundle.account_id
 
         def write(undo: _UndoLog) -> CommitResult:
@@ -722,6 +757,26 @@ CONTROLS: dict[str, tuple[str, type[Any], str]] = {
         "commits",
         LateJudgedBundle,
         "check_each_bundle_item_is_judged_on_the_state_its_own_stage_left",
+    ),
+    "bool_limit_accepted": (
+        "conversations",
+        BoolLimitAccepted,
+        "check_a_limit_is_a_whole_number_from_one_to_the_maximum",
+    ),
+    "unchecked_reaper_time": (
+        "outbox",
+        UncheckedReaperTime,
+        "check_times_and_revisions_are_whole_numbers_in_their_range",
+    ),
+    "nul_id_not_found": (
+        "conversations",
+        NulIdNotFound,
+        "check_an_id_with_a_nul_or_a_lone_surrogate_is_invalid_for_every_reader",
+    ),
+    "nul_key_enqueued": (
+        "outbox",
+        NulKeyEnqueued,
+        "check_an_id_with_a_nul_or_a_lone_surrogate_is_invalid_for_every_writer",
     ),
 }
 

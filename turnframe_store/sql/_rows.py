@@ -27,15 +27,11 @@ from turnframe_store.records import (
     UserTurnRecord,
 )
 
-__all__ = ["Codec", "CARD_LIFECYCLE", "JOURNAL_LIFECYCLE"]
+__all__ = ["Codec", "JOURNAL_LIFECYCLE", "document", "event_id_list"]
 
 Row = Mapping[str, Any]
 T = TypeVar("T")
 
-#: Card fields the lifecycle columns hold; the document keeps their values at creation.
-CARD_LIFECYCLE: Final = frozenset(
-    {"status", "resolved_at", "resolved_option_id", "resolution_event_ids"}
-)
 JOURNAL_LIFECYCLE: Final = frozenset({"status", "outcome", "completed_at"})
 
 _OUTCOME: Final[TypeAdapter[CommandOutcome]] = TypeAdapter(CommandOutcome)

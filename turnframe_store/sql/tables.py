@@ -9,6 +9,8 @@ Conventions (DESIGN §6, docs/decisions/0004-sql-store.md):
   record) are canonical JSON TEXT: written once and read back byte for byte. The columns beside a
   document are the lifecycle fields that move and the keys the indexes need; a read overlays the
   lifecycle columns on the document.
+- Partial indexes name their status sets as `_rules` derives them (the text must stay what the
+  migrations created).
 - `account_id` leads every primary and unique key except the outbox's (a system queue). The two
   operator sweeps (unfinished turns, due cards) have their own cross-account indexes.
 - The statements live in `_statements.py` as SQLAlchemy Core on these tables, never through the
@@ -17,16 +19,19 @@ Conventions (DESIGN §6, docs/decisions/0004-sql-store.md):
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from datetime import datetime
+from enum import StrEnum
 from typing import Any, Final
 
 import sqlalchemy as sa
 from sqlalchemy.orm import registry
 from sqlmodel import Field, SQLModel
 
+from turnframe_core.interactions import InteractionStatus
+from turnframe_store import _rules as rules
+
 __all__ = [
-    "OPEN_CARD_STATUSES",
-    "TERMINAL_PHASES",
     "TfCommandJournal",
     "TfConversation",
     "TfDomainEvent",
@@ -42,8 +47,22 @@ __all__ = [
 #: `timestamptz` on PostgreSQL; integer milliseconds since the epoch on SQLite.
 Timestamp: Final = sa.DateTime(timezone=True).with_variant(sa.BigInteger(), "sqlite")
 
-TERMINAL_PHASES: Final = ("delivered", "failed")
-OPEN_CARD_STATUSES: Final = ("active", "resolving")
+
+def _where(clause: str) -> dict[str, Any]:
+    """A partial index's predicate, the same on both dialects."""
+    return {"postgresql_where": sa.text(clause), "sqlite_where": sa.text(clause)}
+
+
+def _among(column: str, values: Iterable[StrEnum], *, negated: bool = False) -> str:
+    """The predicate text for `column` in the status set `values` (from `_rules`)."""
+    listed = sorted(value.value for value in values)
+    if len(listed) == 1:
+        return f"{column} {'!=' if negated else '='} '{listed[0]}'"
+    quoted = ", ".join(f"'{value}'" for value in listed)
+    return f"{column} {'NOT IN' if negated else 'IN'} ({quoted})"
+
+
+_EXPIRABLE: Final = _among("status", rules.card_sources(InteractionStatus.EXPIRED))
 
 _tf_registry = registry(metadata=sa.MetaData())
 
@@ -113,8 +132,7 @@ class TfTurnPhase(_TfModel, table=True):
             "updated_at",
             "account_id",
             "turn_id",
-            postgresql_where=sa.text("phase NOT IN ('delivered', 'failed')"),
-            sqlite_where=sa.text("phase NOT IN ('delivered', 'failed')"),
+            **_where(_among("phase", rules.TERMINAL_PHASES, negated=True)),
         ),
     )
 
@@ -138,8 +156,7 @@ class TfInteraction(_TfModel, table=True):
             "workflow",
             "case_id",
             unique=True,
-            postgresql_where=sa.text("blocking AND status IN ('active', 'resolving')"),
-            sqlite_where=sa.text("blocking AND status IN ('active', 'resolving')"),
+            **_where(f"blocking AND {_among('status', rules.OPEN_CARD_STATUSES)}"),
         ),
         sa.Index(
             "tf_interaction_open_by_conversation",
@@ -147,8 +164,7 @@ class TfInteraction(_TfModel, table=True):
             "conversation_id",
             "created_at",
             "interaction_id",
-            postgresql_where=sa.text("status IN ('active', 'resolving')"),
-            sqlite_where=sa.text("status IN ('active', 'resolving')"),
+            **_where(_among("status", rules.OPEN_CARD_STATUSES)),
         ),
         sa.Index(
             "tf_interaction_by_case",
@@ -163,8 +179,7 @@ class TfInteraction(_TfModel, table=True):
             "expires_at",
             "account_id",
             "interaction_id",
-            postgresql_where=sa.text("status = 'active' AND expires_at IS NOT NULL"),
-            sqlite_where=sa.text("status = 'active' AND expires_at IS NOT NULL"),
+            **_where(f"{_EXPIRABLE} AND expires_at IS NOT NULL"),
         ),
     )
 
@@ -258,15 +273,13 @@ class TfOutbox(_TfModel, table=True):
             "tf_outbox_due",
             "created_at",
             "outbox_id",
-            postgresql_where=sa.text("status = 'pending'"),
-            sqlite_where=sa.text("status = 'pending'"),
+            **_where(_among("status", rules.OUTBOX_CLAIM.sources)),
         ),
         sa.Index("tf_outbox_by_command", "command_id", "created_at", "outbox_id"),
         sa.Index(
             "tf_outbox_claims",
             "claim_taken_at",
-            postgresql_where=sa.text("status = 'dispatching'"),
-            sqlite_where=sa.text("status = 'dispatching'"),
+            **_where(_among("status", rules.OUTBOX_RELEASE.sources)),
         ),
     )
 

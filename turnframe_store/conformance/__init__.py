@@ -1,0 +1,132 @@
+"""The store conformance suite: named checks every implementation of the store roles passes.
+
+    report = await run_all(factory)   # factory() -> Awaitable[Stores]; a fresh store per check
+    assert report.passed, report.describe()
+
+Each check is a plain `async def check_<sentence>(stores)` that uses only the public protocols,
+so any implementation (memory, SQLite, PostgreSQL, an adopter's own) runs the same suite. A failed
+expectation raises `AssertionError`; `run_all` and `run_check` record it and never raise.
+The checks choose every time they pass in (`created_at`, `now`, …); the store clock is never
+assumed, so a store stamping lifecycle times with the wall clock passes too.
+
+The checks live in one module per section (`turns`, `interactions`, `journal`, `events`,
+`outbox`, `replay`, `ordering`, `bundle`, `arguments`); `CHECKS` lists them all, in that order.
+"""
+
+from typing import Final
+
+from turnframe_store.conformance._runner import (
+    Check,
+    CheckResult,
+    ConformanceReport,
+    StoresFactory,
+    all_checks,
+    run_all,
+    run_check,
+)
+from turnframe_store.conformance.arguments import (
+    check_a_limit_is_a_whole_number_from_one_to_the_maximum,
+    check_an_id_with_a_nul_or_a_lone_surrogate_is_invalid_for_every_reader,
+    check_an_id_with_a_nul_or_a_lone_surrogate_is_invalid_for_every_writer,
+    check_times_and_revisions_are_whole_numbers_in_their_range,
+)
+from turnframe_store.conformance.bundle import (
+    check_a_commit_bundle_applies_its_items_in_the_normative_order,
+    check_a_commit_bundle_with_an_invalid_item_writes_nothing,
+    check_each_bundle_item_is_judged_on_the_state_its_own_stage_left,
+)
+from turnframe_store.conformance.events import (
+    check_a_duplicate_event_id_appends_nothing,
+    check_case_history_is_read_since_a_revision,
+    check_events_append_in_order_and_read_back_by_id,
+    check_paging_by_sequence_skips_and_repeats_nothing_while_the_ledger_grows,
+)
+from turnframe_store.conformance.interactions import (
+    check_a_blocking_card_is_replaced_only_while_it_is_active,
+    check_a_second_open_blocking_card_for_a_case_is_a_conflict,
+    check_card_resolution_is_compare_and_swap_and_a_repeat_is_accepted,
+    check_interaction_payloads_are_immutable,
+    check_revision_invalidation_spares_revision_independent_cards,
+    check_the_expiry_sweep_expires_only_due_active_cards,
+)
+from turnframe_store.conformance.journal import (
+    check_a_reused_idempotency_key_with_a_different_command_is_refused,
+    check_a_settled_journal_entry_is_replayed_not_readmitted,
+    check_journal_admission_is_fresh_exactly_once_per_key_under_interleaving,
+    check_journal_completion_is_compare_and_swap,
+)
+from turnframe_store.conformance.ordering import (
+    check_another_accounts_records_are_not_found_exactly_like_missing_ones,
+    check_lists_follow_their_named_sort_keys,
+    check_store_errors_carry_their_stable_codes,
+)
+from turnframe_store.conformance.outbox import (
+    check_a_rescheduled_outbox_row_waits_until_it_is_due,
+    check_an_outbox_row_is_claimed_by_one_worker_only,
+    check_outbox_enqueue_refuses_duplicates_and_non_pending_rows,
+    check_the_reaper_releases_expired_claims,
+)
+from turnframe_store.conformance.replay import (
+    check_a_replay_record_is_upserted_until_its_phase_is_terminal,
+)
+from turnframe_store.conformance.turns import (
+    check_a_user_turn_is_recorded_once_with_its_received_phase,
+    check_an_assistant_turn_is_written_once_and_reloads_identical,
+    check_the_phase_marker_never_leaves_a_terminal_phase,
+    check_unfinished_turns_are_listed_after_an_interruption,
+)
+
+__all__ = [
+    "CHECKS",
+    "Check",
+    "CheckResult",
+    "ConformanceReport",
+    "StoresFactory",
+    "run_all",
+    "run_check",
+    # turns
+    "check_a_user_turn_is_recorded_once_with_its_received_phase",
+    "check_an_assistant_turn_is_written_once_and_reloads_identical",
+    "check_the_phase_marker_never_leaves_a_terminal_phase",
+    "check_unfinished_turns_are_listed_after_an_interruption",
+    # interactions
+    "check_a_second_open_blocking_card_for_a_case_is_a_conflict",
+    "check_a_blocking_card_is_replaced_only_while_it_is_active",
+    "check_card_resolution_is_compare_and_swap_and_a_repeat_is_accepted",
+    "check_interaction_payloads_are_immutable",
+    "check_revision_invalidation_spares_revision_independent_cards",
+    "check_the_expiry_sweep_expires_only_due_active_cards",
+    # journal
+    "check_journal_admission_is_fresh_exactly_once_per_key_under_interleaving",
+    "check_a_settled_journal_entry_is_replayed_not_readmitted",
+    "check_a_reused_idempotency_key_with_a_different_command_is_refused",
+    "check_journal_completion_is_compare_and_swap",
+    # events
+    "check_events_append_in_order_and_read_back_by_id",
+    "check_a_duplicate_event_id_appends_nothing",
+    "check_paging_by_sequence_skips_and_repeats_nothing_while_the_ledger_grows",
+    "check_case_history_is_read_since_a_revision",
+    # outbox
+    "check_outbox_enqueue_refuses_duplicates_and_non_pending_rows",
+    "check_an_outbox_row_is_claimed_by_one_worker_only",
+    "check_a_rescheduled_outbox_row_waits_until_it_is_due",
+    "check_the_reaper_releases_expired_claims",
+    # replay
+    "check_a_replay_record_is_upserted_until_its_phase_is_terminal",
+    # ordering
+    "check_lists_follow_their_named_sort_keys",
+    "check_another_accounts_records_are_not_found_exactly_like_missing_ones",
+    "check_store_errors_carry_their_stable_codes",
+    # bundle
+    "check_a_commit_bundle_applies_its_items_in_the_normative_order",
+    "check_a_commit_bundle_with_an_invalid_item_writes_nothing",
+    "check_each_bundle_item_is_judged_on_the_state_its_own_stage_left",
+    # arguments
+    "check_a_limit_is_a_whole_number_from_one_to_the_maximum",
+    "check_times_and_revisions_are_whole_numbers_in_their_range",
+    "check_an_id_with_a_nul_or_a_lone_surrogate_is_invalid_for_every_reader",
+    "check_an_id_with_a_nul_or_a_lone_surrogate_is_invalid_for_every_writer",
+]
+
+#: Every check, in the order `run_all` runs them.
+CHECKS: Final[tuple[str, ...]] = all_checks()

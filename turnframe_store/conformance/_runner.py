@@ -1,0 +1,120 @@
+"""The conformance runner: the check registry, results and reports (internal)."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from collections.abc import Awaitable, Callable, Iterable
+from dataclasses import dataclass
+from typing import Final
+
+from turnframe_store.bundle import Stores
+
+StoresFactory = Callable[[], Awaitable[Stores]]
+Check = Callable[[Stores], Awaitable[None]]
+
+#: The section modules in the order the suite runs them; in each, its checks in source order.
+SECTIONS: Final = (
+    "turns",
+    "interactions",
+    "journal",
+    "events",
+    "outbox",
+    "replay",
+    "ordering",
+    "bundle",
+    "arguments",
+)
+
+_REGISTRY: dict[str, Check] = {}
+
+
+def _check(check: Check) -> Check:
+    _REGISTRY[check.__name__] = check
+    return check
+
+
+def all_checks() -> tuple[str, ...]:
+    """Every registered check, section by section."""
+
+    def section(name: str) -> int:
+        return SECTIONS.index(_REGISTRY[name].__module__.rsplit(".", 1)[-1])
+
+    return tuple(sorted(_REGISTRY, key=section))
+
+
+# --- report -------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class CheckResult:
+    name: str
+    passed: bool
+    detail: str = ""
+    duration_ms: float = 0.0
+
+
+@dataclass(frozen=True)
+class ConformanceReport:
+    results: tuple[CheckResult, ...]
+
+    @property
+    def passed(self) -> bool:
+        return all(result.passed for result in self.results)
+
+    @property
+    def failures(self) -> tuple[CheckResult, ...]:
+        return tuple(result for result in self.results if not result.passed)
+
+    @property
+    def failed_names(self) -> tuple[str, ...]:
+        return tuple(result.name for result in self.failures)
+
+    def describe(self) -> str:
+        """One line per check (PASS/FAIL, name, and why it failed), after a count."""
+        passed = sum(result.passed for result in self.results)
+        lines = [f"{passed}/{len(self.results)} store conformance checks passed"]
+        for result in self.results:
+            mark = "PASS" if result.passed else "FAIL"
+            why = f": {result.detail}" if result.detail else ""
+            lines.append(f"{mark} {result.name} ({result.duration_ms:.1f} ms){why}")
+        return "\n".join(lines)
+
+
+async def run_check(name: str, factory: StoresFactory, *, timeout_s: float = 60.0) -> CheckResult:
+    """Run one check on a fresh store from `factory`; every failure is captured, never raised."""
+    check = _REGISTRY.get(name)
+    if check is None:
+        return CheckResult(name, False, "no such conformance check")
+    started = time.perf_counter()
+
+    def result(detail: str = "") -> CheckResult:
+        elapsed = (time.perf_counter() - started) * 1000
+        return CheckResult(name, not detail, detail, elapsed)
+
+    try:
+        stores = await factory()
+    except Exception as exc:
+        return result(f"the store factory failed: {type(exc).__name__}: {exc}")
+    try:
+        await asyncio.wait_for(check(stores), timeout_s)
+    except AssertionError as exc:
+        return result(str(exc) or "an expectation failed")
+    except TimeoutError:
+        return result(f"did not finish within {timeout_s} s")
+    except Exception as exc:
+        return result(f"unexpected {type(exc).__name__}: {exc}")
+    finally:
+        with contextlib.suppress(Exception):  # closing is best effort; the verdict stands
+            await stores.aclose()
+    return result()
+
+
+async def run_all(
+    factory: StoresFactory, *, names: Iterable[str] | None = None, timeout_s: float = 60.0
+) -> ConformanceReport:
+    """Run every check (or the named ones), each on a fresh store; never raises."""
+    selected = tuple(names) if names is not None else all_checks()
+    results = [await run_check(name, factory, timeout_s=timeout_s) for name in selected]
+    return ConformanceReport(tuple(results))

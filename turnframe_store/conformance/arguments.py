@@ -1,0 +1,276 @@
+"""Conformance checks: arguments every store refuses alike, before it writes anything.
+
+A limit is an int (never a bool) from 1 to `MAX_LIMIT`; a time is integer milliseconds from 0 to
+`MAX_MILLIS`; a revision or a sequence runs from 0 to `MAX_INTEGER`; an id or key holds no NUL
+and no lone surrogate. Anything else is `InvalidRecord`, and nothing is written.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar
+
+from pydantic import BaseModel
+
+from turnframe_core.cases import CaseKey, CaseRef
+from turnframe_core.interactions import InteractionStatus
+from turnframe_core.replay import FailedOutcome, TurnPhase
+from turnframe_store import MAX_INTEGER, MAX_LIMIT, MAX_MILLIS
+from turnframe_store.bundle import Stores
+from turnframe_store.conformance._data import (
+    _A,
+    _DESTINATION,
+    _T0,
+    _WORKFLOW,
+    _assistant_turn,
+    _card,
+    _case,
+    _entry,
+    _event,
+    _outbox_row,
+    _replay,
+    _start_turn,
+)
+from turnframe_store.conformance._expect import _equal, _refused
+from turnframe_store.conformance._runner import _check
+from turnframe_store.errors import InvalidRecord, NotFound
+from turnframe_store.records import CommitBundle, EventCursor
+
+Call = Callable[[Any], Awaitable[object]]
+T = TypeVar("T", bound=BaseModel)
+
+
+def _spoiled(value: str) -> tuple[str, str]:
+    """`value` with a NUL added, and with its last character replaced by a lone surrogate."""
+    return (value + "\x00", value[:-1] + "\ud800")
+
+
+# pydantic refuses a lone surrogate in a str field, so records carrying one are built
+# unvalidated (`model_construct`, `model_copy`): a store must refuse them all the same.
+
+
+def _key(case_id: str) -> CaseKey:
+    return CaseKey.model_construct(workflow=_WORKFLOW, case_id=case_id)
+
+
+def _ref(case_id: str) -> CaseRef:
+    return CaseRef.model_construct(workflow=_WORKFLOW, case_id=case_id, expected_revision=1)
+
+
+def _with(record: T, **changes: str) -> T:
+    return record.model_copy(update=changes)
+
+
+async def _world(stores: Stores) -> None:
+    """A turn, a card due to expire, a pending command, an event, a claimed and a due outbox
+    row, a replay record: something for every refused call to have touched."""
+    await _start_turn(stores, "turn_1")
+    await stores.interactions.insert(_card("int_1", expires_at=_T0 + 10))
+    await stores.journal.begin(_entry("cmd_1"))
+    await stores.events.append(_A, [_event("evt_0")])
+    await stores.outbox.enqueue(_outbox_row("obx_1", created_at=_T0 - 1))
+    await stores.outbox.claim_due(_T0, 1, "worker-0")
+    await stores.outbox.enqueue(_outbox_row("obx_2"))
+    await stores.replay.put(_replay("turn_1"))
+
+
+async def _state(stores: Stores) -> tuple[object, ...]:
+    """Everything `_world` wrote, and anything a refused call could have added beside it."""
+    return (
+        await stores.conversations.list_turns(_A, "conv_1"),
+        await stores.conversations.list_unfinished_turns(100),
+        await stores.interactions.open_for_conversation(_A, "conv_1"),
+        await stores.interactions.for_case(_A, _case().key),
+        await stores.journal.for_turn(_A, "turn_1"),
+        await stores.events.read_from(_A, EventCursor.START, 100),
+        await stores.outbox.list_for_command("cmd_1"),
+        await stores.replay.for_conversation(_A, "conv_1"),
+    )
+
+
+@_check
+async def check_a_limit_is_a_whole_number_from_one_to_the_maximum(stores: Stores) -> None:
+    await _world(stores)
+    before = await _state(stores)
+    calls: dict[str, Call] = {
+        "list_unfinished_turns": lambda n: stores.conversations.list_unfinished_turns(n),
+        "expire_due": lambda n: stores.interactions.expire_due(_T0 + 20, n),
+        "list_for_case": lambda n: stores.events.list_for_case(_A, _case().key, 0, n),
+        "read_from": lambda n: stores.events.read_from(_A, EventCursor.START, n),
+        "claim_due": lambda n: stores.outbox.claim_due(_T0, n, "worker-1"),
+    }
+    for name, call in calls.items():
+        for limit in (True, False, 0, -1, MAX_LIMIT + 1, 2**63, 10**30, 1.5, "10"):
+            await _refused(InvalidRecord, call(limit), f"{name} with the limit {limit!r}")
+    _equal(await _state(stores), before, "the stores after the refused limits")
+    for call in calls.values():
+        await call(MAX_LIMIT)
+
+
+@_check
+async def check_times_and_revisions_are_whole_numbers_in_their_range(stores: Stores) -> None:
+    await _world(stores)
+    before = await _state(stores)
+    outbox, key = stores.outbox, _case().key
+    times: dict[str, Call] = {
+        "expire_due": lambda t: stores.interactions.expire_due(t, 10),
+        "claim_due": lambda t: outbox.claim_due(t, 10, "worker-1"),
+        "mark_failed": lambda t: outbox.mark_failed("obx_1", "conformance.busy", retry_at=t),
+        "reschedule": lambda t: outbox.reschedule("obx_2", t),
+        "release_expired_claims": lambda t: outbox.release_expired_claims(t),
+    }
+    for name, call in times.items():
+        for at in (True, -1, MAX_MILLIS + 1, 10**20, 1.5):
+            await _refused(InvalidRecord, call(at), f"{name} at {at!r}")
+    revisions: dict[str, Call] = {
+        "invalidate_for_revision": lambda r: stores.interactions.invalidate_for_revision(
+            _A, key, r
+        ),
+        "list_for_case": lambda r: stores.events.list_for_case(_A, key, r, 10),
+        "read_from": lambda r: stores.events.read_from(
+            _A, EventCursor.model_construct(sequence=r), 10
+        ),
+    }
+    for name, call in revisions.items():
+        for number in (True, -1, MAX_INTEGER + 1, 1.5):
+            await _refused(InvalidRecord, call(number), f"{name} from {number!r}")
+    _equal(await _state(stores), before, "the stores after the refused times and revisions")
+    await outbox.reschedule("obx_2", MAX_MILLIS)
+    await stores.events.list_for_case(_A, key, MAX_INTEGER, 10)
+
+
+@_check
+async def check_an_id_with_a_nul_or_a_lone_surrogate_is_invalid_for_every_reader(
+    stores: Stores,
+) -> None:
+    await _world(stores)
+    conversations, cards, journal = stores.conversations, stores.interactions, stores.journal
+    events, outbox, replay = stores.events, stores.outbox, stores.replay
+    idempotency_key = (await journal.get(_A, "cmd_1")).idempotency_key
+    token = (await replay.get(_A, "turn_1")).replay_token
+    probes: list[tuple[str, Call, str]] = [
+        ("get_conversation's account", lambda x: conversations.get_conversation(x, "conv_1"), _A),
+        ("get_conversation", lambda x: conversations.get_conversation(_A, x), "conv_1"),
+        ("get_user_turn", lambda x: conversations.get_user_turn(_A, x), "turn_1"),
+        ("get_assistant_turn", lambda x: conversations.get_assistant_turn(_A, x), "turn_1"),
+        ("list_turns", lambda x: conversations.list_turns(_A, x), "conv_1"),
+        ("get_phase", lambda x: conversations.get_phase(_A, x), "turn_1"),
+        ("interactions.get", lambda x: cards.get(_A, x), "int_1"),
+        ("open_for_conversation", lambda x: cards.open_for_conversation(_A, x), "conv_1"),
+        ("for_case", lambda x: cards.for_case(_A, _key(x)), "case-1"),
+        ("journal.get", lambda x: journal.get(_A, x), "cmd_1"),
+        ("get_by_key", lambda x: journal.get_by_key(_A, x), idempotency_key),
+        ("for_turn", lambda x: journal.for_turn(_A, x), "turn_1"),
+        ("unsettled_for_turn", lambda x: journal.unsettled_for_turn(_A, x), "turn_1"),
+        ("get_by_ids", lambda x: events.get_by_ids(_A, ["evt_0", x]), "evt_0"),
+        ("list_for_case", lambda x: events.list_for_case(_A, _key(x), 0, 10), "case-1"),
+        ("read_from's account", lambda x: events.read_from(x, EventCursor.START, 10), _A),
+        ("outbox.get", outbox.get, "obx_1"),
+        ("list_for_command", outbox.list_for_command, "cmd_1"),
+        ("replay.get", lambda x: replay.get(_A, x), "turn_1"),
+        ("get_by_token", lambda x: replay.get_by_token(_A, x), token),
+        ("for_conversation", lambda x: replay.for_conversation(_A, x), "conv_1"),
+        ("last_for_conversation", lambda x: replay.last_for_conversation(_A, x), "conv_1"),
+    ]
+    for name, probe, good in probes:
+        for bad in _spoiled(good):
+            await _refused(InvalidRecord, probe(bad), f"{name} given {bad!r}")
+
+
+@_check
+async def check_an_id_with_a_nul_or_a_lone_surrogate_is_invalid_for_every_writer(
+    stores: Stores,
+) -> None:
+    await _world(stores)
+    before = await _state(stores)
+    conversations, cards, journal = stores.conversations, stores.interactions, stores.journal
+    events, outbox = stores.events, stores.outbox
+    resolved, failed = InteractionStatus.RESOLVED, FailedOutcome(code="conformance.failed")
+    new_entry = _entry("cmd_2", payload={"n": 2})
+
+    def bundle(case_id: str) -> CommitBundle:
+        return CommitBundle(
+            account_id=_A,
+            conversation_id="conv_1",
+            turn_id="turn_1",
+            events=(_with(_event("evt_1"), case_id=case_id),),
+            phase=TurnPhase.COMMITTED,
+        )
+
+    writes: list[tuple[str, Call, str]] = [
+        (
+            "ensure_conversation's account",
+            lambda x: conversations.ensure_conversation(x, "conv_2"),
+            _A,
+        ),
+        ("ensure_conversation", lambda x: conversations.ensure_conversation(_A, x), "conv_2"),
+        (
+            "append_assistant_turn's account",
+            lambda x: conversations.append_assistant_turn(x, _assistant_turn("turn_1")),
+            _A,
+        ),
+        ("set_phase", lambda x: conversations.set_phase(_A, x, TurnPhase.EXECUTING), "turn_1"),
+        (
+            "insert",
+            lambda x: cards.insert(_card("int_2").model_copy(update={"case_ref": _ref(x)})),
+            "case-2",
+        ),
+        (
+            "insert_replacing_blocking",
+            lambda x: cards.insert_replacing_blocking(
+                _card("int_2").model_copy(update={"case_ref": _ref(x)})
+            ),
+            "case-1",
+        ),
+        ("begin_resolution", lambda x: cards.begin_resolution(_A, "int_1", x), "opt_yes"),
+        ("finish", lambda x: cards.finish(_A, x, InteractionStatus.FAILED), "int_1"),
+        ("finish's events", lambda x: cards.finish(_A, "int_1", resolved, None, [x]), "evt_0"),
+        ("decline", lambda x: cards.decline(_A, "int_1", x), "opt_no"),
+        ("dismiss", lambda x: cards.dismiss(_A, x), "int_1"),
+        (
+            "invalidate_for_revision",
+            lambda x: cards.invalidate_for_revision(_A, _key(x), 9),
+            "case-1",
+        ),
+        ("invalidate_case_cards", lambda x: cards.invalidate_case_cards(_A, _key(x)), "case-1"),
+        (
+            "begin",
+            lambda x: journal.begin(new_entry.model_copy(update={"case_ref": _ref(x)})),
+            "case-1",
+        ),
+        (
+            "begin's command type",
+            lambda x: journal.begin(_with(new_entry, command_type=x)),
+            "conformance.note",
+        ),
+        ("mark_executing", lambda x: journal.mark_executing(_A, x), "cmd_1"),
+        ("complete", lambda x: journal.complete(_A, x, failed), "cmd_1"),
+        ("append", lambda x: events.append(_A, [_with(_event("evt_1"), case_id=x)]), "case-1"),
+        (
+            "append's event type",
+            lambda x: events.append(_A, [_with(_event("evt_1"), event_type=x)]),
+            "conformance.noted",
+        ),
+        (
+            "enqueue's destination",
+            lambda x: outbox.enqueue(_with(_outbox_row("obx_3"), destination=x)),
+            _DESTINATION,
+        ),
+        (
+            "enqueue's key",
+            lambda x: outbox.enqueue(_with(_outbox_row("obx_3"), idempotency_key=x)),
+            "key-obx_3",
+        ),
+        ("claim_due's worker", lambda x: outbox.claim_due(_T0, 10, x), "worker-1"),
+        ("mark_completed", outbox.mark_completed, "obx_1"),
+        ("mark_failed", lambda x: outbox.mark_failed(x, "conformance.busy"), "obx_1"),
+        ("mark_failed's reason", lambda x: outbox.mark_failed("obx_1", x), "conformance.busy"),
+        ("mark_outcome_unknown", lambda x: outbox.mark_outcome_unknown("obx_1", x), "remote-1"),
+        ("reschedule", lambda x: outbox.reschedule(x, _T0 + 5), "obx_2"),
+        ("commit", lambda x: stores.commits.commit(bundle(x)), "case-1"),
+    ]
+    for name, write, good in writes:
+        for bad in _spoiled(good):
+            await _refused(InvalidRecord, write(bad), f"{name} given {bad!r}")
+    _equal(await _state(stores), before, "the stores after the refused writes")
+    await _refused(NotFound, conversations.get_conversation(_A, "conv_2"), "a refused conversation")

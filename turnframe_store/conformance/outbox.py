@@ -1,0 +1,161 @@
+"""Conformance checks: the outbox: enqueue, claims, retries, the reaper."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+
+from turnframe_store.bundle import Stores
+from turnframe_store.conformance._data import _DESTINATION, _T0, _ids, _outbox_row
+from turnframe_store.conformance._expect import _equal, _refused
+from turnframe_store.conformance._runner import _check
+from turnframe_store.errors import Conflict, InvalidRecord, NotFound
+from turnframe_store.records import OutboxEntry, OutboxStatus
+
+
+@_check
+async def check_outbox_enqueue_refuses_duplicates_and_non_pending_rows(stores: Stores) -> None:
+    outbox = stores.outbox
+    row = _outbox_row("obx_1", key="key-1")
+    _equal(await outbox.enqueue(row), row, "the enqueued row")
+    _equal(await outbox.get("obx_1"), row, "the stored row")
+    await _refused(Conflict, outbox.enqueue(row), "the same row again")
+    await _refused(
+        Conflict,
+        outbox.enqueue(_outbox_row("obx_2", key="key-1")),
+        "another row with a stored destination and key",
+    )
+    await _refused(NotFound, outbox.get("obx_2"), "the refused row")
+    await outbox.enqueue(_outbox_row("obx_3", key="key-1", destination="conformance.elsewhere"))
+    claimed = OutboxEntry(
+        outbox_id="obx_4",
+        command_id="cmd_1",
+        destination=_DESTINATION,
+        idempotency_key="key-4",
+        status=OutboxStatus.DISPATCHING,
+        created_at=_T0,
+        claim_worker_id="worker-1",
+        claim_taken_at=_T0,
+    )
+    await _refused(InvalidRecord, outbox.enqueue(claimed), "a row that is not pending")
+    await _refused(NotFound, outbox.get("obx_4"), "the refused row")
+
+
+@_check
+async def check_an_outbox_row_is_claimed_by_one_worker_only(stores: Stores) -> None:
+    outbox = stores.outbox
+    for n in range(1, 6):
+        await outbox.enqueue(_outbox_row(f"obx_{n}", created_at=_T0 + 5 - n))
+    await outbox.enqueue(_outbox_row("obx_later", created_at=_T0 - 1, next_attempt_at=_T0 + 999))
+    first = await outbox.claim_due(_T0 + 10, 2, "worker-0")
+    _equal(_ids(first, "outbox_id"), ["obx_5", "obx_4"], "the oldest due rows")
+    _equal(
+        {(r.status, r.attempt_count, r.claim_worker_id, r.claim_taken_at) for r in first},
+        {(OutboxStatus.DISPATCHING, 1, "worker-0", _T0 + 10)},
+        "the claimed rows",
+    )
+    claims = await asyncio.gather(
+        *(outbox.claim_due(_T0 + 10, 2, f"worker-{n}") for n in range(1, 5))
+    )
+    handed = [(r.outbox_id, r.claim_worker_id) for batch in claims for r in batch]
+    _equal(
+        sorted(outbox_id for outbox_id, _ in handed),
+        ["obx_1", "obx_2", "obx_3"],
+        "rows handed to 4 concurrent claimers (each once)",
+    )
+    for outbox_id, worker in handed:
+        _equal((await outbox.get(outbox_id)).claim_worker_id, worker, "the stored claim of a row")
+    _equal(await outbox.claim_due(_T0 + 10, 5, "worker-9"), (), "a claim with nothing due")
+
+
+@_check
+async def check_a_rescheduled_outbox_row_waits_until_it_is_due(stores: Stores) -> None:
+    outbox = stores.outbox
+    await outbox.enqueue(_outbox_row("obx_1"))
+    await outbox.claim_due(_T0, 1, "worker-1")
+    retry = await outbox.mark_failed("obx_1", "conformance.busy", retry_at=_T0 + 100)
+    _equal(
+        (retry.status, retry.next_attempt_at, retry.last_failure, retry.claim_worker_id),
+        (OutboxStatus.PENDING, _T0 + 100, "conformance.busy", None),
+        "a failure with a retry time",
+    )
+    _equal(await outbox.claim_due(_T0 + 99, 5, "worker-1"), (), "a claim before the retry time")
+    (second,) = await outbox.claim_due(_T0 + 100, 5, "worker-2")
+    _equal(second.attempt_count, 2, "the second attempt")
+    unknown = await outbox.mark_outcome_unknown("obx_1", "remote-1")
+    _equal(
+        (unknown.status, unknown.remote_ref, unknown.claim_worker_id),
+        (OutboxStatus.OUTCOME_UNKNOWN, "remote-1", None),
+        "an unknown outcome",
+    )
+    _equal(await outbox.mark_outcome_unknown("obx_1"), unknown, "the unknown outcome again")
+    await _refused(
+        Conflict, outbox.mark_outcome_unknown("obx_1", "remote-2"), "another remote reference"
+    )
+    _equal(await outbox.claim_due(_T0 + 999, 5, "worker-1"), (), "claiming an unknown outcome")
+    rescheduled = await outbox.reschedule("obx_1", _T0 + 300)
+    _equal(
+        (rescheduled.status, rescheduled.next_attempt_at),
+        (OutboxStatus.PENDING, _T0 + 300),
+        "the rescheduled row",
+    )
+    _equal(await outbox.claim_due(_T0 + 299, 5, "worker-1"), (), "a claim before it is due")
+    (third,) = await outbox.claim_due(_T0 + 300, 5, "worker-3")
+    _equal(third.attempt_count, 3, "the third attempt")
+    done = await outbox.mark_completed("obx_1")
+    _equal(
+        (done.status, done.completed_at is not None, done.claim_worker_id),
+        (OutboxStatus.COMPLETED, True, None),
+        "the completed row",
+    )
+    _equal(await outbox.mark_completed("obx_1"), done, "completing it again")
+    late_moves: list[tuple[str, Callable[[], Awaitable[object]]]] = [
+        ("failing a completed row", lambda: outbox.mark_failed("obx_1", "conformance.late")),
+        ("rescheduling a completed row", lambda: outbox.reschedule("obx_1", _T0 + 400)),
+        ("an unknown outcome after completion", lambda: outbox.mark_outcome_unknown("obx_1")),
+    ]
+    for what, action in late_moves:
+        await _refused(Conflict, action(), what)
+
+    await outbox.enqueue(_outbox_row("obx_2"))
+    await outbox.claim_due(_T0 + 500, 1, "worker-1")
+    failed = await outbox.mark_failed("obx_2", "conformance.refused")
+    _equal(
+        (failed.status, failed.completed_at is not None),
+        (OutboxStatus.FAILED, True),
+        "a final failure",
+    )
+    _equal(await outbox.mark_failed("obx_2", "conformance.refused"), failed, "the same again")
+    await _refused(
+        Conflict, outbox.mark_failed("obx_2", "conformance.other"), "another failure reason"
+    )
+    await _refused(NotFound, outbox.get("obx_missing"), "a row that does not exist")
+
+
+@_check
+async def check_the_reaper_releases_expired_claims(stores: Stores) -> None:
+    outbox = stores.outbox
+    for n in range(1, 4):
+        await outbox.enqueue(_outbox_row(f"obx_{n}", created_at=_T0 + n))
+    await outbox.claim_due(_T0 + 10, 1, "worker-1")
+    await outbox.claim_due(_T0 + 50, 1, "worker-2")
+    _equal(await outbox.release_expired_claims(_T0 + 50), 1, "claims taken before the limit")
+    released = await outbox.get("obx_1")
+    _equal(
+        (released.status, released.claim_worker_id, released.next_attempt_at),
+        (OutboxStatus.PENDING, None, None),
+        "the released row (due now)",
+    )
+    held = await outbox.get("obx_2")
+    _equal(
+        (held.status, held.claim_worker_id),
+        (OutboxStatus.DISPATCHING, "worker-2"),
+        "a claim taken at the limit",
+    )
+    _equal(await outbox.release_expired_claims(_T0 + 50), 0, "reaping again")
+    again = await outbox.claim_due(_T0 + 60, 5, "worker-3")
+    _equal(
+        [(r.outbox_id, r.attempt_count) for r in again],
+        [("obx_1", 2), ("obx_3", 1)],
+        "the next claim",
+    )

@@ -1,0 +1,132 @@
+"""The commit bundle on SQL (internal): one transaction (one pipeline on PostgreSQL) holding every
+item's steps in `_rules.write_bundle`'s order, the phase marker folded in."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from turnframe_core.cases import CaseKey
+from turnframe_core.events import DomainEvent
+from turnframe_core.interactions import Interaction, InteractionStatus
+from turnframe_core.replay import CommandOutcome, ReplayRecord, TurnPhase
+from turnframe_store import _rules as rules
+from turnframe_store._roles import CommitRole
+from turnframe_store.faults import FaultPoint
+from turnframe_store.records import CommitBundle, CommitResult, OutboxEntry
+from turnframe_store.sql._conversations import SqlConversations
+from turnframe_store.sql._core import SqlCore, Step, check
+from turnframe_store.sql._events import SqlEvents
+from turnframe_store.sql._interactions import SqlInteractions
+from turnframe_store.sql._journal import SqlJournal
+from turnframe_store.sql._outbox import SqlOutbox
+from turnframe_store.sql._replay import SqlReplay
+
+__all__ = ["SqlCommits"]
+
+
+class SqlCommits(CommitRole):
+    def __init__(
+        self,
+        core: SqlCore,
+        *,
+        conversations: SqlConversations,
+        interactions: SqlInteractions,
+        journal: SqlJournal,
+        events: SqlEvents,
+        outbox: SqlOutbox,
+        replay: SqlReplay,
+    ) -> None:
+        super().__init__(core.faults)
+        self._core = core
+        self._roles = _SqlRoles(conversations, interactions, journal, events, outbox, replay)
+
+    async def _commit(self, bundle: CommitBundle) -> CommitResult:
+        return await self._write(bundle, None)
+
+    async def commit_in(self, connection: Any, bundle: CommitBundle) -> CommitResult:
+        """`commit`, inside the caller's open transaction on its driver `connection`."""
+        self._check(bundle)
+        return await self._write(bundle, connection)
+
+    async def _write(self, bundle: CommitBundle, enlisted: Any) -> CommitResult:
+        """The bundle in one transaction; fault points fire after the stage they name, inside
+        the transaction (as memory's do). With `enlisted` (a caller's driver connection inside
+        its own open transaction) the bundle joins that transaction."""
+        writer = _BundleSteps(self._roles, self._core, bundle)
+        rules.write_bundle(bundle, writer)
+        if enlisted is None:
+            values = await self._core.write(writer.steps)
+        else:
+            values = await self._core.write_enlisted(enlisted, writer.steps)
+        sequences = values[slice(*writer.event_steps)]
+        events = self._roles.events.sequenced(bundle.events, sequences)
+        invalidated = [ids for at in writer.invalidation_steps for ids in values[at]]
+        return CommitResult(events=events, invalidated=tuple(invalidated))
+
+
+@dataclass(frozen=True)
+class _SqlRoles:
+    conversations: SqlConversations
+    interactions: SqlInteractions
+    journal: SqlJournal
+    events: SqlEvents
+    outbox: SqlOutbox
+    replay: SqlReplay
+
+
+class _BundleSteps:
+    """Collects each item's steps, noting where the event and invalidation values will be."""
+
+    def __init__(self, roles: _SqlRoles, core: SqlCore, bundle: CommitBundle) -> None:
+        self.roles = roles
+        self.faults = core.faults
+        self.account_id = bundle.account_id
+        self.turn_id = bundle.turn_id
+        self.steps: list[Step] = []
+        self.event_steps = (0, 0)
+        self.invalidation_steps: list[int] = []
+
+    def complete(self, command_id: str, outcome: CommandOutcome) -> None:
+        self.steps.extend(self.roles.journal.complete_steps(self.account_id, command_id, outcome))
+
+    def append(self, events: tuple[DomainEvent, ...]) -> None:
+        start = len(self.steps)
+        self.steps.extend(self.roles.events.append_steps(events))
+        self.event_steps = (start, len(self.steps))
+
+    def finish(
+        self,
+        interaction_id: str,
+        status: InteractionStatus,
+        option_id: str | None,
+        event_ids: tuple[str, ...],
+    ) -> None:
+        cards = self.roles.interactions
+        self.steps.extend(
+            cards.finish_steps(self.account_id, interaction_id, status, option_id, event_ids)
+        )
+
+    def invalidate(self, case_key: CaseKey, current_revision: int) -> None:
+        self.invalidation_steps.append(len(self.steps))
+        cards = self.roles.interactions
+        self.steps.extend(cards.invalidate_steps(self.account_id, case_key, current_revision))
+
+    def insert(self, card: Interaction) -> None:
+        self.steps.extend(self.roles.interactions.insert_steps(card))
+
+    def enqueue(self, row: OutboxEntry) -> None:
+        self.steps.extend(self.roles.outbox.enqueue_steps(row))
+
+    def put_replay(self, record: ReplayRecord) -> None:
+        self.steps.extend(self.roles.replay.replay_steps(record))
+
+    def set_phase(self, phase: TurnPhase) -> None:
+        self.steps.extend(
+            self.roles.conversations.phase_steps(self.account_id, self.turn_id, phase)
+        )
+
+    def reach(self, point: FaultPoint) -> None:
+        """A fault point inside the bundle's open transaction: firing it leaves nothing."""
+        faults = self.faults
+        self.steps.append(check(lambda: faults.reach(point)))

@@ -1,0 +1,220 @@
+"""How the SQL store writes (internal): a write is a list of steps, judged in order.
+
+- Every write is one transaction. Compare-and-swap lives in the writing statement (an UPDATE that
+  names the state it expects and returns the row it moved); a SELECT right after it reads the row
+  back, and when the statement moved nothing, the rule `_rules` states for that write judges the
+  row read back, exactly as memory judges its stored record: `NotFound`, an accepted repeat, or
+  the refusal.
+- A step (`Step`) is a statement, its read-back and the judge of their results. The statements
+  of one write go to PostgreSQL in one pipeline; the judges then read the results in order, each
+  on the state as of its own step (never what later steps made of its row), so the first failing
+  step is the one reported, as in memory. A step whose statement the database refuses aborts the
+  transaction; the steps before it are judged afterwards on their own results.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Final, NoReturn, TypeVar
+
+from turnframe_store import _rules as rules
+from turnframe_store._rules import Verdict
+from turnframe_store.clock import Clock
+from turnframe_store.errors import Conflict, StoreError
+from turnframe_store.faults import FaultPlan
+from turnframe_store.sql._backend import Backend, Batch, Connection, Params, Result, Row, Statement
+from turnframe_store.sql._rows import Codec
+from turnframe_store.sql._statements import Compiler
+
+__all__ = ["Judge", "Retry", "SqlCore", "Step", "check", "first", "refuse"]
+
+R = TypeVar("R")
+X = TypeVar("X")
+
+#: How often a read-decide-write is retried when a concurrent writer moved its row in between.
+_RETRIES: Final = 5
+
+#: A step's judge: the result of its statement, and its row as the step left it (read back
+#: right after the statement, before any later step of the same write ran), when it reads one.
+Judge = Callable[[Result | None, Row | None], Awaitable[Any]]
+
+
+async def _accept(result: Result | None, prior: Row | None) -> Result | None:
+    return result
+
+
+@dataclass
+class Step:
+    """One step of a write: a statement (or none: a check made in order) and its judge.
+
+    `read` (with `read_params`) reads the step's row back right after its statement, in the same
+    batch: a judge whose statement moved nothing decides on the row as of its own step, never on
+    what later steps of the write made of it."""
+
+    statement: Statement | None
+    params: dict[str, Any] = field(default_factory=dict)
+    judge: Judge = _accept
+    read: Statement | None = None
+    read_params: dict[str, Any] = field(default_factory=dict)
+
+
+def check(test: Callable[[], object]) -> Step:
+    """A step without a statement: `test` raises to stop the write at this point of the order."""
+
+    async def judge(result: Result | None, prior: Row | None) -> None:
+        test()
+
+    return Step(None, judge=judge)
+
+
+def refuse(error: StoreError) -> Step:
+    def test() -> None:
+        raise error
+
+    return check(test)
+
+
+def first(rows: Sequence[Row]) -> Row | None:
+    return rows[0] if rows else None
+
+
+class _Aborted(Exception):
+    """The database refused a statement of the batch; the transaction is rolled back."""
+
+    def __init__(self, steps: Sequence[Step], batch: Batch) -> None:
+        super().__init__("aborted")
+        self.steps = steps
+        self.batch = batch
+
+
+class Retry(Exception):
+    """A concurrent writer moved a row between this write's read and its compare-and-swap."""
+
+
+class SqlCore:
+    """The backend, the compiler, the codec, the clock and the fault plan the roles share."""
+
+    def __init__(self, backend: Backend, sql: Compiler, clock: Clock, faults: FaultPlan) -> None:
+        self.backend = backend
+        self.sql = sql
+        self.clock = clock
+        self.faults = faults
+        self.codec = Codec(backend.time_in, backend.time_out)
+        self.postgres = backend.dialect_name == "postgresql"
+
+    def now(self) -> Any:
+        """The store clock's time as the database stores it."""
+        return self.backend.time_in(self.clock())
+
+    async def fetch(self, statement: Statement, params: dict[str, Any]) -> list[Row]:
+        async with self.backend.reading() as connection:
+            return await connection.fetch(statement, params)
+
+    async def fetch_one(self, statement: Statement, params: dict[str, Any]) -> Row:
+        """The one row `statement` reads, or `NotFound`."""
+        return rules.found(first(await self.fetch(statement, params)))
+
+    def cas(
+        self,
+        statement: Statement,
+        params: dict[str, Any],
+        read: Statement,
+        read_params: dict[str, Any],
+        decode: Callable[[Row], X],
+        rule: Callable[[X], Verdict],
+        moved: Callable[[X], object] | None = None,
+    ) -> Step:
+        """A compare-and-swap step. The UPDATE returned the row it moved (`moved`, when given,
+        checks what the WHERE clause cannot), or it moved nothing and `rule` judges the row read
+        back: a repeat returns it, a refusal raises. A row the rule would move, yet the UPDATE
+        did not, was moved by a concurrent writer: `Conflict`."""
+
+        async def judge(result: Result | None, prior: Row | None) -> X:
+            assert result is not None
+            if result.rows:
+                record = decode(result.rows[0])
+                if moved is not None:
+                    moved(record)
+                return record
+            record = decode(rules.found(prior))
+            if rule(record) is Verdict.REPEAT:
+                return record
+            raise Conflict("the record moved under a concurrent writer")
+
+        return Step(statement, params, judge, read, read_params)
+
+    async def apply(self, connection: Connection, steps: Sequence[Step]) -> list[Any]:
+        """Run the steps' statements (each followed by its read-back) as one batch on
+        `connection`, then judge them in order."""
+        batch: list[tuple[Statement, Params]] = []
+        readbacks: set[int] = set()
+        for step in steps:
+            if step.statement is None:
+                continue
+            batch.append((step.statement, step.params))
+            if step.read is not None:
+                readbacks.add(len(batch))
+                batch.append((step.read, step.read_params))
+        outcome = await connection.run(batch, frozenset(readbacks)) if batch else Batch([])
+        if outcome.failed_at is not None:
+            raise _Aborted(steps, outcome)
+        return await self._judge(steps, outcome.results, None)
+
+    @staticmethod
+    async def _judge(
+        steps: Sequence[Step], results: Sequence[Result], stop_at: int | None
+    ) -> list[Any]:
+        """Judge the steps in order on their results; with `stop_at`, only the steps whose
+        statements all ran before the statement at that index."""
+        values: list[Any] = []
+        at = 0
+        for step in steps:
+            if step.statement is None:
+                values.append(await step.judge(None, None))
+                continue
+            width = 1 if step.read is None else 2
+            if stop_at is not None and at + width > stop_at:
+                break
+            prior = None if step.read is None else first(results[at + 1].rows)
+            values.append(await step.judge(results[at], prior))
+            at += width
+        return values
+
+    async def transaction(self, body: Callable[[Connection], Awaitable[R]]) -> R:
+        """Run `body` in one write transaction; retried when it raises `Retry`."""
+        for _ in range(_RETRIES):
+            try:
+                try:
+                    async with self.backend.writing() as connection:
+                        return await body(connection)
+                except _Aborted as aborted:
+                    await self._judge_aborted(aborted)
+            except Retry:
+                continue
+        raise Conflict("the record kept changing under a concurrent writer")
+
+    async def _judge_aborted(self, aborted: _Aborted) -> NoReturn:
+        """Judge the steps before the refused statement (each on its own results and read-back)
+        and raise the first failure among them, else the refused statement's own error."""
+        batch = aborted.batch
+        assert batch.failed_at is not None and batch.error is not None
+        await self._judge(aborted.steps, batch.results, batch.failed_at)
+        raise batch.error from None
+
+    async def write(self, steps: Sequence[Step]) -> list[Any]:
+        async def body(connection: Connection) -> list[Any]:
+            return await self.apply(connection, steps)
+
+        return await self.transaction(body)
+
+    async def write_enlisted(self, raw: Any, steps: Sequence[Step]) -> list[Any]:
+        """The steps inside a caller's open transaction on `raw`, behind a savepoint: if a step
+        fails, nothing of them remains, and the caller's transaction stays usable."""
+        try:
+            async with self.backend.enlisted(raw) as connection:
+                return await self.apply(connection, steps)
+        except _Aborted as aborted:
+            await self._judge_aborted(aborted)
+        except Retry:
+            raise Conflict("a record moved under a concurrent writer") from None
