@@ -15,11 +15,15 @@ import platform
 import statistics
 import time
 
-from turnframe_core.cases import CaseRef
-from turnframe_core.commands import CommandEnvelope, InternalPolicy
-from turnframe_core.events import DomainEvent
-from turnframe_core.replay import CommittedOutcome, TurnPhase
-from turnframe_core.turn import TurnInput
+from turnframe_core import (
+    CaseRef,
+    CommandEnvelope,
+    CommittedOutcome,
+    DomainEvent,
+    InternalPolicy,
+    TurnInput,
+    TurnPhase,
+)
 from turnframe_store import (
     CommitBundle,
     CommitResult,

@@ -33,9 +33,8 @@ from datetime import UTC, datetime, timedelta
 
 import psycopg
 
-from turnframe_core import canonical_json, derive_replay_token
-from turnframe_core.replay import CommittedOutcome, ReplayRecord, TurnPhase
-from turnframe_core.turn import TurnInput
+from turnframe_core import CommittedOutcome, ReplayRecord, TurnInput, TurnPhase, canonical_json
+from turnframe_core._derive import derive_replay_token
 from turnframe_store import (
     CommitBundle,
     JournalCompletion,

@@ -17,15 +17,14 @@ import asyncio
 import statistics
 import time
 
-from turnframe_core import InteractionResponse, TurnInput
-from turnframe_core.blocks import InteractionBlock
-from turnframe_core.replay import CommittedOutcome, TurnPhase
-from turnframe_store.records import (
-    CommitBundle,
-    JournalCompletion,
-    JournalEntry,
-    UserTurnRecord,
+from turnframe_core import (
+    CommittedOutcome,
+    InteractionBlock,
+    InteractionResponse,
+    TurnInput,
+    TurnPhase,
 )
+from turnframe_store import CommitBundle, JournalCompletion, JournalEntry, UserTurnRecord
 from turnframe_test.builders import envelope, event
 from turnframe_test.harness import DeskHarness
 from turnframe_test.understandings import act, question, understanding

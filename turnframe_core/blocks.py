@@ -29,19 +29,13 @@ from pydantic import (
 )
 
 from turnframe_core import codes
+from turnframe_core._canonical import Digest
+from turnframe_core._derive import derive_block_id, derive_receipt_id
 from turnframe_core._model import FrozenModel, Millis, NonEmptyStr, Revision
-from turnframe_core.canonical import Digest
 from turnframe_core.errors import TurnframeError
 from turnframe_core.events import ReceiptSeverity
 from turnframe_core.facts import NarratableFact
-from turnframe_core.ids import (
-    BlockId,
-    EventId,
-    InteractionId,
-    ReceiptId,
-    derive_block_id,
-    derive_receipt_id,
-)
+from turnframe_core.ids import BlockId, EventId, InteractionId, ReceiptId
 from turnframe_core.interactions import (
     InteractionKind,
     InteractionOptionView,

@@ -9,17 +9,16 @@ sha256 and rendered in lowercase base32. Never random where replay needs the sam
 from __future__ import annotations
 
 import base64
-import functools
 import hashlib
 import os
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from typing import Annotated, Any, Final, Literal, Protocol
 
 from pydantic import StringConstraints
 
-from turnframe_core.canonical import canonical_bytes
+from turnframe_core._canonical import canonical_bytes
 from turnframe_core.codes import ID_INVALID
 from turnframe_core.errors import TurnframeError
 
@@ -42,14 +41,7 @@ __all__ = [
     "SequentialIdSource",
     "TurnId",
     "UlidIdSource",
-    "derive_batch_id",
-    "derive_block_id",
-    "derive_command_id",
     "derive_id",
-    "derive_interaction_id",
-    "derive_outbox_id",
-    "derive_receipt_id",
-    "derive_replay_token",
     "require_prefixed",
 ]
 
@@ -160,52 +152,3 @@ def derive_id(prefix: IdPrefix, domain: str, inputs: Any) -> str:
     material = domain.encode("utf-8") + b"\x00" + canonical_bytes(inputs)
     body = base64.b32encode(hashlib.sha256(material).digest()).decode("ascii").lower()
     return f"{prefix}_{body[:26]}"
-
-
-def derive_block_id(turn_id: str, slot: str) -> str:
-    """A block's id from its turn and its slot (`receipt:rcp_…`, `answer:q1`, `transition`, …)."""
-    return derive_id("blk", "turnframe.block_id.v1", {"turn_id": turn_id, "slot": slot})
-
-
-def derive_receipt_id(status_code: str, event_ids: Iterable[str]) -> str:
-    """A receipt's id from what it states and the events it cites (order-free)."""
-    return _receipt_id(status_code, tuple(sorted(set(event_ids))))
-
-
-@functools.lru_cache(maxsize=4096)
-def _receipt_id(status_code: str, event_ids: tuple[str, ...]) -> str:
-    return derive_id(
-        "rcp", "turnframe.receipt_id.v1", {"status_code": status_code, "event_ids": event_ids}
-    )
-
-
-def derive_command_id(turn_id: str, act_id: str, position: int) -> str:
-    return derive_id(
-        "cmd",
-        "turnframe.command_id.v1",
-        {"turn_id": turn_id, "act_id": act_id, "position": position},
-    )
-
-
-def derive_batch_id(turn_id: str, workflow: str, case_id: str, scope: str) -> str:
-    return derive_id(
-        "bat",
-        "turnframe.batch_id.v1",
-        {"turn_id": turn_id, "workflow": workflow, "case_id": case_id, "scope": scope},
-    )
-
-
-def derive_interaction_id(turn_id: str, spec_key: str) -> str:
-    return derive_id(
-        "int", "turnframe.interaction_id.v1", {"turn_id": turn_id, "spec_key": spec_key}
-    )
-
-
-def derive_outbox_id(command_id: str) -> str:
-    return derive_id("obx", "turnframe.outbox_id.v1", {"command_id": command_id})
-
-
-@functools.lru_cache(maxsize=4096)
-def derive_replay_token(turn_id: str) -> str:
-    """The replay token joins an assistant turn to its audit record; one per turn, stable."""
-    return derive_id("rpl", "turnframe.replay_token.v1", {"turn_id": turn_id})

@@ -14,8 +14,9 @@ from typing import Annotated, Any, Literal
 from pydantic import Field, model_validator
 
 from turnframe_core import codes
+from turnframe_core._canonical import Digest, digest
+from turnframe_core._derive import derive_replay_token
 from turnframe_core._model import FrozenModel, Millis, NonEmptyStr, Revision
-from turnframe_core.canonical import Digest, digest
 from turnframe_core.cases import CaseRef
 from turnframe_core.commands import CommandOrigin, CommandPolicy
 from turnframe_core.errors import TurnframeError
@@ -28,7 +29,6 @@ from turnframe_core.ids import (
     OutboxId,
     ReplayToken,
     TurnId,
-    derive_replay_token,
 )
 from turnframe_core.turn import TurnInput
 

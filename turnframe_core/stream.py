@@ -11,9 +11,9 @@ from typing import Annotated, Literal
 
 from pydantic import Field
 
+from turnframe_core._canonical import Digest, digest
 from turnframe_core._model import FrozenModel, NonEmptyStr
 from turnframe_core.blocks import BlockKind, ResponseBlock
-from turnframe_core.canonical import Digest, digest
 from turnframe_core.ids import BlockId, TurnId
 from turnframe_core.replay import TurnPhase
 from turnframe_core.turn import AssistantTurn

@@ -13,6 +13,8 @@ from typing import Any
 from pydantic import Field, model_validator
 
 from turnframe_core import codes
+from turnframe_core._canonical import canonical_json
+from turnframe_core._derive import derive_replay_token
 from turnframe_core._model import FrozenModel, Millis, NonEmptyStr
 from turnframe_core.blocks import (
     STORED_CONTEXT,
@@ -21,16 +23,9 @@ from turnframe_core.blocks import (
     UnknownBlock,
     block_rank,
 )
-from turnframe_core.canonical import canonical_json
 from turnframe_core.cases import CaseRef
 from turnframe_core.errors import TurnframeError
-from turnframe_core.ids import (
-    AccountId,
-    ConversationId,
-    ReplayToken,
-    TurnId,
-    derive_replay_token,
-)
+from turnframe_core.ids import AccountId, ConversationId, ReplayToken, TurnId
 from turnframe_core.interactions import InteractionResponse
 
 __all__ = [

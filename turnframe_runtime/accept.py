@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from turnframe_core.ids import derive_replay_token
+from turnframe_core._derive import derive_replay_token
 from turnframe_core.replay import ReplayRecord, TurnPhase, WorkflowVersion
 from turnframe_core.turn import AssistantTurn
 from turnframe_runtime.context import TurnContext

@@ -17,13 +17,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from turnframe_core import codes
+from turnframe_core._derive import derive_command_id
 from turnframe_core.commands import (
     CommandEnvelope,
     ConfirmedInteraction,
     origin_for_answer,
     origin_satisfies,
 )
-from turnframe_core.ids import derive_command_id
 from turnframe_core.interactions import (
     AcceptedAnswer,
     AlreadyAnswered,

@@ -12,8 +12,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from turnframe_core import codes
+from turnframe_core._derive import derive_interaction_id
 from turnframe_core.commands import ConfirmationPolicy
-from turnframe_core.ids import derive_interaction_id
 from turnframe_core.interactions import (
     ConfirmCommands,
     ConfirmsAct,

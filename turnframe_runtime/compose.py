@@ -14,6 +14,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from turnframe_core import codes
+from turnframe_core._derive import derive_block_id, derive_receipt_id, derive_replay_token
 from turnframe_core.blocks import (
     AnswerBasis,
     AnswerBlock,
@@ -37,7 +38,6 @@ from turnframe_core.facts import (
     RecordFact,
     StateValue,
 )
-from turnframe_core.ids import derive_block_id, derive_receipt_id, derive_replay_token
 from turnframe_core.interactions import Interaction, InteractionKind
 from turnframe_core.replay import CommittedOutcome, OutcomeUnknown
 from turnframe_core.turn import AssistantTurn, Expectation, ExpectationKind, Offer, TurnStatus

@@ -13,8 +13,8 @@ from collections.abc import Iterable, Mapping
 from typing import Any, Protocol
 
 from turnframe_core import codes
+from turnframe_core._canonical import digest
 from turnframe_core.blocks import CopyRef
-from turnframe_core.canonical import digest
 from turnframe_core.errors import TurnframeError
 
 __all__ = ["CatalogCopy", "MissingCopy", "RenderedCopy", "ServerCopy", "LIBRARY_CATALOGS"]

@@ -13,15 +13,15 @@ from dataclasses import dataclass
 from typing import Any
 
 from turnframe_core import codes
+from turnframe_core._canonical import digest
+from turnframe_core._derive import derive_block_id
 from turnframe_core.blocks import (
     AnswerBlock,
     MalformedModelOutput,
     TransitionBlock,
     parse_model_output,
 )
-from turnframe_core.canonical import digest
 from turnframe_core.errors import TurnframeError
-from turnframe_core.ids import derive_block_id
 from turnframe_runtime.context import AuditTrail, Purpose, TurnContext
 from turnframe_runtime.ports import AnswerRequest, Narrator, TransitionRequest
 

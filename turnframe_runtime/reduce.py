@@ -22,7 +22,8 @@ from enum import StrEnum
 from typing import Any, Protocol
 
 from turnframe_core import codes
-from turnframe_core.canonical import digest
+from turnframe_core._canonical import digest
+from turnframe_core._derive import derive_command_id
 from turnframe_core.cases import CaseKey, CaseRef
 from turnframe_core.commands import (
     CommandEnvelope,
@@ -35,7 +36,6 @@ from turnframe_core.commands import (
     RiskClass,
     origin_satisfies,
 )
-from turnframe_core.ids import derive_command_id
 from turnframe_core.interactions import (
     ActionClass,
     Interaction,

@@ -24,10 +24,10 @@ from typing import Final, Protocol, TypeVar
 
 from pydantic import ValidationError
 
-from turnframe_core.canonical import CanonicalJsonError
+from turnframe_core._canonical import CanonicalJsonError
+from turnframe_core._derive import derive_replay_token
 from turnframe_core.cases import CaseKey, CaseRef
 from turnframe_core.events import DomainEvent
-from turnframe_core.ids import derive_replay_token
 from turnframe_core.interactions import Interaction, InteractionStatus, can_transition
 from turnframe_core.replay import CommandOutcome, ReplayRecord, TurnPhase
 from turnframe_core.turn import AssistantTurn

@@ -8,7 +8,9 @@ from turnframe_core import (
     CaseRef,
     CommandEnvelope,
     CommandOrigin,
+    ConfirmCommands,
     CopyRef,
+    DeclineCommands,
     DirectSafeUserAct,
     DomainEvent,
     Interaction,
@@ -16,11 +18,9 @@ from turnframe_core import (
     InteractionOption,
     InteractionPayload,
     ReceiptBlock,
-    derive_block_id,
-    derive_receipt_id,
     digest,
 )
-from turnframe_core.interactions import ConfirmCommands, DeclineCommands
+from turnframe_core._derive import derive_block_id, derive_receipt_id
 
 __all__ = ["card_payload", "case", "confirm_card", "copy_ref", "envelope", "event", "receipt_block"]
 

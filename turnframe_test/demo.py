@@ -18,16 +18,17 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any, Final, TextIO
 
-from turnframe_core import AssistantTurn, UlidIdSource
-from turnframe_core.blocks import (
+from turnframe_core import (
     AnswerBlock,
+    AssistantTurn,
     InteractionBlock,
     NoticeBlock,
     ReceiptBlock,
     TransitionBlock,
+    UlidIdSource,
+    verify_chain,
 )
-from turnframe_core.canonical import digest_bytes
-from turnframe_core.replay import verify_chain
+from turnframe_core._canonical import digest_bytes
 from turnframe_store import ManualClock, NotFound, SqlStores, Stores, system_clock
 from turnframe_test.harness import DeskHarness
 from turnframe_test.understandings import act, question

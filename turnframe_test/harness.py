@@ -8,19 +8,15 @@ from typing import Any
 
 from turnframe_core import (
     AssistantTurn,
+    DomainEvent,
     IdSource,
     InteractionBlock,
     InteractionResponse,
     SequentialIdSource,
     TurnInput,
 )
-from turnframe_core.events import DomainEvent
-from turnframe_runtime.config import RuntimeConfig
-from turnframe_runtime.copy import CatalogCopy
-from turnframe_runtime.ports import Narrator
-from turnframe_runtime.runtime import TurnRuntime
-from turnframe_store import EventCursor, ManualClock, MemoryStores, Stores
-from turnframe_store.records import JournalEntry
+from turnframe_runtime import CatalogCopy, Narrator, RuntimeConfig, TurnRuntime
+from turnframe_store import EventCursor, JournalEntry, ManualClock, MemoryStores, Stores
 from turnframe_test.backends import StoreBackend
 from turnframe_test.domains.travel import (
     TRIP_TEMPLATES,

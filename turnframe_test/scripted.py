@@ -8,8 +8,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from turnframe_core.understanding import Brief, Understanding
-from turnframe_runtime.ports import AnswerRequest, ReviewVerdict, TransitionRequest
+from turnframe_core import Brief, Understanding
+from turnframe_runtime import AnswerRequest, ReviewVerdict, TransitionRequest
 
 __all__ = ["ScriptExhausted", "ScriptedInterpreter", "ScriptedNarrator", "UnexpectedCall"]
 

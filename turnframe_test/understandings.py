@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from turnframe_core.understanding import (
+from turnframe_core import (
     AmbiguousTarget,
     ArgumentValue,
     CardTarget,

@@ -2,6 +2,7 @@ import pytest
 from pydantic import TypeAdapter, ValidationError
 
 from turnframe_core import codes
+from turnframe_core._derive import derive_receipt_id
 from turnframe_core.blocks import (
     STORED_CONTEXT,
     AnswerBlock,
@@ -16,7 +17,6 @@ from turnframe_core.blocks import (
     UnknownBlock,
     parse_model_output,
 )
-from turnframe_core.ids import derive_receipt_id
 from turnframe_test.builders import confirm_card, copy_ref, receipt_block
 
 blocks = TypeAdapter(ResponseBlock)

@@ -5,18 +5,20 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from turnframe_core.canonical import CanonicalJsonError, canonical_json, digest
-from turnframe_core.ids import (
-    InvalidId,
-    SequentialIdSource,
-    UlidIdSource,
+from turnframe_core._canonical import CanonicalJsonError, canonical_json, digest
+from turnframe_core._derive import (
     derive_block_id,
     derive_command_id,
-    derive_id,
     derive_interaction_id,
     derive_outbox_id,
     derive_receipt_id,
     derive_replay_token,
+)
+from turnframe_core.ids import (
+    InvalidId,
+    SequentialIdSource,
+    UlidIdSource,
+    derive_id,
     require_prefixed,
 )
 

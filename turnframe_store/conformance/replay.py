@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from turnframe_core.ids import derive_replay_token
+from turnframe_core._derive import derive_replay_token
 from turnframe_core.replay import TurnPhase
 from turnframe_store.bundle import Stores
 from turnframe_store.conformance._data import _A, _T0, _replay

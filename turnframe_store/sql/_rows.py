@@ -13,7 +13,7 @@ from typing import Any, Final, TypeVar
 
 from pydantic import TypeAdapter, ValidationError
 
-from turnframe_core.canonical import CanonicalJsonError, canonical_json
+from turnframe_core._canonical import CanonicalJsonError, canonical_json
 from turnframe_core.events import DomainEvent
 from turnframe_core.interactions import Interaction
 from turnframe_core.replay import CommandOutcome, ReplayRecord

@@ -23,32 +23,35 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from turnframe_core import (
+    ApplyOperation,
+    ArgumentSpec,
     CaseKey,
     CaseRef,
     CommandBatch,
     CommandPolicy,
+    CompiledCommand,
+    ConfirmationPolicy,
+    DeclineAndRecord,
     DomainEvent,
+    DomainRefusal,
+    ExternalSaga,
     InteractionKind,
     InteractionOption,
     InteractionPayload,
-    ReceiptSpec,
-    derive_id,
-)
-from turnframe_core.commands import ConfirmationPolicy, ExternalSaga, PerCase, RiskClass
-from turnframe_core.interactions import ApplyOperation, DeclineAndRecord, OptionStyle
-from turnframe_core.workflow import (
-    ArgumentSpec,
-    CompiledCommand,
-    DomainRefusal,
     InteractionRequirement,
     NextStep,
     Obligation,
     OperationSpec,
+    OptionStyle,
+    PerCase,
     PhaseOwnership,
+    ReceiptSpec,
     ResolvedAct,
+    RiskClass,
     WorkflowView,
+    derive_id,
 )
-from turnframe_runtime.ports import (
+from turnframe_runtime import (
     CaseCandidate,
     ExecutionFailed,
     ExecutionRejected,

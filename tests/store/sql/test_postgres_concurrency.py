@@ -16,10 +16,10 @@ import psycopg
 import pytest
 from services import Database, Databases
 
+from turnframe_core._derive import derive_replay_token
 from turnframe_core.cases import CaseRef
 from turnframe_core.commands import CommandEnvelope, InternalPolicy
 from turnframe_core.events import DomainEvent
-from turnframe_core.ids import derive_replay_token
 from turnframe_core.interactions import (
     Interaction,
     InteractionKind,
