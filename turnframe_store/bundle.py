@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import AsyncIterator
 from typing import Any, Final, cast
 
 from turnframe_store.errors import MissingRole
@@ -62,6 +64,14 @@ def protocol_methods(protocol: type) -> tuple[str, ...]:
 class Stores:
     """The store bundle the runtime is given. Building it without a role raises `MissingRole`."""
 
+    @classmethod
+    def _of(cls, **roles: Any) -> Stores:
+        """A bundle of roles already known to be complete (no protocol check: a hot path)."""
+        stores = object.__new__(cls)
+        for role, value in roles.items():
+            setattr(stores, role, value)
+        return stores
+
     conversations: ConversationStore
     interactions: InteractionStore
     journal: CommandJournal
@@ -107,6 +117,24 @@ class Stores:
             raise TypeError(f"unknown store roles: {sorted(unknown)}")
         current.update(roles)
         return Stores(**current)
+
+    @contextlib.asynccontextmanager
+    async def transaction(self) -> AsyncIterator[Stores]:
+        """A unit of work: every call made through the stores it yields commits together when the
+        block ends, or none of them does.
+
+        - The block raises: nothing it wrote remains, and the error propagates.
+        - A store call in it raises a `StoreError` (a `NotFound` from a read excepted): the
+          transaction is doomed. Later calls raise `Conflict`, nothing it wrote remains, and the
+          block's end raises `Conflict` even if the caller caught the first error.
+        - Calls inside see the transaction's own writes; nobody else sees them before it ends.
+        - Inside it, use only the stores it yields (a call through the outer stores may wait for
+          the transaction to end). A nested `transaction()` joins the open one.
+
+        `MemoryStores` and `SqlStores` keep this contract and the conformance suite checks it. A
+        plain bundle of role objects shares no transaction, so here each call commits on its own.
+        """
+        yield self
 
     def read_only(self) -> ReadOnlyStores:
         """A view through which no write method is reachable (the plan-only path holds this)."""

@@ -13,7 +13,8 @@ shared roles apply; the controls of the argument checks break those rules instea
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+import contextlib
+from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
 import pytest
@@ -36,6 +37,8 @@ from turnframe_store.memory import (
     MemoryStores,
     _UndoLog,
 )
+from turnframe_store.memory._engine import _Transaction
+from turnframe_store.memory._stores import _InTransaction, _roles
 from turnframe_store.records import (
     CommitBundle,
     CommitResult,
@@ -63,11 +66,11 @@ class RecreatedConversation(MemoryConversations):
     ) -> ConversationRecord:
         engine = self._engine
         key = (account_id, conversation_id)
-        found = engine.read(lambda: engine.t.conversations.get(key))
+        found = await engine.read(lambda: engine.t.conversations.get(key))
         if found is None:
             return await super().ensure_conversation(account_id, conversation_id)
         moved = found.model_copy(update={"created_at": found.created_at + 1})
-        engine.write(lambda undo: undo.put(engine.t.conversations, key, moved))
+        await engine.write(lambda undo: undo.put(engine.t.conversations, key, moved))
         return moved
 
 
@@ -83,7 +86,7 @@ class RewrittenAssistantTurn(MemoryConversations):
             undo.remove(engine.t.assistant_turns, (account_id, turn.turn_id))
             engine.append_assistant_turn(undo, account_id, turn, phase)
 
-        engine.write(write)
+        await engine.write(write)
 
 
 class PhaseLeavesTerminal(MemoryConversations):
@@ -104,7 +107,7 @@ class PhaseLeavesTerminal(MemoryConversations):
                 undo.put(engine.t.unfinished, (account_id, turn_id), None)
             return moved
 
-        return engine.write(write)
+        return await engine.write(write)
 
 
 class ForgetfulUnfinished(MemoryConversations):
@@ -146,7 +149,7 @@ class SecondBlockingCard(MemoryInteractions):
             undo.remove(engine.t.blocking_slot, _case_of(interaction))
             return engine.insert_card(undo, interaction)
 
-        return engine.write(write)
+        return await engine.write(write)
 
 
 class ForeignCardVisible(MemoryInteractions):
@@ -176,7 +179,7 @@ class ReplacingResolving(MemoryInteractions):
             engine.insert_card(undo, interaction)
             return (holder_id,)
 
-        return engine.write(write)
+        return await engine.write(write)
 
 
 class BlindCardResolution(MemoryInteractions):
@@ -196,7 +199,7 @@ class BlindCardResolution(MemoryInteractions):
             )
             return engine._move_card(undo, claimed)
 
-        return engine.write(write)
+        return await engine.write(write)
 
 
 class MutableCardPayload(MemoryInteractions):
@@ -212,7 +215,7 @@ class MutableCardPayload(MemoryInteractions):
                 return interaction
             return engine.insert_card(undo, interaction)
 
-        return engine.write(write)
+        return await engine.write(write)
 
 
 class RevisionBlindInvalidation(MemoryInteractions):
@@ -238,7 +241,7 @@ class RevisionBlindInvalidation(MemoryInteractions):
                 )
             return tuple(card.interaction_id for card in stale)
 
-        return engine.write(write)
+        return await engine.write(write)
 
 
 class EagerExpiry(MemoryInteractions):
@@ -256,7 +259,7 @@ class EagerExpiry(MemoryInteractions):
                 for c in due[:limit]
             )
 
-        return engine.write(write)
+        return await engine.write(write)
 
 
 # --- journal ------------------------------------------------------------------------------------
@@ -275,7 +278,7 @@ class BlindJournalCompletion(MemoryJournal):
             undo.put(engine.t.journal, (account_id, command_id), settled)
             return settled
 
-        return engine.write(write)
+        return await engine.write(write)
 
 
 class RacyJournalAdmission(MemoryJournal):
@@ -296,7 +299,7 @@ class RacyJournalAdmission(MemoryJournal):
                 raise Conflict("command id under another key")
             return None
 
-        found = engine.read(look)
+        found = await engine.read(look)
         if found is not None:
             return found
         await asyncio.sleep(0)
@@ -308,7 +311,7 @@ class RacyJournalAdmission(MemoryJournal):
                 undo.index(engine.t.journal_by_turn, (account, entry.turn_id), entry.command_id)
             return Fresh(entry=entry)
 
-        return engine.write(write)
+        return await engine.write(write)
 
 
 class ReadmittingJournal(MemoryJournal):
@@ -327,7 +330,7 @@ class ReadmittingJournal(MemoryJournal):
                     return Fresh(entry=entry)
             return engine.begin(undo, entry)
 
-        return engine.write(write)
+        return await engine.write(write)
 
 
 class KeyReuseAccepted(MemoryJournal):
@@ -342,7 +345,7 @@ class KeyReuseAccepted(MemoryJournal):
                 return Replay(entry=engine.t.journal[(entry.account_id, stored_id)])
             return engine.begin(undo, entry)
 
-        return engine.write(write)
+        return await engine.write(write)
 
 
 class UnsortedJournalForTurn(MemoryJournal):
@@ -414,7 +417,7 @@ class DuplicateOutboxKey(MemoryOutbox):
             undo.put(engine.t.outbox_pending, entry.outbox_id, None)
             return entry
 
-        return engine.write(write)
+        return await engine.write(write)
 
 
 class RacyOutboxClaim(MemoryOutbox):
@@ -429,7 +432,7 @@ class RacyOutboxClaim(MemoryOutbox):
             due.sort(key=lambda r: (r.created_at, r.outbox_id))
             return [r.outbox_id for r in due[:limit]]
 
-        picked = engine.read(select)
+        picked = await engine.read(select)
         await asyncio.sleep(0)
 
         def claim(undo: _UndoLog) -> tuple[OutboxEntry, ...]:
@@ -448,7 +451,7 @@ class RacyOutboxClaim(MemoryOutbox):
                 )
             return tuple(claimed)
 
-        return engine.write(claim)
+        return await engine.write(claim)
 
 
 class RescheduleDueNow(MemoryOutbox):
@@ -463,7 +466,7 @@ class RescheduleDueNow(MemoryOutbox):
                 raise Conflict("not reschedulable")
             return engine._move_row(undo, row, status=OutboxStatus.PENDING, next_attempt_at=None)
 
-        return engine.write(write)
+        return await engine.write(write)
 
 
 class InclusiveReaper(MemoryOutbox):
@@ -524,7 +527,7 @@ class OverwritingReplay(MemoryReplay):
                 return
             engine.put_replay(undo, record)
 
-        engine.write(write)
+        await engine.write(write)
 
 
 class HalfBundle(MemoryCommits):
@@ -569,7 +572,7 @@ class InsertsFirstBundle(MemoryCommits):
                 engine.set_phase(undo, account, bundle.turn_id, bundle.phase)
             return CommitResult(events=events, invalidated=tuple(invalidated))
 
-        return engine.write(write)
+        return await engine.write(write)
 
 
 class LateJudgedBundle(MemoryCommits):
@@ -606,7 +609,7 @@ class LateJudgedBundle(MemoryCommits):
                 engine.set_phase(undo, account, bundle.turn_id, bundle.phase)
             return CommitResult(events=events, invalidated=tuple(invalidated))
 
-        return engine.write(write)
+        return await engine.write(write)
 
 
 # --- the table ----------------------------------------------------------------------------------
@@ -781,6 +784,75 @@ CONTROLS: dict[str, tuple[str, type[Any], str]] = {
 }
 
 
+# --- transactions: the broken part is the unit of work itself -----------------------------------
+
+
+class _BrokenTransactions(MemoryStores):
+    """MemoryStores whose `transaction()` breaks one promise (each subclass names which)."""
+
+    keep_on_raise = False
+    keep_when_doomed = False
+    discard_on_success = False
+    take_the_gate = True
+
+    @contextlib.asynccontextmanager
+    async def transaction(self) -> AsyncIterator[Stores]:
+        if self.take_the_gate:
+            await self.engine.gate.enter()
+        tx = _Transaction()
+        try:
+            try:
+                yield _InTransaction._of(**_roles(self.engine.bound(tx), self._classes))
+            except BaseException:
+                if not self.keep_on_raise:
+                    tx.undo.rollback()
+                raise
+            if tx.failure is not None and not self.keep_when_doomed:
+                tx.undo.rollback()
+                raise Conflict("rolled back") from tx.failure
+            if self.discard_on_success:
+                tx.undo.rollback()
+        finally:
+            tx.closed = True
+            if self.take_the_gate:
+                self.engine.gate.leave()
+
+
+class DiscardingTransactions(_BrokenTransactions):
+    """A transaction that ends well is rolled back anyway."""
+
+    discard_on_success = True
+
+
+class KeepOnRaise(_BrokenTransactions):
+    """A transaction whose block raises keeps what it wrote."""
+
+    keep_on_raise = True
+
+
+class IgnoredDoom(_BrokenTransactions):
+    """A transaction with a failed call commits the rest when the caller caught the error."""
+
+    keep_when_doomed = True
+
+
+class DirtyTransactions(_BrokenTransactions):
+    """An open transaction's writes are visible to everyone at once."""
+
+    take_the_gate = False
+
+
+TRANSACTION_CONTROLS: dict[str, tuple[type[MemoryStores], str]] = {
+    "discarding_transactions": (
+        DiscardingTransactions,
+        "check_a_transaction_commits_its_writes_together_and_sees_them_inside",
+    ),
+    "keep_on_raise": (KeepOnRaise, "check_a_transaction_whose_block_raises_leaves_nothing"),
+    "ignored_doom": (IgnoredDoom, "check_a_failed_call_dooms_its_transaction_even_when_caught"),
+    "dirty_transactions": (DirtyTransactions, "check_nobody_else_sees_an_open_transactions_writes"),
+}
+
+
 def broken_stores(role: str, broken: type[Any]):  # type: ignore[no-untyped-def]
     async def factory() -> Stores:
         memory = MemoryStores()
@@ -798,7 +870,22 @@ async def test_a_store_that_breaks_one_rule_fails_exactly_the_check_for_it(contr
     assert report.failed_names == (expected,), report.describe()
 
 
+@pytest.mark.parametrize("control", sorted(TRANSACTION_CONTROLS))
+async def test_a_store_whose_transactions_break_one_promise_fails_exactly_its_check(
+    control: str,
+) -> None:
+    broken, expected = TRANSACTION_CONTROLS[control]
+
+    async def factory() -> Stores:
+        return broken()
+
+    report = await run_all(factory)
+
+    assert report.failed_names == (expected,), report.describe()
+
+
 def test_every_check_of_the_suite_has_a_control_that_fails_it() -> None:
     targets = [expected for _, _, expected in CONTROLS.values()]
+    targets += [expected for _, expected in TRANSACTION_CONTROLS.values()]
 
     assert sorted(targets) == sorted(CHECKS)

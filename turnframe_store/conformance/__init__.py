@@ -10,7 +10,8 @@ The checks choose every time they pass in (`created_at`, `now`, …); the store 
 assumed, so a store stamping lifecycle times with the wall clock passes too.
 
 The checks live in one module per section (`turns`, `interactions`, `journal`, `events`,
-`outbox`, `replay`, `ordering`, `bundle`, `arguments`); `CHECKS` lists them all, in that order.
+`outbox`, `replay`, `ordering`, `bundle`, `arguments`, `transactions`); `CHECKS` lists them
+all, in that order.
 """
 
 from typing import Final
@@ -69,6 +70,12 @@ from turnframe_store.conformance.outbox import (
 from turnframe_store.conformance.replay import (
     check_a_replay_record_is_upserted_until_its_phase_is_terminal,
 )
+from turnframe_store.conformance.transactions import (
+    check_a_failed_call_dooms_its_transaction_even_when_caught,
+    check_a_transaction_commits_its_writes_together_and_sees_them_inside,
+    check_a_transaction_whose_block_raises_leaves_nothing,
+    check_nobody_else_sees_an_open_transactions_writes,
+)
 from turnframe_store.conformance.turns import (
     check_a_user_turn_is_recorded_once_with_its_received_phase,
     check_an_assistant_turn_is_written_once_and_reloads_identical,
@@ -126,6 +133,11 @@ __all__ = [
     "check_times_and_revisions_are_whole_numbers_in_their_range",
     "check_an_id_with_a_nul_or_a_lone_surrogate_is_invalid_for_every_reader",
     "check_an_id_with_a_nul_or_a_lone_surrogate_is_invalid_for_every_writer",
+    # transactions
+    "check_a_transaction_commits_its_writes_together_and_sees_them_inside",
+    "check_a_transaction_whose_block_raises_leaves_nothing",
+    "check_a_failed_call_dooms_its_transaction_even_when_caught",
+    "check_nobody_else_sees_an_open_transactions_writes",
 ]
 
 #: Every check, in the order `run_all` runs them.

@@ -25,6 +25,7 @@ SECTIONS: Final = (
     "ordering",
     "bundle",
     "arguments",
+    "transactions",
 )
 
 _REGISTRY: dict[str, Check] = {}

@@ -1,10 +1,14 @@
 """MemoryStores' operations on its state: storage only; every decision comes from `_rules`.
 
-Operations run under `lock`; a write takes an undo log and leaves no trace when it raises.
+Operations run under `lock`; a write takes an undo log and leaves no trace when it raises. An
+operation outside a transaction waits at the `gate` while a transaction is open; an engine bound
+to a transaction (`bound`) writes into the transaction's undo log instead, so the whole
+transaction is undone when it fails.
 """
 
 from __future__ import annotations
 
+import asyncio
 import bisect
 import threading
 from collections.abc import Callable, Iterable
@@ -19,7 +23,7 @@ from turnframe_core.turn import AssistantTurn
 from turnframe_store import _rules as rules
 from turnframe_store._rules import Verdict
 from turnframe_store.clock import Clock
-from turnframe_store.errors import Conflict, NotFound
+from turnframe_store.errors import Conflict, NotFound, StoreError
 from turnframe_store.faults import FaultPlan, FaultPoint
 from turnframe_store.memory._state import Key3, _Tables, _UndoLog
 from turnframe_store.records import (
@@ -38,7 +42,7 @@ from turnframe_store.records import (
     UserTurnRecord,
 )
 
-__all__ = ["_Engine"]
+__all__ = ["_Engine", "_Gate", "_Transaction"]
 
 R = TypeVar("R")
 
@@ -57,28 +61,125 @@ def _case_of(card: Interaction) -> Key3:
     return _case3(card.account_id, card.case_ref.workflow, card.case_ref.case_id)
 
 
+class _Gate:
+    """One transaction at a time. An operation outside it waits while one is open; it polls
+    rather than waiting on one event loop's future, so the store stays usable from several event
+    loops and threads. The task holding the gate may not wait for it (that would never end)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._owner: object = None
+
+    async def enter(self) -> None:
+        me = asyncio.current_task()
+        delay = 0.00005
+        while not self._lock.acquire(blocking=False):
+            if self._owner is me and me is not None:
+                raise RuntimeError(
+                    "a store call outside the open transaction, from the task holding it: use "
+                    "the transaction's stores"
+                )
+            await asyncio.sleep(delay)
+            delay = min(delay * 2, 0.002)
+        self._owner = me
+
+    def leave(self) -> None:
+        self._owner = None
+        self._lock.release()
+
+
+class _Transaction:
+    """One open transaction: the undo steps of everything it wrote, and the store error that
+    doomed it (after which it only rolls back)."""
+
+    def __init__(self) -> None:
+        self.undo = _UndoLog()
+        self.failure: BaseException | None = None
+        self.closed = False
+
+    def usable(self) -> None:
+        if self.closed:
+            raise RuntimeError("the transaction has ended; its stores are no longer usable")
+        if self.failure is not None:
+            raise Conflict("an earlier operation failed; the transaction only rolls back")
+
+
 class _Engine:
     """The shared state and every operation on it. Operations run under `lock`; writes take an
     undo log and leave no trace when they raise."""
 
-    def __init__(self, clock: Clock, faults: FaultPlan) -> None:
-        self.lock = threading.Lock()
+    def __init__(
+        self,
+        clock: Clock,
+        faults: FaultPlan,
+        *,
+        tables: _Tables | None = None,
+        lock: threading.Lock | None = None,
+        gate: _Gate | None = None,
+        transaction: _Transaction | None = None,
+    ) -> None:
+        self.lock = lock if lock is not None else threading.Lock()
+        self.gate = gate if gate is not None else _Gate()
         self.clock = clock
         self.faults = faults
-        self.t = _Tables()
+        self.t = tables if tables is not None else _Tables()
+        self.transaction = transaction
 
-    def write(self, op: Callable[[_UndoLog], R]) -> R:
-        with self.lock:
-            undo = _UndoLog()
-            try:
-                return op(undo)
-            except BaseException:
-                undo.rollback()
-                raise
+    def bound(self, transaction: _Transaction) -> _Engine:
+        """This engine's state, written inside `transaction`."""
+        return _Engine(
+            self.clock,
+            self.faults,
+            tables=self.t,
+            lock=self.lock,
+            gate=self.gate,
+            transaction=transaction,
+        )
 
-    def read(self, op: Callable[[], R]) -> R:
-        with self.lock:
-            return op()
+    async def write(self, op: Callable[[_UndoLog], R]) -> R:
+        tx = self.transaction
+        if tx is not None:
+            tx.usable()
+            with self.lock:
+                undo = _UndoLog()
+                try:
+                    value = op(undo)
+                except BaseException as exc:
+                    undo.rollback()
+                    if isinstance(exc, StoreError):
+                        tx.failure = exc
+                    raise
+                tx.undo.extend(undo)
+                return value
+        await self.gate.enter()
+        try:
+            with self.lock:
+                undo = _UndoLog()
+                try:
+                    return op(undo)
+                except BaseException:
+                    undo.rollback()
+                    raise
+        finally:
+            self.gate.leave()
+
+    async def read(self, op: Callable[[], R]) -> R:
+        tx = self.transaction
+        if tx is not None:
+            tx.usable()
+            with self.lock:
+                try:
+                    return op()
+                except StoreError as exc:
+                    if not isinstance(exc, NotFound):
+                        tx.failure = exc
+                    raise
+        await self.gate.enter()
+        try:
+            with self.lock:
+                return op()
+        finally:
+            self.gate.leave()
 
     # --- conversations --------------------------------------------------------------------------
 

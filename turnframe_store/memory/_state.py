@@ -56,6 +56,10 @@ class _UndoLog:
     def step(self, undo: Callable[[], object]) -> None:
         self._steps.append(undo)
 
+    def extend(self, later: _UndoLog) -> None:
+        """Take over the steps of a later write (undone before this log's own)."""
+        self._steps.extend(later._steps)
+
     def rollback(self) -> None:
         while self._steps:
             self._steps.pop()()

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import AsyncIterator
+from typing import Any
+
 from turnframe_core.cases import CaseKey
 from turnframe_core.events import DomainEvent
 from turnframe_core.interactions import Interaction, InteractionStatus
@@ -19,8 +23,9 @@ from turnframe_store._roles import (
 )
 from turnframe_store.bundle import Stores
 from turnframe_store.clock import Clock, system_clock
+from turnframe_store.errors import Conflict
 from turnframe_store.faults import FaultPlan
-from turnframe_store.memory._engine import _Engine
+from turnframe_store.memory._engine import _Engine, _Transaction
 from turnframe_store.records import (
     CommitBundle,
     CommitResult,
@@ -54,48 +59,48 @@ class MemoryConversations(ConversationRole):
     async def _get_conversation(self, account_id: str, conversation_id: str) -> ConversationRecord:
         t = self._engine.t
         return rules.found(
-            self._engine.read(lambda: t.conversations.get((account_id, conversation_id)))
+            await self._engine.read(lambda: t.conversations.get((account_id, conversation_id)))
         )
 
     async def _get_user_turn(self, account_id: str, turn_id: str) -> UserTurnRecord:
         t = self._engine.t
-        return rules.found(self._engine.read(lambda: t.user_turns.get((account_id, turn_id))))
+        return rules.found(await self._engine.read(lambda: t.user_turns.get((account_id, turn_id))))
 
     async def _get_assistant_turn(self, account_id: str, turn_id: str) -> AssistantTurn:
-        text = self._engine.read(lambda: self._engine.get_assistant_turn(account_id, turn_id))
+        text = await self._engine.read(lambda: self._engine.get_assistant_turn(account_id, turn_id))
         return rules.reload_answer(text)
 
     async def _list_turns(
         self, account_id: str, conversation_id: str
     ) -> tuple[UserTurnRecord, ...]:
-        return self._engine.read(lambda: self._engine.list_turns(account_id, conversation_id))
+        return await self._engine.read(lambda: self._engine.list_turns(account_id, conversation_id))
 
     async def _get_phase(self, account_id: str, turn_id: str) -> PhaseMarker:
         t = self._engine.t
-        return rules.found(self._engine.read(lambda: t.phases.get((account_id, turn_id))))
+        return rules.found(await self._engine.read(lambda: t.phases.get((account_id, turn_id))))
 
     async def _list_unfinished_turns(self, limit: int) -> tuple[PhaseMarker, ...]:
-        return self._engine.read(lambda: self._engine.list_unfinished_turns(limit))
+        return await self._engine.read(lambda: self._engine.list_unfinished_turns(limit))
 
     async def _ensure_conversation(
         self, account_id: str, conversation_id: str
     ) -> ConversationRecord:
-        return self._engine.write(
+        return await self._engine.write(
             lambda undo: self._engine.ensure_conversation(undo, account_id, conversation_id)
         )
 
     async def _append_user_turn(self, record: UserTurnRecord) -> None:
-        self._engine.write(lambda undo: self._engine.append_user_turn(undo, record))
+        await self._engine.write(lambda undo: self._engine.append_user_turn(undo, record))
 
     async def _append_assistant_turn(
         self, account_id: str, turn: AssistantTurn, phase: TurnPhase | None
     ) -> None:
-        self._engine.write(
+        await self._engine.write(
             lambda undo: self._engine.append_assistant_turn(undo, account_id, turn, phase)
         )
 
     async def _set_phase(self, account_id: str, turn_id: str, phase: TurnPhase) -> PhaseMarker:
-        return self._engine.write(
+        return await self._engine.write(
             lambda undo: self._engine.set_phase(undo, account_id, turn_id, phase)
         )
 
@@ -106,30 +111,32 @@ class MemoryInteractions(InteractionRole):
         self._engine = engine
 
     async def _get(self, account_id: str, interaction_id: str) -> Interaction:
-        return self._engine.read(lambda: self._engine.card(account_id, interaction_id))
+        return await self._engine.read(lambda: self._engine.card(account_id, interaction_id))
 
     async def _open_for_conversation(
         self, account_id: str, conversation_id: str
     ) -> tuple[Interaction, ...]:
-        return self._engine.read(
+        return await self._engine.read(
             lambda: self._engine.open_for_conversation(account_id, conversation_id)
         )
 
     async def _for_case(self, account_id: str, case_key: CaseKey) -> tuple[Interaction, ...]:
-        return self._engine.read(lambda: tuple(self._engine.cards_of_case(account_id, case_key)))
+        return await self._engine.read(
+            lambda: tuple(self._engine.cards_of_case(account_id, case_key))
+        )
 
     async def _insert(self, interaction: Interaction) -> Interaction:
-        return self._engine.write(lambda undo: self._engine.insert_card(undo, interaction))
+        return await self._engine.write(lambda undo: self._engine.insert_card(undo, interaction))
 
     async def _insert_replacing_blocking(self, interaction: Interaction) -> tuple[str, ...]:
-        return self._engine.write(
+        return await self._engine.write(
             lambda undo: self._engine.insert_replacing_blocking(undo, interaction)
         )
 
     async def _begin_resolution(
         self, account_id: str, interaction_id: str, option_id: str
     ) -> Interaction:
-        return self._engine.write(
+        return await self._engine.write(
             lambda undo: self._engine.begin_resolution(undo, account_id, interaction_id, option_id)
         )
 
@@ -141,7 +148,7 @@ class MemoryInteractions(InteractionRole):
         option_id: str | None,
         event_ids: tuple[str, ...],
     ) -> Interaction:
-        return self._engine.write(
+        return await self._engine.write(
             lambda undo: self._engine.finish(
                 undo, account_id, interaction_id, status, option_id, event_ids
             )
@@ -154,7 +161,7 @@ class MemoryInteractions(InteractionRole):
         status: InteractionStatus,
         option_id: str | None,
     ) -> Interaction:
-        return self._engine.write(
+        return await self._engine.write(
             lambda undo: self._engine.close_card(
                 undo, account_id, interaction_id, status, option_id
             )
@@ -163,12 +170,12 @@ class MemoryInteractions(InteractionRole):
     async def _invalidate(
         self, account_id: str, case_key: CaseKey, current_revision: int | None
     ) -> tuple[str, ...]:
-        return self._engine.write(
+        return await self._engine.write(
             lambda undo: self._engine.invalidate(undo, account_id, case_key, current_revision)
         )
 
     async def _expire_due(self, now: int, limit: int) -> tuple[Interaction, ...]:
-        return self._engine.write(lambda undo: self._engine.expire_due(undo, now, limit))
+        return await self._engine.write(lambda undo: self._engine.expire_due(undo, now, limit))
 
 
 class MemoryJournal(JournalRole):
@@ -177,7 +184,7 @@ class MemoryJournal(JournalRole):
         self._engine = engine
 
     async def _get(self, account_id: str, command_id: str) -> JournalEntry:
-        return self._engine.read(lambda: self._engine.entry(account_id, command_id))
+        return await self._engine.read(lambda: self._engine.entry(account_id, command_id))
 
     async def _get_by_key(self, account_id: str, idempotency_key: str) -> JournalEntry:
         engine = self._engine
@@ -186,28 +193,30 @@ class MemoryJournal(JournalRole):
             command_id = rules.found(engine.t.journal_by_key.get((account_id, idempotency_key)))
             return engine.entry(account_id, command_id)
 
-        return engine.read(read)
+        return await engine.read(read)
 
     async def _for_turn(
         self, account_id: str, turn_id: str, *, unsettled: bool
     ) -> tuple[JournalEntry, ...]:
-        entries = self._engine.read(lambda: self._engine.journal_for_turn(account_id, turn_id))
+        entries = await self._engine.read(
+            lambda: self._engine.journal_for_turn(account_id, turn_id)
+        )
         if unsettled:
             return tuple(e for e in entries if e.status in rules.UNSETTLED_JOURNAL)
         return tuple(entries)
 
     async def _begin(self, entry: JournalEntry) -> JournalAdmission:
-        return self._engine.write(lambda undo: self._engine.begin(undo, entry))
+        return await self._engine.write(lambda undo: self._engine.begin(undo, entry))
 
     async def _mark_executing(self, account_id: str, command_id: str) -> JournalEntry:
-        return self._engine.write(
+        return await self._engine.write(
             lambda undo: self._engine.mark_executing(undo, account_id, command_id)
         )
 
     async def _complete(
         self, account_id: str, command_id: str, outcome: CommandOutcome
     ) -> JournalEntry:
-        return self._engine.write(
+        return await self._engine.write(
             lambda undo: self._engine.complete(undo, account_id, command_id, outcome)
         )
 
@@ -220,22 +229,22 @@ class MemoryEvents(EventRole):
     async def _get_by_ids(
         self, account_id: str, event_ids: tuple[str, ...]
     ) -> tuple[DomainEvent, ...]:
-        return self._engine.read(lambda: self._engine.get_by_ids(account_id, event_ids))
+        return await self._engine.read(lambda: self._engine.get_by_ids(account_id, event_ids))
 
     async def _list_for_case(
         self, account_id: str, case_key: CaseKey, since_revision: int, limit: int
     ) -> tuple[DomainEvent, ...]:
-        return self._engine.read(
+        return await self._engine.read(
             lambda: self._engine.list_for_case(account_id, case_key, since_revision, limit)
         )
 
     async def _read_from(self, account_id: str, cursor: EventCursor, limit: int) -> EventPage:
-        return self._engine.read(lambda: self._engine.read_from(account_id, cursor, limit))
+        return await self._engine.read(lambda: self._engine.read_from(account_id, cursor, limit))
 
     async def _append(
         self, account_id: str, events: tuple[DomainEvent, ...]
     ) -> tuple[DomainEvent, ...]:
-        return self._engine.write(lambda undo: self._engine.append(undo, account_id, events))
+        return await self._engine.write(lambda undo: self._engine.append(undo, account_id, events))
 
 
 class MemoryOutbox(OutboxRole):
@@ -244,35 +253,37 @@ class MemoryOutbox(OutboxRole):
         self._engine = engine
 
     async def _get(self, outbox_id: str) -> OutboxEntry:
-        return self._engine.read(lambda: self._engine.row(outbox_id))
+        return await self._engine.read(lambda: self._engine.row(outbox_id))
 
     async def _list_for_command(self, command_id: str) -> tuple[OutboxEntry, ...]:
-        return self._engine.read(lambda: self._engine.rows_for_command(command_id))
+        return await self._engine.read(lambda: self._engine.rows_for_command(command_id))
 
     async def _enqueue(self, entry: OutboxEntry) -> OutboxEntry:
-        return self._engine.write(lambda undo: self._engine.enqueue(undo, entry))
+        return await self._engine.write(lambda undo: self._engine.enqueue(undo, entry))
 
     async def _claim_due(self, now: int, limit: int, worker_id: str) -> tuple[OutboxEntry, ...]:
-        return self._engine.write(lambda undo: self._engine.claim_due(undo, now, limit, worker_id))
+        return await self._engine.write(
+            lambda undo: self._engine.claim_due(undo, now, limit, worker_id)
+        )
 
     async def _mark_completed(self, outbox_id: str) -> OutboxEntry:
-        return self._engine.write(lambda undo: self._engine.mark_completed(undo, outbox_id))
+        return await self._engine.write(lambda undo: self._engine.mark_completed(undo, outbox_id))
 
     async def _mark_failed(self, outbox_id: str, reason: str, retry_at: int | None) -> OutboxEntry:
-        return self._engine.write(
+        return await self._engine.write(
             lambda undo: self._engine.mark_failed(undo, outbox_id, reason, retry_at)
         )
 
     async def _mark_outcome_unknown(self, outbox_id: str, remote_ref: str | None) -> OutboxEntry:
-        return self._engine.write(
+        return await self._engine.write(
             lambda undo: self._engine.mark_outcome_unknown(undo, outbox_id, remote_ref)
         )
 
     async def _reschedule(self, outbox_id: str, at: int) -> OutboxEntry:
-        return self._engine.write(lambda undo: self._engine.reschedule(undo, outbox_id, at))
+        return await self._engine.write(lambda undo: self._engine.reschedule(undo, outbox_id, at))
 
     async def _release_expired_claims(self, claimed_before: int) -> int:
-        return self._engine.write(
+        return await self._engine.write(
             lambda undo: self._engine.release_expired_claims(undo, claimed_before)
         )
 
@@ -283,7 +294,7 @@ class MemoryReplay(ReplayRole):
         self._engine = engine
 
     async def _get(self, account_id: str, turn_id: str) -> ReplayRecord:
-        return self._engine.read(lambda: self._engine.replay_record(account_id, turn_id))
+        return await self._engine.read(lambda: self._engine.replay_record(account_id, turn_id))
 
     async def _get_by_token(self, account_id: str, replay_token: str) -> ReplayRecord:
         engine = self._engine
@@ -292,24 +303,24 @@ class MemoryReplay(ReplayRole):
             turn_id = rules.found(engine.t.replay_by_token.get((account_id, replay_token)))
             return engine.replay_record(account_id, turn_id)
 
-        return engine.read(read)
+        return await engine.read(read)
 
     async def _for_conversation(
         self, account_id: str, conversation_id: str
     ) -> tuple[ReplayRecord, ...]:
-        return self._engine.read(
+        return await self._engine.read(
             lambda: self._engine.replay_for_conversation(account_id, conversation_id)
         )
 
     async def _last_for_conversation(
         self, account_id: str, conversation_id: str
     ) -> ReplayRecord | None:
-        return self._engine.read(
+        return await self._engine.read(
             lambda: self._engine.last_replay_for_conversation(account_id, conversation_id)
         )
 
     async def _put(self, record: ReplayRecord) -> None:
-        self._engine.write(lambda undo: self._engine.put_replay(undo, record))
+        await self._engine.write(lambda undo: self._engine.put_replay(undo, record))
 
 
 class MemoryCommits(CommitRole):
@@ -318,23 +329,74 @@ class MemoryCommits(CommitRole):
         self._engine = engine
 
     async def _commit(self, bundle: CommitBundle) -> CommitResult:
-        return self._engine.write(lambda undo: self._engine.commit(undo, bundle))
+        return await self._engine.write(lambda undo: self._engine.commit(undo, bundle))
+
+
+_ROLE_CLASSES: dict[str, type] = {
+    "conversations": MemoryConversations,
+    "interactions": MemoryInteractions,
+    "journal": MemoryJournal,
+    "events": MemoryEvents,
+    "outbox": MemoryOutbox,
+    "replay": MemoryReplay,
+    "commits": MemoryCommits,
+}
+
+
+def _roles(engine: _Engine, classes: dict[str, type]) -> dict[str, Any]:
+    return {role: cls(engine) for role, cls in classes.items()}
+
+
+class _InTransaction(Stores):
+    """The roles of one open transaction; a nested transaction joins it."""
+
+    @contextlib.asynccontextmanager
+    async def transaction(self) -> AsyncIterator[Stores]:
+        yield self
 
 
 class MemoryStores(Stores):
-    """Every role in memory, sharing one state, one lock, one clock and one fault plan."""
+    """Every role in memory, sharing one state, one lock, one clock and one fault plan.
+
+    `transaction()` is serializable: while one is open, every other call waits for it to end."""
 
     def __init__(self, *, clock: Clock | None = None, faults: FaultPlan | None = None) -> None:
         self.engine = _Engine(clock if clock is not None else system_clock, faults or FaultPlan())
-        super().__init__(
-            conversations=MemoryConversations(self.engine),
-            interactions=MemoryInteractions(self.engine),
-            journal=MemoryJournal(self.engine),
-            events=MemoryEvents(self.engine),
-            outbox=MemoryOutbox(self.engine),
-            replay=MemoryReplay(self.engine),
-            commits=MemoryCommits(self.engine),
-        )
+        self._classes = dict(_ROLE_CLASSES)
+        super().__init__(**_roles(self.engine, self._classes))
+
+    def replace(self, **roles: Any) -> Stores:
+        """These stores with roles swapped in. Roles built on this store's engine (a role class
+        altered for a test) keep its transactions; any other role object gives a plain bundle."""
+        if not all(getattr(role, "_engine", None) is self.engine for role in roles.values()):
+            return super().replace(**roles)
+        clone = object.__new__(MemoryStores)
+        clone.engine = self.engine
+        clone._classes = {**self._classes, **{name: type(r) for name, r in roles.items()}}
+        Stores.__init__(clone, **_roles(self.engine, clone._classes))
+        return clone
+
+    @contextlib.asynccontextmanager
+    async def transaction(self) -> AsyncIterator[Stores]:
+        gate = self.engine.gate
+        await gate.enter()
+        tx = _Transaction()
+        try:
+            try:
+                yield _InTransaction._of(**_roles(self.engine.bound(tx), self._classes))
+            except BaseException:
+                with self.engine.lock:
+                    tx.undo.rollback()
+                raise
+            if tx.failure is not None:
+                with self.engine.lock:
+                    tx.undo.rollback()
+                raise Conflict("the transaction was rolled back: a call in it failed") from (
+                    tx.failure
+                )
+        finally:
+            tx.closed = True
+            gate.leave()
 
     @property
     def clock(self) -> Clock:

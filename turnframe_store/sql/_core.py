@@ -27,7 +27,7 @@ from turnframe_store.sql._backend import Backend, Batch, Connection, Params, Res
 from turnframe_store.sql._rows import Codec
 from turnframe_store.sql._statements import Compiler
 
-__all__ = ["Judge", "Retry", "SqlCore", "Step", "check", "first", "refuse"]
+__all__ = ["Judge", "Retry", "SqlCore", "Step", "Transaction", "TxCore", "check", "first", "refuse"]
 
 R = TypeVar("R")
 X = TypeVar("X")
@@ -218,3 +218,55 @@ class SqlCore:
             await self._judge_aborted(aborted)
         except Retry:
             raise Conflict("a record moved under a concurrent writer") from None
+
+
+class Transaction:
+    """One open `SqlStores.transaction()`: the store error that doomed it, if any."""
+
+    def __init__(self) -> None:
+        self.failure: BaseException | None = None
+        self.closed = False
+
+    def usable(self) -> None:
+        if self.closed:
+            raise RuntimeError("the transaction has ended; its stores are no longer usable")
+        if self.failure is not None:
+            raise Conflict("an earlier operation failed; the transaction only rolls back")
+
+
+class TxCore(SqlCore):
+    """A core bound to one open transaction's connection: every read and write joins it, and a
+    store error from either dooms it (the database may already have aborted it)."""
+
+    def __init__(self, parent: SqlCore, connection: Connection, tx: Transaction) -> None:
+        self.backend = parent.backend
+        self.sql = parent.sql
+        self.clock = parent.clock
+        self.faults = parent.faults
+        self.codec = parent.codec
+        self.postgres = parent.postgres
+        self._connection = connection
+        self._tx = tx
+
+    async def fetch(self, statement: Statement, params: dict[str, Any]) -> list[Row]:
+        self._tx.usable()
+        try:
+            return await self._connection.fetch(statement, params)
+        except StoreError as exc:
+            self._tx.failure = exc
+            raise
+
+    async def transaction(self, body: Callable[[Connection], Awaitable[R]]) -> R:
+        self._tx.usable()
+        try:
+            try:
+                return await body(self._connection)
+            except _Aborted as aborted:
+                await self._judge_aborted(aborted)
+        except Retry:
+            error = Conflict("a record moved under a concurrent writer")
+            self._tx.failure = error
+            raise error from None
+        except StoreError as exc:
+            self._tx.failure = exc
+            raise

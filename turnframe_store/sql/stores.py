@@ -16,19 +16,22 @@ and fault points come with the shared roles (`turnframe_store._roles`), every de
 from __future__ import annotations
 
 import asyncio
+import contextlib
+from collections.abc import AsyncIterator
 from typing import Any
 
 from sqlalchemy.engine import make_url
 
 from turnframe_store.bundle import Stores
 from turnframe_store.clock import Clock, system_clock
+from turnframe_store.errors import Conflict
 from turnframe_store.faults import FaultPlan
 from turnframe_store.records import CommitBundle, CommitResult
 from turnframe_store.sql import _migrate
 from turnframe_store.sql._backend import Backend, Hooks
 from turnframe_store.sql._commits import SqlCommits
 from turnframe_store.sql._conversations import SqlConversations
-from turnframe_store.sql._core import SqlCore
+from turnframe_store.sql._core import SqlCore, Transaction, TxCore
 from turnframe_store.sql._events import SqlEvents
 from turnframe_store.sql._interactions import SqlInteractions
 from turnframe_store.sql._journal import SqlJournal
@@ -39,6 +42,41 @@ from turnframe_store.sql._url import parse_url
 from turnframe_store.sql.config import SqlConfig
 
 __all__ = ["SqlStores"]
+
+
+def _roles(core: SqlCore) -> dict[str, Any]:
+    conversations = SqlConversations(core)
+    interactions = SqlInteractions(core)
+    journal = SqlJournal(core)
+    events = SqlEvents(core)
+    outbox = SqlOutbox(core)
+    replay = SqlReplay(core)
+    commits = SqlCommits(
+        core,
+        conversations=conversations,
+        interactions=interactions,
+        journal=journal,
+        events=events,
+        outbox=outbox,
+        replay=replay,
+    )
+    return {
+        "conversations": conversations,
+        "interactions": interactions,
+        "journal": journal,
+        "events": events,
+        "outbox": outbox,
+        "replay": replay,
+        "commits": commits,
+    }
+
+
+class _InTransaction(Stores):
+    """The roles of one open transaction; a nested transaction joins it."""
+
+    @contextlib.asynccontextmanager
+    async def transaction(self) -> AsyncIterator[Stores]:
+        yield self
 
 
 class SqlStores(Stores):
@@ -70,30 +108,24 @@ class SqlStores(Stores):
             clock if clock is not None else system_clock,
             faults if faults is not None else FaultPlan(),
         )
-        conversations = SqlConversations(self.engine)
-        interactions = SqlInteractions(self.engine)
-        journal = SqlJournal(self.engine)
-        events = SqlEvents(self.engine)
-        outbox = SqlOutbox(self.engine)
-        replay = SqlReplay(self.engine)
-        self._commits = SqlCommits(
-            self.engine,
-            conversations=conversations,
-            interactions=interactions,
-            journal=journal,
-            events=events,
-            outbox=outbox,
-            replay=replay,
-        )
-        super().__init__(
-            conversations=conversations,
-            interactions=interactions,
-            journal=journal,
-            events=events,
-            outbox=outbox,
-            replay=replay,
-            commits=self._commits,
-        )
+        roles = _roles(self.engine)
+        self._commits: SqlCommits = roles["commits"]
+        super().__init__(**roles)
+
+    @contextlib.asynccontextmanager
+    async def transaction(self) -> AsyncIterator[Stores]:
+        """One database transaction (see `Stores.transaction`); on PostgreSQL its first
+        statements travel with BEGIN in one pipeline, and COMMIT goes when the block ends."""
+        tx = Transaction()
+        async with self.engine.backend.writing() as connection:
+            try:
+                yield _InTransaction._of(**_roles(TxCore(self.engine, connection, tx)))
+            finally:
+                tx.closed = True
+            if tx.failure is not None:
+                raise Conflict("the transaction was rolled back: a call in it failed") from (
+                    tx.failure
+                )
 
     @classmethod
     async def connect(
