@@ -356,7 +356,12 @@ class InteractionPayload(FrozenModel):
     metadata: dict[str, Any] = Field(default_factory=dict)
 
     def hash(self) -> str:
-        return digest(self)
+        """The payload's digest. A payload without a purpose hashes exactly as it did before
+        `purpose` existed, so cards stored earlier keep their hash."""
+        data = self.model_dump(mode="json")
+        if data["purpose"] is None:
+            del data["purpose"]
+        return digest(data)
 
     def option(self, option_id: str) -> InteractionOption | None:
         for option in self.options:

@@ -41,9 +41,10 @@ from turnframe_core.interactions import (
     StaleInteraction,
     validate_answer,
 )
+from turnframe_core.replay import PolicyDecisionRecord
 from turnframe_core.understanding import ConstraintKind, Understanding
 from turnframe_core.workflow import DomainRefusal, ResolvedAct, WorkflowDefinition
-from turnframe_runtime.cards import CardFactory, RaisedCard
+from turnframe_runtime.cards import CardFactory, RaisedCard, purpose_of
 from turnframe_runtime.cases import CaseBook, workflow_for
 from turnframe_runtime.context import AuditTrail, Notes, TurnContext
 from turnframe_runtime.reduce import (
@@ -214,6 +215,8 @@ class CardPlan:
     effect: AnswerEffect
     #: the constraints of the answering turn (they block the card's commands too)
     constraints: frozenset[ConstraintKind]
+    #: the policy decisions made while planning; recorded only if this answer wins the card
+    decisions: tuple[PolicyDecisionRecord, ...] = ()
 
     @property
     def claims_resolution(self) -> bool:
@@ -228,10 +231,10 @@ def plan_card_answer(
     turn: TurnContext,
     factory: CardFactory,
     notes: Notes,
-    audit: AuditTrail,
 ) -> CardPlan:
     """What the admitted answer does. The card's act comes before the message's acts."""
     card, accepted = admitted.card, admitted.accepted
+    audit = AuditTrail()  # its decisions count only if this answer wins the card
     case = cases.get(card.case_ref.key)
     assert case is not None  # admission loaded it
     action = accepted.action
@@ -269,7 +272,7 @@ def plan_card_answer(
         effect = DismissCard()
     else:
         effect = ResolveOnly()
-    return CardPlan(card, accepted, effect, constraints)
+    return CardPlan(card, accepted, effect, constraints, tuple(audit.policy_decisions))
 
 
 def _run_deferred(
@@ -285,7 +288,7 @@ def _run_deferred(
     """Plan the act a selection card deferred, on the chosen case only, under the constraints of
     the turn that deferred it and of this one."""
     chosen = cases.get(action.case_ref.key)
-    deferred = card.payload.purpose
+    deferred = purpose_of(card)
     if chosen is None or not isinstance(deferred, DefersAct):
         notes.notice(codes.NOTICE_COMMAND_FAILED)  # fail closed: the stored card is unusable
         return ResolveOnly()
@@ -383,6 +386,8 @@ async def claim_card(
     nothing was claimed (the card stays open). AnsweredBefore: another answer won."""
     card, option_id, effect = plan.card, plan.accepted.option_id, plan.effect
     account_id = card.account_id
+    mark = len(audit.policy_decisions)
+    audit.policy_decisions.extend(plan.decisions)
     interactions = stores.interactions
     claimed: ClaimedCard
     try:
@@ -414,6 +419,7 @@ async def claim_card(
             )
     except Conflict:
         notes.withdraw(codes.NOTICE_INSTRUCTION_DECLINED)
+        del audit.policy_decisions[mark:]  # nothing of this answer will run
         return AnsweredBefore(await interactions.get(account_id, card.interaction_id))
     return claimed
 

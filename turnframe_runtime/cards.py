@@ -11,10 +11,14 @@ import contextlib
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from pydantic import ValidationError
+
 from turnframe_core import codes
 from turnframe_core._derive import derive_interaction_id
 from turnframe_core.commands import ConfirmationPolicy
+from turnframe_core.errors import TurnframeError
 from turnframe_core.interactions import (
+    CardPurpose,
     ConfirmCommands,
     ConfirmsAct,
     DeclineCommands,
@@ -45,6 +49,7 @@ __all__ = [
     "CardFactory",
     "RaisedCard",
     "persist_card",
+    "purpose_of",
     "requirement_key",
 ]
 
@@ -199,8 +204,31 @@ class CardFactory:
         )
 
 
+def purpose_of(card: Interaction) -> CardPurpose | None:
+    """Why the runtime raised `card`. Cards stored before `purpose` existed (decision 0005) kept
+    it in `metadata`; they are read the same way, or as having none when that is unreadable."""
+    if card.payload.purpose is not None:
+        return card.payload.purpose
+    legacy = card.payload.metadata
+    try:
+        if isinstance(legacy.get("deferred_act"), dict):
+            return DefersAct(
+                act=ProposedAct.model_validate(legacy["deferred_act"]),
+                constraints=tuple(
+                    Constraint.model_validate(c) for c in legacy.get("constraints", [])
+                ),
+            )
+        if isinstance(legacy.get("requirement_key"), str):
+            return MeetsRequirement(requirement_key=legacy["requirement_key"])
+        if isinstance(legacy.get("act_id"), str):
+            return ConfirmsAct(act_id=legacy["act_id"])
+    except (ValidationError, TurnframeError):
+        return None
+    return None
+
+
 def requirement_key(card: Interaction) -> str | None:
-    purpose = card.payload.purpose
+    purpose = purpose_of(card)
     return purpose.requirement_key if isinstance(purpose, MeetsRequirement) else None
 
 

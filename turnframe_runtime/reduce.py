@@ -1,4 +1,5 @@
-"""Whole-turn reduction: from a validated understanding to a plan, before any effect.
+"""Steps J and K: whole-turn reduction, from a validated understanding to a plan, before any
+effect (targets resolved, then policy per command).
 
 Rules, in the order they apply:
 1. A cancellation wins: the cancelled act does nothing (and the cancelling act is only that).

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Mapping, Sequence
+from types import MappingProxyType
 
 from turnframe_core import codes
 from turnframe_core.cases import CaseKey
@@ -77,7 +78,7 @@ class TurnRuntime:
         if len(by_key) != len(workflows):
             raise ValueError("workflow keys must be unique")
         self._stores = stores
-        self._workflows: Mapping[str, WorkflowDefinition] = by_key
+        self._workflows: Mapping[str, WorkflowDefinition] = MappingProxyType(by_key)
         self._directory = directory
         self._executor = executor
         self._interpreter = interpreter
@@ -152,9 +153,7 @@ class TurnRuntime:
             await self._advance(turn, TurnPhase.INTERPRETED)
             card_plan = None
             if admitted is not None:  # K: the card's act goes before the message's acts
-                card_plan = plan_card_answer(
-                    admitted, cases, understanding, turn, factory, notes, audit
-                )
+                card_plan = plan_card_answer(admitted, cases, understanding, turn, factory, notes)
             plan, raised = self._reduce(turn, cases, understanding, admitted, factory, notes, audit)
             await self._advance(turn, TurnPhase.REDUCED)  # J/K
             if card_plan is not None:  # L: exactly one answer wins the card

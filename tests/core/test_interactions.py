@@ -4,6 +4,8 @@ from turnframe_core import codes
 from turnframe_core.interactions import (
     AlreadyAnswered,
     ApplyOperation,
+    ConfirmCommands,
+    ConfirmsAct,
     DeclineCommands,
     Dismiss,
     FreeformNotAllowed,
@@ -22,6 +24,7 @@ from turnframe_core.interactions import (
     InteractionResponse,
     InteractionStatus,
     InvalidInteraction,
+    OptionStyle,
     ReviewEntry,
     SelectTarget,
     StaleInteraction,
@@ -257,3 +260,24 @@ def test_a_card_that_authorizes_commands_is_never_resolved_from_text():
 
     with pytest.raises(InvalidInteraction):
         confirm_card(text_resolution=TextResolution.LOW_RISK_TEXT)
+
+
+def test_a_payload_without_a_purpose_keeps_the_hash_it_had_before_purposes_existed():
+    """Cards stored before `purpose` existed must keep validating against their stored hash."""
+    payload = InteractionPayload(
+        title="Please confirm: Rebook",
+        options=(
+            InteractionOption(
+                option_id="opt_confirm",
+                label="Confirm",
+                style=OptionStyle.PRIMARY,
+                action=ConfirmCommands(command_ids=("cmd_abc",)),
+            ),
+            InteractionOption(option_id="opt_decline", label="Cancel", action=DeclineCommands()),
+        ),
+        metadata={"leg": "outbound"},
+    )
+    golden = "sha256:1bc5cd873b86a003131a33a94cefd386a38f4b17acae7a0110fc93a95365d47f"
+    assert payload.hash() == golden
+    with_purpose = payload.model_copy(update={"purpose": ConfirmsAct(act_id="a1")})
+    assert with_purpose.hash() != golden

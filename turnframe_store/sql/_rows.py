@@ -14,6 +14,7 @@ from typing import Any, Final, TypeVar
 from pydantic import TypeAdapter, ValidationError
 
 from turnframe_core._canonical import CanonicalJsonError, canonical_json
+from turnframe_core.errors import TurnframeError
 from turnframe_core.events import DomainEvent
 from turnframe_core.interactions import Interaction
 from turnframe_core.replay import CommandOutcome, ReplayRecord
@@ -48,7 +49,7 @@ def document(value: Any) -> str:
 def _reading(what: str, read: Callable[[], T]) -> T:
     try:
         return read()
-    except (ValidationError, ValueError, TypeError, KeyError):
+    except (ValidationError, ValueError, TypeError, KeyError, TurnframeError):
         raise Corrupt(f"a stored {what} does not read back") from None
 
 

@@ -140,3 +140,26 @@ def test_a_config_out_of_range_is_refused() -> None:
     ):
         with pytest.raises(ValueError):
             SqlConfig(**bad)  # type: ignore[arg-type]
+
+
+async def test_a_stored_card_that_no_longer_matches_its_hash_reads_as_corrupt(
+    sql_stores: SqlStores,
+) -> None:
+    from turnframe_store import Corrupt
+    from turnframe_store.sql._backend import Statement
+    from turnframe_test import confirm_card
+
+    card = confirm_card()
+    await sql_stores.interactions.insert(card)
+    schema = sql_stores.config.schema
+    table = f'"{schema}".tf_interaction' if schema else "tf_interaction"
+    tamper = Statement(
+        "tamper",
+        f"UPDATE {table} SET interaction = replace(interaction, "
+        f"'{card.payload.title}', 'Something else')",
+    )
+    async with sql_stores.engine.backend.writing() as connection:
+        assert (await connection.run([(tamper, {})])).error is None
+
+    with pytest.raises(Corrupt):
+        await sql_stores.interactions.get(card.account_id, card.interaction_id)
