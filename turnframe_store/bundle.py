@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import AsyncIterator
-from typing import Any, Final, cast
+from typing import Any, Final, TypeVar, cast
 
 from turnframe_store.errors import MissingRole
 from turnframe_store.protocols import (
@@ -24,6 +24,8 @@ from turnframe_store.protocols import (
 )
 
 __all__ = ["ROLES", "ReadOnlyStores", "Stores", "protocol_methods"]
+
+_S = TypeVar("_S", bound="Stores")
 
 #: Each role's attribute name and the protocol its object must provide.
 ROLES: Final[tuple[tuple[str, type], ...]] = (
@@ -65,7 +67,7 @@ class Stores:
     """The store bundle the runtime is given. Building it without a role raises `MissingRole`."""
 
     @classmethod
-    def _of(cls, **roles: Any) -> Stores:
+    def _of(cls: type[_S], **roles: Any) -> _S:
         """A bundle of roles already known to be complete (no protocol check: a hot path)."""
         stores = object.__new__(cls)
         for role, value in roles.items():
@@ -135,6 +137,14 @@ class Stores:
         plain bundle of role objects shares no transaction, so here each call commits on its own.
         """
         yield self
+
+    @contextlib.asynccontextmanager
+    async def savepoint(self) -> AsyncIterator[None]:
+        """Inside a transaction, a nested unit of work: when an error leaves the block, or a
+        store call in it failed, everything it wrote is undone, the error (or `Conflict`) leaves
+        the block, and the transaction stays usable. Outside a transaction every call commits
+        on its own, and this does nothing."""
+        yield
 
     def read_only(self) -> ReadOnlyStores:
         """A view through which no write method is reachable (the plan-only path holds this)."""

@@ -38,7 +38,6 @@ from turnframe_store.memory import (
     _UndoLog,
 )
 from turnframe_store.memory._engine import _Transaction
-from turnframe_store.memory._stores import _InTransaction, _roles
 from turnframe_store.records import (
     CommitBundle,
     CommitResult,
@@ -802,7 +801,7 @@ class _BrokenTransactions(MemoryStores):
         tx = _Transaction()
         try:
             try:
-                yield _InTransaction._of(**_roles(self.engine.bound(tx), self._classes))
+                yield self._view(tx)
             except BaseException:
                 if not self.keep_on_raise:
                     tx.undo.rollback()
@@ -842,6 +841,25 @@ class DirtyTransactions(_BrokenTransactions):
     take_the_gate = False
 
 
+class HollowSavepoints(MemoryStores):
+    """A savepoint undoes nothing: a failure inside it dooms the whole transaction."""
+
+    def transaction(self) -> Any:  # type: ignore[override]
+        manager = super().transaction()
+
+        @contextlib.asynccontextmanager
+        async def hollow() -> AsyncIterator[None]:
+            yield
+
+        @contextlib.asynccontextmanager
+        async def wrapped() -> AsyncIterator[Stores]:
+            async with manager as tx:
+                tx.savepoint = hollow  # type: ignore[method-assign]
+                yield tx
+
+        return wrapped()
+
+
 TRANSACTION_CONTROLS: dict[str, tuple[type[MemoryStores], str]] = {
     "discarding_transactions": (
         DiscardingTransactions,
@@ -850,6 +868,7 @@ TRANSACTION_CONTROLS: dict[str, tuple[type[MemoryStores], str]] = {
     "keep_on_raise": (KeepOnRaise, "check_a_transaction_whose_block_raises_leaves_nothing"),
     "ignored_doom": (IgnoredDoom, "check_a_failed_call_dooms_its_transaction_even_when_caught"),
     "dirty_transactions": (DirtyTransactions, "check_nobody_else_sees_an_open_transactions_writes"),
+    "hollow_savepoints": (HollowSavepoints, "check_a_failed_savepoint_undoes_only_its_own_writes"),
 }
 
 

@@ -96,3 +96,24 @@ async def check_nobody_else_sees_an_open_transactions_writes(stores: Stores) -> 
         committed.set()
     await asyncio.wait_for(reader, timeout=10)
     _true(seen_before_commit == [False], "no reader saw the turn before the commit")
+
+
+@_check
+async def check_a_failed_savepoint_undoes_only_its_own_writes(stores: Stores) -> None:
+    await _start_turn(stores, "turn_1")
+    async with stores.transaction() as tx:
+        await tx.interactions.insert(_card("int_1"))
+        with contextlib.suppress(Conflict):
+            async with tx.savepoint():
+                await tx.interactions.insert(_card("int_2", case=_case("case-2")))
+                await tx.conversations.append_user_turn(_user_turn("turn_1"))  # stored already
+        with contextlib.suppress(_Abandon):
+            async with tx.savepoint():
+                await tx.interactions.insert(_card("int_3", case=_case("case-3")))
+                raise _Abandon()
+        async with tx.savepoint():
+            await tx.interactions.insert(_card("int_4", case=_case("case-4")))
+        for kept in ("int_1", "int_4"):
+            _equal((await tx.interactions.get(_A, kept)).interaction_id, kept, "a card kept")
+        for undone in ("int_2", "int_3"):
+            await _refused(NotFound, tx.interactions.get(_A, undone), "a card a savepoint undid")

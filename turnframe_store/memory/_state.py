@@ -56,6 +56,14 @@ class _UndoLog:
     def step(self, undo: Callable[[], object]) -> None:
         self._steps.append(undo)
 
+    def mark(self) -> int:
+        """A point to roll back to (`rollback_to`)."""
+        return len(self._steps)
+
+    def rollback_to(self, mark: int) -> None:
+        while len(self._steps) > mark:
+            self._steps.pop()()
+
     def extend(self, later: _UndoLog) -> None:
         """Take over the steps of a later write (undone before this log's own)."""
         self._steps.extend(later._steps)

@@ -350,9 +350,30 @@ def _roles(engine: _Engine, classes: dict[str, type]) -> dict[str, Any]:
 class _InTransaction(Stores):
     """The roles of one open transaction; a nested transaction joins it."""
 
+    _engine: _Engine
+    _tx: _Transaction
+
     @contextlib.asynccontextmanager
     async def transaction(self) -> AsyncIterator[Stores]:
         yield self
+
+    @contextlib.asynccontextmanager
+    async def savepoint(self) -> AsyncIterator[None]:
+        tx = self._tx
+        tx.usable()
+        mark = tx.undo.mark()
+        try:
+            yield
+        except BaseException:
+            with self._engine.lock:
+                tx.undo.rollback_to(mark)
+            tx.failure = None
+            raise
+        if tx.failure is not None:
+            failure, tx.failure = tx.failure, None
+            with self._engine.lock:
+                tx.undo.rollback_to(mark)
+            raise Conflict("the savepoint was rolled back: a call in it failed") from failure
 
 
 class MemoryStores(Stores):
@@ -376,6 +397,13 @@ class MemoryStores(Stores):
         Stores.__init__(clone, **_roles(self.engine, clone._classes))
         return clone
 
+    def _view(self, tx: _Transaction) -> Stores:
+        """The roles of this store, bound to `tx`."""
+        engine = self.engine.bound(tx)
+        view = _InTransaction._of(**_roles(engine, self._classes))
+        view._engine, view._tx = engine, tx
+        return view
+
     @contextlib.asynccontextmanager
     async def transaction(self) -> AsyncIterator[Stores]:
         gate = self.engine.gate
@@ -383,7 +411,7 @@ class MemoryStores(Stores):
         tx = _Transaction()
         try:
             try:
-                yield _InTransaction._of(**_roles(self.engine.bound(tx), self._classes))
+                yield self._view(tx)
             except BaseException:
                 with self.engine.lock:
                     tx.undo.rollback()

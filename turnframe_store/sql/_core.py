@@ -14,7 +14,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Sequence
+import contextlib
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final, NoReturn, TypeVar
 
@@ -23,7 +24,15 @@ from turnframe_store._rules import Verdict
 from turnframe_store.clock import Clock
 from turnframe_store.errors import Conflict, StoreError
 from turnframe_store.faults import FaultPlan
-from turnframe_store.sql._backend import Backend, Batch, Connection, Params, Result, Row, Statement
+from turnframe_store.sql._backend import (
+    Backend,
+    Batch,
+    Connection,
+    Params,
+    Result,
+    Row,
+    Statement,
+)
 from turnframe_store.sql._rows import Codec
 from turnframe_store.sql._statements import Compiler
 
@@ -234,6 +243,32 @@ class Transaction:
             raise Conflict("an earlier operation failed; the transaction only rolls back")
 
 
+class _Prepending(Connection):
+    """A connection that sends statements queued with `later` in front of the next batch, so a
+    savepoint costs no round trip of its own."""
+
+    def __init__(self, inner: Connection) -> None:
+        self.inner = inner
+        self.queued: list[Statement] = []
+
+    def later(self, statement: Statement) -> None:
+        self.queued.append(statement)
+
+    async def run(
+        self, batch: Sequence[tuple[Statement, Params]], readbacks: frozenset[int] = frozenset()
+    ) -> Batch:
+        if not self.queued:
+            return await self.inner.run(batch, readbacks)
+        head: list[tuple[Statement, Params]] = [(s, {}) for s in self.queued]
+        self.queued = []
+        n = len(head)
+        outcome = await self.inner.run([*head, *batch], frozenset(i + n for i in readbacks))
+        if outcome.failed_at is not None and outcome.failed_at < n:
+            return Batch([], 0, outcome.error)
+        failed = None if outcome.failed_at is None else outcome.failed_at - n
+        return Batch(outcome.results[n:], failed, outcome.error)
+
+
 class TxCore(SqlCore):
     """A core bound to one open transaction's connection: every read and write joins it, and a
     store error from either dooms it (the database may already have aborted it)."""
@@ -245,8 +280,44 @@ class TxCore(SqlCore):
         self.faults = parent.faults
         self.codec = parent.codec
         self.postgres = parent.postgres
-        self._connection = connection
+        self._connection = _Prepending(connection)
         self._tx = tx
+        self._savepoints = 0
+
+    @contextlib.asynccontextmanager
+    async def savepoint(self) -> AsyncIterator[None]:
+        """A nested unit (see `Stores.savepoint`). SAVEPOINT travels with the next batch; when
+        nothing was sent inside, there is nothing to roll back."""
+        tx = self._tx
+        tx.usable()
+        self._savepoints += 1
+        name = f"tf_sp_{self._savepoints}"
+        connection = self._connection
+        connection.later(Statement("savepoint", f"SAVEPOINT {name}"))
+        try:
+            yield
+        except BaseException:
+            await self._roll_back_to(name)
+            raise
+        if tx.failure is not None:
+            failure = tx.failure
+            await self._roll_back_to(name)
+            raise Conflict("the savepoint was rolled back: a call in it failed") from failure
+        if connection.queued and connection.queued[-1].sql == f"SAVEPOINT {name}":
+            connection.queued.pop()  # nothing was sent inside it
+
+    async def _roll_back_to(self, name: str) -> None:
+        connection = self._connection
+        if connection.queued and connection.queued[-1].sql == f"SAVEPOINT {name}":
+            connection.queued.pop()
+        else:
+            outcome = await connection.inner.run(
+                [(Statement("rollback_to", f"ROLLBACK TO SAVEPOINT {name}"), {})]
+            )
+            if outcome.error is not None:
+                self._tx.failure = outcome.error
+                raise outcome.error
+        self._tx.failure = None
 
     async def fetch(self, statement: Statement, params: dict[str, Any]) -> list[Row]:
         self._tx.usable()

@@ -74,9 +74,16 @@ def _roles(core: SqlCore) -> dict[str, Any]:
 class _InTransaction(Stores):
     """The roles of one open transaction; a nested transaction joins it."""
 
+    _core: TxCore
+
     @contextlib.asynccontextmanager
     async def transaction(self) -> AsyncIterator[Stores]:
         yield self
+
+    @contextlib.asynccontextmanager
+    async def savepoint(self) -> AsyncIterator[None]:
+        async with self._core.savepoint():
+            yield
 
 
 class SqlStores(Stores):
@@ -119,7 +126,10 @@ class SqlStores(Stores):
         tx = Transaction()
         async with self.engine.backend.writing() as connection:
             try:
-                yield _InTransaction._of(**_roles(TxCore(self.engine, connection, tx)))
+                core = TxCore(self.engine, connection, tx)
+                view = _InTransaction._of(**_roles(core))
+                view._core = core
+                yield view
             finally:
                 tx.closed = True
             if tx.failure is not None:
