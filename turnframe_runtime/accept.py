@@ -2,7 +2,7 @@
 
 A turn id seen before returns its stored reply, or raises `TurnInProgress` while it has none. A new
 turn is stored with its `received` phase and opens its replay record, chained to the
-conversation's previous record.
+conversation's previous record; the caller stores that record with the rest of its durable point.
 """
 
 from __future__ import annotations
@@ -40,7 +40,7 @@ async def prior_reply(stores: Stores, account_id: str, turn_id: str) -> Assistan
 async def accept_turn(
     stores: Stores, turn: TurnContext, loaded: Iterable[CaseInView]
 ) -> ReplayRecord:
-    """Store the user turn (phase `received`) and its first replay record; return the record."""
+    """Store the user turn (phase `received`); return its first replay record (not yet stored)."""
     conversations = stores.conversations
     await conversations.ensure_conversation(turn.account_id, turn.conversation_id)
     try:
@@ -74,5 +74,4 @@ async def accept_turn(
             )
         ),
     )
-    await stores.replay.put(record)
     return record

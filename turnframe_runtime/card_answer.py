@@ -384,44 +384,54 @@ async def claim_card(
 ) -> ClaimedCard | AnsweredBefore | None:
     """Gather what the answer runs and move the card out of `active` by compare-and-swap. None:
     nothing was claimed (the card stays open). AnsweredBefore: another answer won."""
-    card, option_id, effect = plan.card, plan.accepted.option_id, plan.effect
-    account_id = card.account_id
+    card, account_id = plan.card, plan.card.account_id
     mark = len(audit.policy_decisions)
     audit.policy_decisions.extend(plan.decisions)
-    interactions = stores.interactions
-    claimed: ClaimedCard
     try:
-        if isinstance(effect, RunJournaled):
-            commands = await _gather_confirmed(stores, plan, effect, workflows, notes, audit)
-            if commands is None:
-                return None
-            await interactions.begin_resolution(account_id, card.interaction_id, option_id)
-            claimed = ClaimedCard(card, option_id, resolves=True, commands=commands)
-        elif isinstance(effect, Decline):
-            declines = await _journaled_awaiting(stores, account_id, _confirm_ids(card))
-            await interactions.decline(account_id, card.interaction_id, option_id)
-            claimed = ClaimedCard(
-                card, option_id, resolves=False, commands=effect.record, declines=declines
-            )
-        elif isinstance(effect, DismissCard):
-            await interactions.dismiss(account_id, card.interaction_id)
-            claimed = ClaimedCard(card, option_id, resolves=False)
-        elif isinstance(effect, Hold):
-            return None
-        else:
-            await interactions.begin_resolution(account_id, card.interaction_id, option_id)
-            claimed = ClaimedCard(
-                card,
-                option_id,
-                resolves=True,
-                commands=_effect_commands(effect),
-                cards=effect.cards if isinstance(effect, RunDeferred) else (),
-            )
+        async with stores.savepoint():
+            claimed = await _claim(stores, plan, workflows, notes, audit)
     except Conflict:
         notes.withdraw(codes.NOTICE_INSTRUCTION_DECLINED)
         del audit.policy_decisions[mark:]  # nothing of this answer will run
-        return AnsweredBefore(await interactions.get(account_id, card.interaction_id))
+        return AnsweredBefore(await stores.interactions.get(account_id, card.interaction_id))
     return claimed
+
+
+async def _claim(
+    stores: Stores,
+    plan: CardPlan,
+    workflows: Mapping[str, WorkflowDefinition],
+    notes: Notes,
+    audit: AuditTrail,
+) -> ClaimedCard | None:
+    card, option_id, effect = plan.card, plan.accepted.option_id, plan.effect
+    account_id = card.account_id
+    interactions = stores.interactions
+    if isinstance(effect, RunJournaled):
+        commands = await _gather_confirmed(stores, plan, effect, workflows, notes, audit)
+        if commands is None:
+            return None
+        await interactions.begin_resolution(account_id, card.interaction_id, option_id)
+        return ClaimedCard(card, option_id, resolves=True, commands=commands)
+    if isinstance(effect, Decline):
+        declines = await _journaled_awaiting(stores, account_id, _confirm_ids(card))
+        await interactions.decline(account_id, card.interaction_id, option_id)
+        return ClaimedCard(
+            card, option_id, resolves=False, commands=effect.record, declines=declines
+        )
+    if isinstance(effect, DismissCard):
+        await interactions.dismiss(account_id, card.interaction_id)
+        return ClaimedCard(card, option_id, resolves=False)
+    if isinstance(effect, Hold):
+        return None
+    await interactions.begin_resolution(account_id, card.interaction_id, option_id)
+    return ClaimedCard(
+        card,
+        option_id,
+        resolves=True,
+        commands=_effect_commands(effect),
+        cards=effect.cards if isinstance(effect, RunDeferred) else (),
+    )
 
 
 def _effect_commands(effect: AnswerEffect) -> tuple[PlannedCommand, ...]:

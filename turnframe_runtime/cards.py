@@ -240,21 +240,24 @@ async def persist_card(
     notes: Notes,
     audit: AuditTrail,
 ) -> bool:
-    """Persist a card, then journal the commands it will confirm. True when the card may be
-    shown; on any failure it is withdrawn and `interaction_unavailable` says so."""
+    """Persist a card, then journal the commands it will confirm, as one savepoint. True when
+    the card may be shown; on any failure nothing of it remains (a half-persisted card never
+    stays answerable) and `interaction_unavailable` says so."""
     try:
-        if card.blocking:
-            await stores.interactions.insert_replacing_blocking(card)
-        else:
-            await stores.interactions.insert(card)
-        for command in commands:
-            entry = JournalEntry.from_envelope(
-                command.envelope, now=turn.now, status=JournalStatus.AWAITING_CONFIRMATION
-            )
-            await stores.journal.begin(entry)
+        async with stores.savepoint():
+            if card.blocking:
+                await stores.interactions.insert_replacing_blocking(card)
+            else:
+                await stores.interactions.insert(card)
+            for command in commands:
+                entry = JournalEntry.from_envelope(
+                    command.envelope, now=turn.now, status=JournalStatus.AWAITING_CONFIRMATION
+                )
+                await stores.journal.begin(entry)
     except StoreError:
-        with contextlib.suppress(StoreError):  # a half-persisted card never stays answerable
-            await stores.interactions.dismiss(turn.account_id, card.interaction_id)
+        with contextlib.suppress(StoreError):  # stores without savepoints may have kept it
+            async with stores.savepoint():
+                await stores.interactions.dismiss(turn.account_id, card.interaction_id)
         notes.notice(codes.NOTICE_INTERACTION_UNAVAILABLE)
         return False
     audit.interactions_created.append(card.interaction_id)

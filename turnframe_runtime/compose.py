@@ -50,7 +50,6 @@ from turnframe_runtime.copy import RenderedCopy, ServerCopy
 from turnframe_runtime.narration import Narration
 from turnframe_runtime.ports import AnswerRequest, TransitionRequest
 from turnframe_runtime.reduce import CaseInView, Plan
-from turnframe_store.bundle import Stores
 
 __all__ = ["Composer", "TurnResult"]
 
@@ -82,6 +81,8 @@ class TurnResult:
     shown: Sequence[Interaction]
     touched: frozenset[CaseKey]
     answered_before: Interaction | None = None
+    #: the events a card answered before committed, read back with the turn's own
+    answered_events: Sequence[DomainEvent] = ()
     closed: Closed | None = None
 
     def touched_cases(self) -> list[CaseInView]:
@@ -94,7 +95,6 @@ class Composer:
     """Composes one turn's blocks."""
 
     turn: TurnContext
-    stores: Stores
     workflows: Mapping[str, WorkflowDefinition]
     copy: ServerCopy
     clock: Callable[[], int]
@@ -115,10 +115,8 @@ class Composer:
                 groups.append((executed.planned.envelope.case_ref.workflow, events))
         if result.answered_before is not None:
             self.notes.notice(codes.NOTICE_ALREADY_ANSWERED)
-            ids = list(result.answered_before.resolution_event_ids)
-            if ids:
-                old = await self.stores.events.get_by_ids(turn.account_id, ids)
-                groups.append((result.answered_before.case_ref.workflow, old))
+            if result.answered_events:
+                groups.append((result.answered_before.case_ref.workflow, result.answered_events))
         if result.closed is not None:
             self.notes.notice(result.closed.code)
         receipts = self._receipts(groups)

@@ -112,8 +112,8 @@ class Executed:
     planned: PlannedCommand
     outcome: CommandOutcome
     events: tuple[DomainEvent, ...] = ()
-    #: events a replayed execution returned that the ledger already holds (not appended again)
-    in_ledger: frozenset[str] = frozenset()
+    #: the executor had seen the command's key: its events may be in the ledger already
+    replayed: bool = False
 
 
 @dataclass

@@ -63,9 +63,8 @@ __all__ = ["Execution"]
 
 @dataclass
 class Execution:
-    """Runs one turn's commands and commits what they did."""
+    """Runs one turn's commands and commits what they did, at the turn's durable points."""
 
-    stores: Stores
     executor: WorkflowExecutor
     config: RuntimeConfig
     turn: TurnContext
@@ -78,29 +77,42 @@ class Execution:
         """Whether any command may have had an effect (a batch ran, or tried to)."""
         return bool(self.audit.executed)
 
-    async def run(
-        self, card: ClaimedCard | None, ready: Sequence[PlannedCommand]
-    ) -> dict[str, DomainEvent]:
-        """Execute the card's commands, then `ready`; commit; return the committed events as read
-        back from the ledger, by id."""
+    async def admit(
+        self,
+        stores: Stores,
+        card: ClaimedCard | None,
+        ready: Sequence[PlannedCommand],
+        phase: TurnPhase,
+    ) -> list[PlannedCommand]:
+        """M, before any effect: journal every command of the turn (the card's own were
+        journaled with it) and mark it executing, with the phase and the replay record, so
+        recovery finds the whole plan by key whatever batch a crash interrupts. Returns the
+        commands to run, the card's first."""
         commands = [*(card.commands if card else ()), *ready]
         for command in ready:
             self.audit.decided(command.envelope, command.policy, True)
-        stores, turn = self.stores, self.turn
-        if commands:
-            await stores.conversations.set_phase(turn.account_id, turn.turn_id, TurnPhase.EXECUTING)
+        turn = self.turn
         for command in commands:
-            if command.envelope.turn_id == turn.turn_id:  # a card's own were journaled with it
+            if command.envelope.turn_id == turn.turn_id:
                 admission = await stores.journal.begin(
                     JournalEntry.from_envelope(command.envelope, now=turn.now)
                 )
                 if not isinstance(admission, Fresh):
                     raise TurnInProgress("a command of this turn was admitted before")
+        for command in commands:
+            await stores.journal.mark_executing(turn.account_id, command.envelope.command_id)
+        if commands:
+            phase = TurnPhase.EXECUTING
+        record = self.recorder.at(phase)
+        await stores.replay.put(record)
+        await stores.conversations.set_phase(turn.account_id, turn.turn_id, phase)
+        self.recorder.record = record
+        return commands
+
+    async def run(self, commands: Sequence[PlannedCommand]) -> None:
+        """M: one batch per case, in plan order, through the domain's executor."""
         for case_key, batch in group_by_case(commands).items():
-            for command in batch:
-                await stores.journal.mark_executing(turn.account_id, command.envelope.command_id)
             self.audit.executed.extend(await self._run_batch(case_key, batch))
-        return await self._commit(card)
 
     async def _run_batch(self, case_key: CaseKey, commands: list[PlannedCommand]) -> list[Executed]:
         external = next((c.policy.atomicity for c in commands if c.is_external), None)
@@ -142,19 +154,13 @@ class Execution:
             return each(outcome, codes.NOTICE_COMMAND_FAILED)
         except Exception:  # anything else: the effect may have landed, so it is not a failure
             return unknown("executor_error")
-        in_ledger: frozenset[str] = frozenset()
-        if result.replayed:  # the executor saw these keys before: some events may be stored
-            stored = await self.stores.events.get_by_ids(
-                self.turn.account_id, [e.event_id for e in result.events]
-            )
-            in_ledger = frozenset(e.event_id for e in stored)
         executed = []
         for command in commands:
             own = tuple(e for e in result.events if e.command_id == command.envelope.command_id)
             outcome = CommittedOutcome(
                 new_revision=result.new_revision, event_ids=tuple(e.event_id for e in own)
             )
-            executed.append(Executed(command, outcome, own, in_ledger))
+            executed.append(Executed(command, outcome, own, replayed=result.replayed))
         return executed
 
     def _finish(self, card: ClaimedCard) -> InteractionFinish | None:
@@ -206,7 +212,9 @@ class Execution:
             )
         return rows
 
-    async def _commit(self, card: ClaimedCard | None) -> dict[str, DomainEvent]:
+    async def commit(self, stores: Stores, card: ClaimedCard | None) -> dict[str, DomainEvent]:
+        """N: ONE all-or-nothing bundle of what the turn did; returns the committed events as
+        read back from the ledger, by id (empty when nothing committed)."""
         turn, executed = self.turn, self.audit.executed
         completions = [
             JournalCompletion(command_id=e.planned.envelope.command_id, outcome=e.outcome)
@@ -226,15 +234,22 @@ class Execution:
                 invalidations[e.planned.envelope.case_ref.key] = e.outcome.new_revision
         outbox = self._outbox()
         self.audit.outbox_ids.extend(row.outbox_id for row in outbox)
+        # An executor that saw these keys before replayed them: events the ledger holds already
+        # are not appended again.
+        replayed = [ev.event_id for e in executed if e.replayed for ev in e.events]
+        in_ledger: set[str] = set()
+        if replayed:
+            stored = await stores.events.get_by_ids(turn.account_id, replayed)
+            in_ledger = {ev.event_id for ev in stored}
         record = self.recorder.at(TurnPhase.COMMITTED)
-        result = await self.stores.commits.commit(
+        result = await stores.commits.commit(
             CommitBundle(
                 account_id=turn.account_id,
                 conversation_id=turn.conversation_id,
                 turn_id=turn.turn_id,
                 journal_completions=tuple(completions),
                 events=tuple(
-                    ev for e in executed for ev in e.events if ev.event_id not in e.in_ledger
+                    ev for e in executed for ev in e.events if ev.event_id not in in_ledger
                 ),
                 interaction_finishes=(finish,) if finish else (),
                 invalidations=tuple(
@@ -247,33 +262,36 @@ class Execution:
             )
         )
         self.recorder.record = record
-        await self._settle_invalidated(result.invalidated)
-        # Receipts cite only what the ledger returns: read the committed events back.
+        await self._settle_invalidated(stores, result.invalidated)
+        # Receipts cite only what the ledger returns: the committed events, read back (decision
+        # 0006: inside the committing transaction, used only once its COMMIT succeeded).
         committed_ids = [ev.event_id for e in executed for ev in e.events]
         if not committed_ids:
             return {}
-        stored = await self.stores.events.get_by_ids(turn.account_id, committed_ids)
+        stored = await stores.events.get_by_ids(turn.account_id, committed_ids)
         readback = {ev.event_id: ev for ev in stored}
         if len(readback) != len(set(committed_ids)):
             self.notes.notice(codes.NOTICE_VERIFICATION_IN_PROGRESS)  # committed, not yet readable
         return readback
 
-    async def _settle_invalidated(self, invalidated: Sequence[str]) -> None:
+    async def _settle_invalidated(self, stores: Stores, invalidated: Sequence[str]) -> None:
         """Commands journaled with a card the commit invalidated can never be confirmed: settle
-        them as failed so nothing waits on them (best effort; recovery never resumes them)."""
-        account_id = self.turn.account_id
-        journal = self.stores.journal
+        them as failed so nothing waits on them (best effort, each card behind a savepoint;
+        recovery never resumes them)."""
         for interaction_id in invalidated:
             with contextlib.suppress(StoreError):
-                card = await self.stores.interactions.get(account_id, interaction_id)
-                for option in card.payload.options:
-                    if not isinstance(option.action, ConfirmCommands):
-                        continue
-                    for command_id in option.action.command_ids:
-                        entry = await journal.get(account_id, command_id)
-                        if entry.status is JournalStatus.AWAITING_CONFIRMATION:
-                            await journal.complete(
-                                account_id,
-                                command_id,
-                                FailedOutcome(code=codes.EXECUTION_CARD_INVALIDATED),
-                            )
+                async with stores.savepoint():
+                    await self._settle_card(stores, interaction_id)
+
+    async def _settle_card(self, stores: Stores, interaction_id: str) -> None:
+        account_id = self.turn.account_id
+        card = await stores.interactions.get(account_id, interaction_id)
+        for option in card.payload.options:
+            if not isinstance(option.action, ConfirmCommands):
+                continue
+            for command_id in option.action.command_ids:
+                entry = await stores.journal.get(account_id, command_id)
+                if entry.status is JournalStatus.AWAITING_CONFIRMATION:
+                    await stores.journal.complete(
+                        account_id, command_id, FailedOutcome(code=codes.EXECUTION_CARD_INVALIDATED)
+                    )

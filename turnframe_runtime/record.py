@@ -21,8 +21,8 @@ __all__ = ["Recorder"]
 class Recorder:
     """Builds one turn's replay record at each phase from what its audit trail holds."""
 
-    def __init__(self, record: ReplayRecord, audit: AuditTrail, clock: Callable[[], int]) -> None:
-        self.record = record  # the last record stored
+    def __init__(self, audit: AuditTrail, clock: Callable[[], int]) -> None:
+        self.record: ReplayRecord | None = None  # the latest record (set when the turn is accepted)
         self._audit = audit
         self._clock = clock
         self._once: dict[str, Any] | None = None
@@ -30,7 +30,7 @@ class Recorder:
     def at(self, phase: TurnPhase, **extra: Any) -> ReplayRecord:
         """The record at `phase` (built, not stored)."""
         audit = self._audit
-        if self._once is None:  # the understanding and the plan no longer change: digest once
+        if self._once is None and audit.plan is not None:  # final now: digest them once
             understanding = audit.understanding
             summary = audit.plan.summary() if audit.plan else None
             self._once = {
@@ -50,10 +50,11 @@ class Recorder:
             )
             for e in audit.executed
         )
+        assert self.record is not None, "the turn was not accepted"
         return self.record.advanced(
             phase,
             at=self._clock(),
-            **self._once,
+            **(self._once or {}),
             target_resolutions=tuple(audit.target_resolutions),
             policy_decisions=tuple(audit.policy_decisions),
             command_outcomes=outcomes,

@@ -16,10 +16,12 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from types import MappingProxyType
 
 from turnframe_core import codes
 from turnframe_core.cases import CaseKey
+from turnframe_core.events import DomainEvent
 from turnframe_core.ids import IdSource, UlidIdSource
 from turnframe_core.interactions import Interaction
 from turnframe_core.replay import ReplayRecord, TurnPhase
@@ -30,6 +32,8 @@ from turnframe_runtime.accept import accept_turn, prior_reply
 from turnframe_runtime.card_answer import (
     Admitted,
     AnsweredBefore,
+    CardAnswer,
+    CardPlan,
     ClaimedCard,
     Closed,
     admit_card_answer,
@@ -48,7 +52,7 @@ from turnframe_runtime.follow_up import FollowUp
 from turnframe_runtime.narration import Narration
 from turnframe_runtime.ports import CaseDirectory, Interpreter, Narrator, WorkflowExecutor
 from turnframe_runtime.record import Recorder
-from turnframe_runtime.reduce import Plan, reduce_turn, target_resolutions
+from turnframe_runtime.reduce import Plan, PlannedCommand, reduce_turn, target_resolutions
 from turnframe_runtime.understand import understand
 from turnframe_store.bundle import Stores
 from turnframe_store.errors import StoreError
@@ -122,163 +126,259 @@ class TurnRuntime:
         return await self._stores.replay.get_by_token(account_id, replay_token)
 
     async def handle_turn(self, turn_input: TurnInput) -> AssistantTurn:
-        """Run one turn end to end and return the AssistantTurn it persisted."""
-        stores = self._stores
-        if turn_input.turn_id is not None:
-            prior = await prior_reply(stores, turn_input.account_id, turn_input.turn_id)
-            if prior is not None:
-                return prior
-        turn = TurnContext(
-            turn_input, turn_input.turn_id or self._ids.new_id("turn"), self._clock()
-        )
-        cases = CaseBook(self._directory, self._workflows, turn.account_id)
-        # Read and judge before writing anything: a refused card answer writes nothing.
-        if not turn_input.is_click_only:  # a click needs only the cases its card names
-            await cases.load_candidates(turn.conversation_id)  # D/E/F
-        answer = await admit_card_answer(stores, cases, turn)  # C
-        record = await accept_turn(stores, turn, cases.cases.values())  # A/B
+        """Run one turn end to end and return the AssistantTurn it persisted.
 
-        notes, audit = Notes(self._copy, turn.locale), AuditTrail()
-        recorder = Recorder(record, audit, self._clock)
-        factory = CardFactory(turn, self._copy, self._config.max_selection_candidates)
-        execution = Execution(stores, self._executor, self._config, turn, notes, audit, recorder)
-        admitted = answer if isinstance(answer, Admitted) else None
-        claim: ClaimedCard | AnsweredBefore | None = None
-        claiming = False
+        A turn commits at four durable points (decision 0006): accept; start (the card claimed,
+        pre-execution cards, every command journaled); commit (the bundle, the events read back,
+        follow-up cards); deliver. A click-only turn makes no model call, so it accepts and
+        starts in one transaction: three commits in all.
+        """
+        click_only = turn_input.is_click_only
+        t = self._begin(turn_input)
+        if not click_only:  # a click needs only the cases its card names
+            await t.cases.load_candidates(t.ctx.conversation_id)  # D/E/F
+        started: _Started | None = None
+        async with self._stores.transaction() as tx:  # durable point 1
+            if turn_input.turn_id is not None:
+                prior = await prior_reply(tx, t.ctx.account_id, turn_input.turn_id)
+                if prior is not None:
+                    return prior
+            answer = await admit_card_answer(tx, t.cases, t.ctx)  # C: judged before any write
+            t.recorder.record = await accept_turn(tx, t.ctx, t.cases.cases.values())  # A/B
+            admitted = answer if isinstance(answer, Admitted) else None
+            if click_only:  # J-L, and M's journal, in the same transaction
+                started = await self._start(tx, t, self._plan(t, admitted, Understanding()))
+            else:
+                await tx.replay.put(t.recorder.record)
+        if started is None:
+            try:
+                understanding = await understand(
+                    self._interpreter,
+                    t.ctx,
+                    t.cases.handles,
+                    admitted.card if admitted else None,
+                    self._clock,
+                    t.notes,
+                    t.audit,
+                )  # G
+                planned = self._plan(t, admitted, understanding)  # J/K
+                if planned.writes_anything:
+                    async with self._stores.transaction() as tx:  # durable point 2
+                        started = await self._start(tx, t, planned)  # L, M's journal
+                else:
+                    started = _Started(planned)
+            except BaseException as failure:
+                await self._fail_before_effects(t, failure)
+                raise
+        follow_up_failure: Exception | None = None
         try:
-            card_on_screen = admitted.card if admitted else None
-            understanding = await understand(
-                self._interpreter, turn, cases.handles, card_on_screen, self._clock, notes, audit
-            )  # G
-            await self._advance(turn, TurnPhase.INTERPRETED)
-            card_plan = None
-            if admitted is not None:  # K: the card's act goes before the message's acts
-                card_plan = plan_card_answer(admitted, cases, understanding, turn, factory, notes)
-            plan, raised = self._reduce(turn, cases, understanding, admitted, factory, notes, audit)
-            await self._advance(turn, TurnPhase.REDUCED)  # J/K
-            if card_plan is not None:  # L: exactly one answer wins the card
-                claiming = card_plan.claims_resolution
-                claim = await claim_card(stores, card_plan, self._workflows, notes, audit)
-                claiming = isinstance(claim, ClaimedCard) and claim.resolves
-            claimed = claim if isinstance(claim, ClaimedCard) else None
-            shown, deferred = await self._raise_cards(
-                turn, claimed, plan, raised, notes, audit
-            )  # L
-            readback = await execution.run(claimed, plan.ready)  # M/N
+            await t.execution.run(started.commands)  # M
+            async with self._stores.transaction() as tx:  # durable point 3
+                readback = await t.execution.commit(tx, started.claimed)  # N
+                try:
+                    result = await self._follow_up(tx, t, started, answer, readback)  # O/P
+                except Exception as failure:  # the commit stands; only the follow-up is undone
+                    follow_up_failure = failure
         except BaseException as failure:
-            if not (claiming or execution.started):
-                await self._fail_before_effects(turn, recorder, failure)
+            if not (started.effects_possible or t.execution.started):
+                await self._fail_before_effects(t, failure)
             raise
-
-        ran = (*(claimed.commands if claimed else ()), *plan.ready)
-        touched = {c.case_ref.key for c in shown} | {c.envelope.case_ref.key for c in ran}
-        if admitted is not None:
-            touched.add(admitted.card.case_ref.key)
-        answered_before = claim.card if isinstance(claim, AnsweredBefore) else None
-        if isinstance(answer, AnsweredBefore):
-            answered_before = answer.card
-        closed = answer if isinstance(answer, Closed) else None
-        late = [c for c in (closed.card if closed else None, answered_before) if c is not None]
-        await FollowUp(stores, turn, cases, factory, notes, audit, shown, touched).run(
-            understanding, deferred, late
-        )  # O/P
-        narration = None
-        if self._narrator is not None:
-            narration = Narration(self._narrator, turn, self._clock, audit)
-        composer = Composer(
-            turn, stores, self._workflows, self._copy, self._clock, narration, notes, audit
-        )
-        result = TurnResult(
-            understanding=understanding,
-            plan=plan,
-            cases=cases,
-            readback=readback,
-            shown=shown,
-            touched=frozenset(touched),
-            answered_before=answered_before,
-            closed=closed,
-        )
-        assistant = await composer.compose(result)  # Q-T
-        await self._advance(turn, TurnPhase.COMPOSED)
-        await recorder.deliver(stores, assistant)  # U/V
+        if follow_up_failure is not None:
+            raise follow_up_failure
+        assistant = await self._composer(t).compose(result)  # Q-T
+        async with self._stores.transaction() as tx:  # durable point 4: U/V
+            await t.recorder.deliver(tx, assistant)
         return assistant
 
-    # --- steps that need more than one stage ------------------------------------------------------
+    # --- the steps between the durable points ----------------------------------------------------
 
-    async def _advance(self, turn: TurnContext, phase: TurnPhase) -> None:
-        await self._stores.conversations.set_phase(turn.account_id, turn.turn_id, phase)
+    def _begin(self, turn_input: TurnInput) -> _Turn:
+        turn_id = turn_input.turn_id or self._ids.new_id("turn")
+        ctx = TurnContext(turn_input, turn_id, self._clock())
+        notes, audit = Notes(self._copy, ctx.locale), AuditTrail()
+        recorder = Recorder(audit, self._clock)
+        return _Turn(
+            ctx=ctx,
+            cases=CaseBook(self._directory, self._workflows, ctx.account_id),
+            notes=notes,
+            audit=audit,
+            factory=CardFactory(ctx, self._copy, self._config.max_selection_candidates),
+            recorder=recorder,
+            execution=Execution(self._executor, self._config, ctx, notes, audit, recorder),
+        )
 
-    def _reduce(
-        self,
-        turn: TurnContext,
-        cases: CaseBook,
-        understanding: Understanding,
-        admitted: Admitted | None,
-        factory: CardFactory,
-        notes: Notes,
-        audit: AuditTrail,
-    ) -> tuple[Plan, list[RaisedCard]]:
-        """J/K: the whole message reduced to one plan, and the cards its acts wait for."""
+    def _plan(self, t: _Turn, admitted: Admitted | None, understanding: Understanding) -> _Planned:
+        """K for the card answer (its act goes before the message's acts), then J/K: the whole
+        message reduced to one plan, and the cards its acts wait for."""
+        card_plan = None
+        if admitted is not None:
+            card_plan = plan_card_answer(
+                admitted, t.cases, understanding, t.ctx, t.factory, t.notes
+            )
         card_case_ref = admitted.card.case_ref if admitted else None
         plan = reduce_turn(
-            account_id=turn.account_id,
-            turn_id=turn.turn_id,
+            account_id=t.ctx.account_id,
+            turn_id=t.ctx.turn_id,
             understanding=understanding,
-            handles=cases.handles,
-            card_case=cases.get(card_case_ref.key) if card_case_ref else None,
-            cards=factory,
+            handles=t.cases.handles,
+            card_case=t.cases.get(card_case_ref.key) if card_case_ref else None,
+            cards=t.factory,
         )
-        audit.plan = plan
-        audit.target_resolutions.extend(
-            target_resolutions(understanding, cases.handles, card_case_ref)
+        t.audit.plan = plan
+        t.audit.target_resolutions.extend(
+            target_resolutions(understanding, t.cases.handles, card_case_ref)
         )
-        notes.report(plan)
+        t.notes.report(plan)
         raised = [
             RaisedCard(act_id, waiting.card, waiting.commands, deferrable=True)
             for act_id, waiting in plan.awaiting.items()
         ]
         acts = {act.act_id: act for act in understanding.acts}
         raised.extend(
-            RaisedCard(act_id, factory.selection(acts[act_id], options, understanding.constraints))
+            RaisedCard(
+                act_id, t.factory.selection(acts[act_id], options, understanding.constraints)
+            )
             for act_id, options in plan.selections.items()
         )
-        return plan, raised
+        return _Planned(understanding, card_plan, plan, raised)
 
-    async def _raise_cards(
-        self,
-        turn: TurnContext,
-        claimed: ClaimedCard | None,
-        plan: Plan,
-        raised: Sequence[RaisedCard],
-        notes: Notes,
-        audit: AuditTrail,
-    ) -> tuple[list[Interaction], list[RaisedCard]]:
-        """L: persist the cards the turn raises before anything runs; return the cards shown and
-        the confirmations deferred past the commit (a case this turn also changes must not see
-        its card invalidated by the turn's own commit)."""
+    async def _start(self, stores: Stores, t: _Turn, planned: _Planned) -> _Started:
+        """L, then M's journal: claim the answered card (exactly one answer wins it), persist the
+        cards the turn raises before anything runs, and journal every command."""
+        claim = None
+        if planned.card_plan is not None:
+            claim = await claim_card(stores, planned.card_plan, self._workflows, t.notes, t.audit)
+        claimed = claim if isinstance(claim, ClaimedCard) else None
+        plan = planned.plan
+        # A confirmation on a case this turn also changes is raised after the commit, against
+        # the revision it leaves (else the commit would invalidate it at once).
         changing: set[CaseKey] = {
             c.envelope.case_ref.key for c in (*(claimed.commands if claimed else ()), *plan.ready)
         }
         shown: list[Interaction] = []
         deferred: list[RaisedCard] = []
-        for card in (*(claimed.cards if claimed else ()), *raised):
+        for card in (*(claimed.cards if claimed else ()), *planned.raised):
             if card.deferrable and card.card.case_ref.key in changing:
                 deferred.append(card)
-            elif await persist_card(self._stores, turn, card.card, card.commands, notes, audit):
+            elif await persist_card(stores, t.ctx, card.card, card.commands, t.notes, t.audit):
                 shown.append(card.card)
-        return shown, deferred
+        commands = await t.execution.admit(stores, claimed, plan.ready, TurnPhase.REDUCED)
+        return _Started(planned, claim, shown, deferred, commands)
 
-    async def _fail_before_effects(
-        self, turn: TurnContext, recorder: Recorder, failure: BaseException
-    ) -> None:
+    async def _follow_up(
+        self,
+        stores: Stores,
+        t: _Turn,
+        started: _Started,
+        answer: CardAnswer | None,
+        readback: Mapping[str, DomainEvent],
+    ) -> TurnResult:
+        """O/P inside the commit's transaction, behind a savepoint: a failure here undoes only
+        its own writes, never the commit."""
+        claim, planned = started.claim, started.planned
+        answered_before = claim.card if isinstance(claim, AnsweredBefore) else None
+        if isinstance(answer, AnsweredBefore):
+            answered_before = answer.card
+        closed = answer if isinstance(answer, Closed) else None
+        touched = {c.case_ref.key for c in started.shown}
+        touched |= {c.envelope.case_ref.key for c in started.commands}
+        if isinstance(answer, Admitted):
+            touched.add(answer.card.case_ref.key)
+        shown = list(started.shown)
+        late = [c for c in (closed.card if closed else None, answered_before) if c is not None]
+        answered_events: Sequence[DomainEvent] = ()
+        async with stores.savepoint():
+            follow_up = FollowUp(
+                stores, t.ctx, t.cases, t.factory, t.notes, t.audit, shown, touched
+            )
+            await follow_up.run(planned.understanding, started.deferred, late)
+            if answered_before is not None and answered_before.resolution_event_ids:
+                answered_events = await stores.events.get_by_ids(
+                    t.ctx.account_id, list(answered_before.resolution_event_ids)
+                )
+        return TurnResult(
+            understanding=planned.understanding,
+            plan=planned.plan,
+            cases=t.cases,
+            readback=readback,
+            shown=shown,
+            touched=frozenset(touched),
+            answered_before=answered_before,
+            answered_events=answered_events,
+            closed=closed,
+        )
+
+    def _composer(self, t: _Turn) -> Composer:
+        narration = None
+        if self._narrator is not None:
+            narration = Narration(self._narrator, t.ctx, self._clock, t.audit)
+        return Composer(
+            t.ctx, self._workflows, self._copy, self._clock, narration, t.notes, t.audit
+        )
+
+    async def _fail_before_effects(self, t: _Turn, failure: BaseException) -> None:
         """A turn that failed before any command could run ends `failed`; one that may have
         effects is left at its phase for recovery to finish by idempotency key."""
-        stores = self._stores
-        if await stores.journal.unsettled_for_turn(turn.account_id, turn.turn_id):
-            return
-        code = getattr(failure, "code", codes.RUNTIME_TURN_FAILED)
+        turn = t.ctx
         try:
-            await stores.replay.put(recorder.at(TurnPhase.FAILED, failure_code=str(code)))
-            await stores.conversations.set_phase(turn.account_id, turn.turn_id, TurnPhase.FAILED)
+            async with self._stores.transaction() as tx:
+                if await tx.journal.unsettled_for_turn(turn.account_id, turn.turn_id):
+                    return
+                code = getattr(failure, "code", codes.RUNTIME_TURN_FAILED)
+                record = t.recorder.at(TurnPhase.FAILED, failure_code=str(code))
+                await tx.replay.put(record)
+                await tx.conversations.set_phase(turn.account_id, turn.turn_id, TurnPhase.FAILED)
         except StoreError:
             pass  # the marker stays unfinished: recovery restarts interpretation
+
+
+@dataclass(frozen=True)
+class _Turn:
+    """One turn's context and the collaborators its steps share; what each step decides is
+    returned by that step."""
+
+    ctx: TurnContext
+    cases: CaseBook
+    notes: Notes
+    audit: AuditTrail
+    factory: CardFactory
+    recorder: Recorder
+    execution: Execution
+
+
+@dataclass(frozen=True)
+class _Planned:
+    """J/K's result: the understanding, what the card answer does, the plan, the cards raised."""
+
+    understanding: Understanding
+    card_plan: CardPlan | None
+    plan: Plan
+    raised: list[RaisedCard]
+
+    @property
+    def writes_anything(self) -> bool:
+        """Whether starting the turn has anything to write (a card to claim or raise, a command
+        to journal)."""
+        return self.card_plan is not None or bool(self.plan.ready) or bool(self.raised)
+
+
+@dataclass(frozen=True)
+class _Started:
+    """L's result: the claim, the cards shown, the confirmations deferred past the commit, and
+    the commands journaled to run (the card's first)."""
+
+    planned: _Planned
+    claim: ClaimedCard | AnsweredBefore | None = None
+    shown: list[Interaction] = field(default_factory=list)
+    deferred: list[RaisedCard] = field(default_factory=list)
+    commands: list[PlannedCommand] = field(default_factory=list)
+
+    @property
+    def claimed(self) -> ClaimedCard | None:
+        return self.claim if isinstance(self.claim, ClaimedCard) else None
+
+    @property
+    def effects_possible(self) -> bool:
+        """A card moved to `resolving`, or a command journaled: recovery finishes this turn."""
+        claimed = self.claimed
+        return bool(self.commands) or (claimed is not None and claimed.resolves)

@@ -83,18 +83,29 @@ class DeskHarness:
         self.executor = TripExecutor(self.desk, clock_ms=self.clock)
         self.account_id = account_id
         self.conversation_id = conversation_id
-        self.runtime = TurnRuntime(
+        self.config = config or RuntimeConfig(locales=("en", "it"))
+        self.ids = ids if ids is not None else SequentialIdSource()
+        self.runtime = self._runtime()
+
+    def _runtime(self) -> TurnRuntime:
+        return TurnRuntime(
             stores=self.stores,
             workflows=[TripWorkflow()],
             directory=TripDirectory(self.desk),
             executor=self.executor,
             interpreter=self.interpreter,
-            narrator=narrator,
+            narrator=self.narrator,
             copy=CatalogCopy(TRIP_TEMPLATES),
-            config=config or RuntimeConfig(locales=("en", "it")),
+            config=self.config,
             clock=self.clock,
-            ids=ids if ids is not None else SequentialIdSource(),
+            ids=self.ids,
         )
+
+    def use_stores(self, stores: Stores) -> None:
+        """Carry on with the same desk, ports, clock and ids on `stores` (e.g. the same database
+        reopened)."""
+        self.stores = stores
+        self.runtime = self._runtime()
 
     def trip(self, trip_id: str = "T-100", label: str = "Rome trip", **fields: Any) -> Trip:
         return self.desk.open_trip(

@@ -1,0 +1,68 @@
+"""A PostgreSQL database of its own, whose transactions the server counts (for the commit budget
+test and the benchmarks): `pg_stat_database` counts per database, so nothing else may share it."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from types import TracebackType
+
+import psycopg
+from sqlalchemy.engine import make_url
+
+from turnframe_store.sql._url import parse_url
+
+__all__ = ["PrivateDatabase"]
+
+
+class PrivateDatabase:
+    """`async with PrivateDatabase(server_url) as db:` creates a database, drops it at the end.
+
+    `server_url` names any database on the server (it is where the counts are read from);
+    `db.url` is the new one's URL.
+    """
+
+    def __init__(self, server_url: str) -> None:
+        self.name = f"tf_private_{uuid.uuid4().hex[:12]}"
+        self._server = parse_url(server_url)[1]
+        self.url = make_url(server_url).set(database=self.name).render_as_string(False)
+
+    async def __aenter__(self) -> PrivateDatabase:
+        async with await psycopg.AsyncConnection.connect(self._server, autocommit=True) as c:
+            await c.execute(f'CREATE DATABASE "{self.name}"')
+        return self
+
+    async def __aexit__(
+        self,
+        kind: type[BaseException] | None,
+        error: BaseException | None,
+        trace: TracebackType | None,
+    ) -> None:
+        async with await psycopg.AsyncConnection.connect(self._server, autocommit=True) as c:
+            await c.execute(f'DROP DATABASE IF EXISTS "{self.name}" WITH (FORCE)')
+
+    async def commits(self, *, timeout_s: float = 15.0) -> int:
+        """The server's count of committed transactions in this database (`xact_commit`) less
+        the one each new session commits while it starts, read once no session is connected:
+        a backend reports its counts before it leaves `pg_stat_activity`, so close every
+        connection to the database first."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout_s
+        async with await psycopg.AsyncConnection.connect(self._server, autocommit=True) as c:
+            while True:
+                cursor = await c.execute(
+                    "SELECT count(*) FROM pg_stat_activity WHERE datname = %s", (self.name,)
+                )
+                row = await cursor.fetchone()
+                if row is None or row[0] == 0:
+                    break
+                if loop.time() > deadline:
+                    raise TimeoutError(f"sessions are still connected to {self.name}")
+                await asyncio.sleep(0.02)
+            await c.execute("SELECT pg_stat_clear_snapshot()")
+            cursor = await c.execute(
+                "SELECT xact_commit - sessions FROM pg_stat_database WHERE datname = %s",
+                (self.name,),
+            )
+            row = await cursor.fetchone()
+            return int(row[0]) if row is not None else 0
