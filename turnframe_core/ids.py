@@ -150,5 +150,6 @@ class SequentialIdSource:
 def derive_id(prefix: IdPrefix, domain: str, inputs: Any) -> str:
     """`{prefix}_` + 26 lowercase base32 chars (130 bits) of sha256(domain NUL canonical_json)."""
     material = domain.encode("utf-8") + b"\x00" + canonical_bytes(inputs)
-    body = base64.b32encode(hashlib.sha256(material).digest()).decode("ascii").lower()
+    # 26 base32 characters are the first 130 bits: the first 17 bytes of the hash hold them.
+    body = base64.b32encode(hashlib.sha256(material).digest()[:17]).decode("ascii").lower()
     return f"{prefix}_{body[:26]}"

@@ -17,9 +17,9 @@ from turnframe_runtime.errors import TurnInProgress
 from turnframe_runtime.reduce import CaseInView
 from turnframe_store.bundle import Stores
 from turnframe_store.errors import Conflict, NotFound
-from turnframe_store.records import UserTurnRecord
+from turnframe_store.records import CommitBundle, CommitResult, UserTurnRecord
 
-__all__ = ["accept_turn", "prior_reply"]
+__all__ = ["accept_turn", "commit_accepted", "prior_reply"]
 
 _IN_PROGRESS = "this turn was accepted before and has no reply yet"
 
@@ -39,22 +39,17 @@ async def prior_reply(stores: Stores, account_id: str, turn_id: str) -> Assistan
 
 async def accept_turn(
     stores: Stores, turn: TurnContext, loaded: Iterable[CaseInView]
-) -> ReplayRecord:
-    """Store the user turn (phase `received`); return its first replay record (not yet stored)."""
-    conversations = stores.conversations
-    await conversations.ensure_conversation(turn.account_id, turn.conversation_id)
-    try:
-        await conversations.append_user_turn(
-            UserTurnRecord(
-                account_id=turn.account_id,
-                conversation_id=turn.conversation_id,
-                turn_id=turn.turn_id,
-                received_at=turn.now,
-                input=turn.input,
-            )
-        )
-    except Conflict:
-        raise TurnInProgress(_IN_PROGRESS) from None
+) -> tuple[UserTurnRecord, ReplayRecord]:
+    """The user turn as received and its first replay record, chained to the conversation's
+    previous record; both are written by the durable point's bundle (`commit_accepted`, or with
+    the start of a click-only turn)."""
+    user_turn = UserTurnRecord(
+        account_id=turn.account_id,
+        conversation_id=turn.conversation_id,
+        turn_id=turn.turn_id,
+        received_at=turn.now,
+        input=turn.input,
+    )
     previous = await stores.replay.last_for_conversation(turn.account_id, turn.conversation_id)
     cases = list(loaded)
     record = ReplayRecord(
@@ -74,4 +69,15 @@ async def accept_turn(
             )
         ),
     )
-    return record
+    return user_turn, record
+
+
+async def commit_accepted(stores: Stores, turn: TurnContext, bundle: CommitBundle) -> CommitResult:
+    """Commit a bundle that accepts the user turn. A client turn id already stored (by a request
+    that raced this one past `prior_reply`) is `TurnInProgress`."""
+    try:
+        return await stores.commits.commit(bundle)
+    except Conflict:
+        if turn.input.turn_id is None:
+            raise
+        raise TurnInProgress(_IN_PROGRESS) from None

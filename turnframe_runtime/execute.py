@@ -31,6 +31,7 @@ from turnframe_core.replay import (
     RevisionConflictOutcome,
     TurnPhase,
 )
+from turnframe_runtime.accept import commit_accepted
 from turnframe_runtime.card_answer import ClaimedCard
 from turnframe_runtime.config import RuntimeConfig
 from turnframe_runtime.context import AuditTrail, Executed, Notes, TurnContext
@@ -56,6 +57,7 @@ from turnframe_store.records import (
     JournalEntry,
     JournalStatus,
     OutboxEntry,
+    UserTurnRecord,
 )
 
 __all__ = ["Execution"]
@@ -82,30 +84,38 @@ class Execution:
         stores: Stores,
         card: ClaimedCard | None,
         ready: Sequence[PlannedCommand],
-        phase: TurnPhase,
+        user_turn: UserTurnRecord | None = None,
     ) -> list[PlannedCommand]:
-        """M, before any effect: journal every command of the turn (the card's own were
-        journaled with it) and mark it executing, with the phase and the replay record, so
-        recovery finds the whole plan by key whatever batch a crash interrupts. Returns the
-        commands to run, the card's first."""
+        """M, before any effect, in one bundle: every command of the turn journaled (the card's
+        own were journaled with it) and marked executing, with the phase and the replay record
+        (and, for a click-only turn, the user turn itself), so recovery finds the whole plan by
+        key whatever batch a crash interrupts. Returns the commands to run, the card's first."""
         commands = [*(card.commands if card else ()), *ready]
         for command in ready:
             self.audit.decided(command.envelope, command.policy, True)
         turn = self.turn
-        for command in commands:
-            if command.envelope.turn_id == turn.turn_id:
-                admission = await stores.journal.begin(
-                    JournalEntry.from_envelope(command.envelope, now=turn.now)
-                )
-                if not isinstance(admission, Fresh):
-                    raise TurnInProgress("a command of this turn was admitted before")
-        for command in commands:
-            await stores.journal.mark_executing(turn.account_id, command.envelope.command_id)
-        if commands:
-            phase = TurnPhase.EXECUTING
+        phase = TurnPhase.EXECUTING if commands else TurnPhase.REDUCED
         record = self.recorder.at(phase)
-        await stores.replay.put(record)
-        await stores.conversations.set_phase(turn.account_id, turn.turn_id, phase)
+        bundle = CommitBundle(
+            account_id=turn.account_id,
+            conversation_id=turn.conversation_id,
+            turn_id=turn.turn_id,
+            user_turn=user_turn,
+            journal_admissions=tuple(
+                JournalEntry.from_envelope(c.envelope, now=turn.now)
+                for c in commands
+                if c.envelope.turn_id == turn.turn_id
+            ),
+            journal_starts=tuple(c.envelope.command_id for c in commands),
+            replay=record,
+            phase=phase,
+        )
+        if user_turn is not None:
+            result = await commit_accepted(stores, turn, bundle)
+        else:
+            result = await stores.commits.commit(bundle)
+        if not all(isinstance(a, Fresh) for a in result.admissions):
+            raise TurnInProgress("a command of this turn was admitted before")
         self.recorder.record = record
         return commands
 
@@ -237,10 +247,10 @@ class Execution:
         # An executor that saw these keys before replayed them: events the ledger holds already
         # are not appended again.
         replayed = [ev.event_id for e in executed if e.replayed for ev in e.events]
-        in_ledger: set[str] = set()
+        ledger: dict[str, DomainEvent] = {}
         if replayed:
             stored = await stores.events.get_by_ids(turn.account_id, replayed)
-            in_ledger = {ev.event_id for ev in stored}
+            ledger = {ev.event_id: ev for ev in stored}
         record = self.recorder.at(TurnPhase.COMMITTED)
         result = await stores.commits.commit(
             CommitBundle(
@@ -248,9 +258,7 @@ class Execution:
                 conversation_id=turn.conversation_id,
                 turn_id=turn.turn_id,
                 journal_completions=tuple(completions),
-                events=tuple(
-                    ev for e in executed for ev in e.events if ev.event_id not in in_ledger
-                ),
+                events=tuple(ev for e in executed for ev in e.events if ev.event_id not in ledger),
                 interaction_finishes=(finish,) if finish else (),
                 invalidations=tuple(
                     CaseInvalidation(workflow=k.workflow, case_id=k.case_id, current_revision=r)
@@ -268,8 +276,9 @@ class Execution:
         committed_ids = [ev.event_id for e in executed for ev in e.events]
         if not committed_ids:
             return {}
-        stored = await stores.events.get_by_ids(turn.account_id, committed_ids)
-        readback = {ev.event_id: ev for ev in stored}
+        # The ledger's own rows: those the bundle's inserts returned, and those a replayed
+        # execution found stored already.
+        readback = {**ledger, **{ev.event_id: ev for ev in result.events}}
         if len(readback) != len(set(committed_ids)):
             self.notes.notice(codes.NOTICE_VERIFICATION_IN_PROGRESS)  # committed, not yet readable
         return readback

@@ -14,6 +14,7 @@ from turnframe_core.replay import CommandOutcomeRecord, ReplayRecord, TurnPhase
 from turnframe_core.turn import AssistantTurn
 from turnframe_runtime.context import AuditTrail
 from turnframe_store.bundle import Stores
+from turnframe_store.records import CommitBundle, UserTurnRecord
 
 __all__ = ["Recorder"]
 
@@ -26,6 +27,17 @@ class Recorder:
         self._audit = audit
         self._clock = clock
         self._once: dict[str, Any] | None = None
+
+    def accepted(self, user_turn: UserTurnRecord) -> CommitBundle:
+        """The bundle that accepts a turn whose model call is still to come."""
+        assert self.record is not None
+        return CommitBundle(
+            account_id=user_turn.account_id,
+            conversation_id=user_turn.conversation_id,
+            turn_id=user_turn.turn_id,
+            user_turn=user_turn,
+            replay=self.record,
+        )
 
     def at(self, phase: TurnPhase, **extra: Any) -> ReplayRecord:
         """The record at `phase` (built, not stored)."""
@@ -67,14 +79,20 @@ class Recorder:
         )
 
     async def deliver(self, stores: Stores, turn: AssistantTurn) -> None:
-        """U/V: persist the exact turn (moving its marker to `delivered` in the same write), then
-        the final replay record."""
-        await stores.conversations.append_assistant_turn(
-            turn.account_id, turn, phase=TurnPhase.DELIVERED
-        )
+        """U/V, in one bundle: the exact turn, its marker `delivered` and the final replay
+        record (a record never says `delivered` for a turn that is not stored)."""
         record = self.at(
             TurnPhase.DELIVERED,
             response_block_ids=tuple(b.block_id or "" for b in turn.blocks),
         )
-        await stores.replay.put(record)
+        await stores.commits.commit(
+            CommitBundle(
+                account_id=turn.account_id,
+                conversation_id=turn.conversation_id,
+                turn_id=turn.turn_id,
+                assistant_turn=turn,
+                replay=record,
+                phase=TurnPhase.DELIVERED,
+            )
+        )
         self.record = record

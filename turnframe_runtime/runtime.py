@@ -28,7 +28,7 @@ from turnframe_core.replay import ReplayRecord, TurnPhase
 from turnframe_core.turn import AssistantTurn, TurnInput
 from turnframe_core.understanding import Understanding
 from turnframe_core.workflow import WorkflowDefinition
-from turnframe_runtime.accept import accept_turn, prior_reply
+from turnframe_runtime.accept import accept_turn, commit_accepted, prior_reply
 from turnframe_runtime.card_answer import (
     Admitted,
     AnsweredBefore,
@@ -56,6 +56,7 @@ from turnframe_runtime.reduce import Plan, PlannedCommand, reduce_turn, target_r
 from turnframe_runtime.understand import understand
 from turnframe_store.bundle import Stores
 from turnframe_store.errors import StoreError
+from turnframe_store.records import UserTurnRecord
 
 __all__ = ["TurnInProgress", "TurnRuntime", "UnknownWorkflow"]
 
@@ -144,12 +145,13 @@ class TurnRuntime:
                 if prior is not None:
                     return prior
             answer = await admit_card_answer(tx, t.cases, t.ctx)  # C: judged before any write
-            t.recorder.record = await accept_turn(tx, t.ctx, t.cases.cases.values())  # A/B
+            user_turn, t.recorder.record = await accept_turn(tx, t.ctx, t.cases.cases.values())
             admitted = answer if isinstance(answer, Admitted) else None
-            if click_only:  # J-L, and M's journal, in the same transaction
-                started = await self._start(tx, t, self._plan(t, admitted, Understanding()))
-            else:
-                await tx.replay.put(t.recorder.record)
+            if click_only:  # A/B with J-L and M's journal, in the same transaction
+                planned = self._plan(t, admitted, Understanding())
+                started = await self._start(tx, t, planned, user_turn)
+            else:  # A/B
+                await commit_accepted(tx, t.ctx, t.recorder.accepted(user_turn))
         if started is None:
             try:
                 understanding = await understand(
@@ -173,7 +175,9 @@ class TurnRuntime:
         follow_up_failure: Exception | None = None
         try:
             await t.execution.run(started.commands)  # M
-            async with self._stores.transaction() as tx:  # durable point 3
+            # Durable point 3 may be acknowledged before it is on disk: recovery makes it again
+            # from the journal, and the reply is stored durably after it (decision 0006).
+            async with self._stores.transaction(durable=False) as tx:
                 readback = await t.execution.commit(tx, started.claimed)  # N
                 try:
                     result = await self._follow_up(tx, t, started, answer, readback)  # O/P
@@ -242,7 +246,13 @@ class TurnRuntime:
         )
         return _Planned(understanding, card_plan, plan, raised)
 
-    async def _start(self, stores: Stores, t: _Turn, planned: _Planned) -> _Started:
+    async def _start(
+        self,
+        stores: Stores,
+        t: _Turn,
+        planned: _Planned,
+        user_turn: UserTurnRecord | None = None,
+    ) -> _Started:
         """L, then M's journal: claim the answered card (exactly one answer wins it), persist the
         cards the turn raises before anything runs, and journal every command."""
         claim = None
@@ -262,7 +272,7 @@ class TurnRuntime:
                 deferred.append(card)
             elif await persist_card(stores, t.ctx, card.card, card.commands, t.notes, t.audit):
                 shown.append(card.card)
-        commands = await t.execution.admit(stores, claimed, plan.ready, TurnPhase.REDUCED)
+        commands = await t.execution.admit(stores, claimed, plan.ready, user_turn)
         return _Started(planned, claim, shown, deferred, commands)
 
     async def _follow_up(

@@ -44,6 +44,7 @@ from turnframe_store.records import (
     OutboxStatus,
     PhaseMarker,
     Replay,
+    UserTurnRecord,
 )
 
 T = TypeVar("T")
@@ -144,8 +145,14 @@ def record_keys(record: Interaction | JournalEntry | DomainEvent | OutboxEntry) 
 
 
 def bundle_keys(bundle: CommitBundle) -> None:
-    """`record_keys` for every record a bundle writes."""
-    records: tuple[DomainEvent | Interaction | OutboxEntry, ...] = (
+    """`record_keys` for every record a bundle writes, and the rules of its single items."""
+    for entry in bundle.journal_admissions:
+        admissible(entry)
+    text(*bundle.journal_starts)
+    if bundle.assistant_turn is not None and not bundle.assistant_turn.status.is_terminal:
+        raise InvalidRecord("only a terminal assistant turn is stored")
+    records: tuple[DomainEvent | Interaction | JournalEntry | OutboxEntry, ...] = (
+        *bundle.journal_admissions,
         *bundle.events,
         *bundle.interaction_inserts,
         *bundle.outbox,
@@ -564,6 +571,14 @@ def put_replay(stored: ReplayRecord, record: ReplayRecord) -> Verdict:
 class BundleWriter(Protocol):
     """How one store applies each item of a commit bundle, inside the bundle's transaction."""
 
+    def accept(self, record: UserTurnRecord) -> None: ...
+
+    def admit(self, entry: JournalEntry) -> None: ...
+
+    def start(self, command_id: str) -> None: ...
+
+    def answer(self, turn: AssistantTurn) -> None: ...
+
     def complete(self, command_id: str, outcome: CommandOutcome) -> None: ...
 
     def append(self, events: tuple[DomainEvent, ...]) -> None: ...
@@ -590,12 +605,21 @@ class BundleWriter(Protocol):
 
 
 def write_bundle(bundle: CommitBundle, writer: BundleWriter) -> None:
-    """Hand the bundle's items to `writer` in the normative order (journal completions, events,
-    card finishes, invalidations, card inserts, outbox rows, replay record, phase marker), each
-    fault point right after the stage it names when that stage wrote something (decision 0002)."""
+    """Hand the bundle's items to `writer` in the normative order (user turn, journal
+    admissions, journal starts, journal completions, events, card finishes, invalidations, card
+    inserts, outbox rows, assistant turn, replay record, phase marker), each fault point where
+    its stage names it, only when that stage writes something (decision 0002)."""
+    if bundle.user_turn is not None:
+        writer.accept(bundle.user_turn)
+    if bundle.journal_admissions:
+        writer.reach(FaultPoint.BEFORE_JOURNAL_INSERT)
+        for entry in bundle.journal_admissions:
+            writer.admit(entry)
+    for command_id in bundle.journal_starts:
+        writer.start(command_id)
     for completion in bundle.journal_completions:
         writer.complete(completion.command_id, completion.outcome)
-    if bundle.journal_completions:
+    if bundle.journal_admissions or bundle.journal_completions:
         writer.reach(FaultPoint.AFTER_JOURNAL_INSERT_BEFORE_COMMIT)
     if bundle.events:
         writer.append(bundle.events)
@@ -610,6 +634,9 @@ def write_bundle(bundle: CommitBundle, writer: BundleWriter) -> None:
         writer.reach(FaultPoint.AFTER_INTERACTION_PERSISTENCE)
     for row in bundle.outbox:
         writer.enqueue(row)
+    if bundle.assistant_turn is not None:
+        writer.reach(FaultPoint.BEFORE_RESPONSE_PERSISTENCE)
+        writer.answer(bundle.assistant_turn)
     if bundle.replay is not None:
         writer.put_replay(bundle.replay)
     if bundle.phase is not None:

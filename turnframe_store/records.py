@@ -36,7 +36,7 @@ from turnframe_core.replay import (
     ReplayRecord,
     TurnPhase,
 )
-from turnframe_core.turn import TurnInput
+from turnframe_core.turn import AssistantTurn, TurnInput
 from turnframe_store.errors import InvalidRecord
 
 __all__ = [
@@ -355,17 +355,30 @@ class CaseInvalidation(_Record):
 
 
 class CommitBundle(_Record):
-    """Everything one turn writes at once, applied all-or-nothing in this field order."""
+    """What one durable point of a turn writes, applied all-or-nothing in this field order.
+
+    - `user_turn`: the turn as received (its conversation is created if missing, its marker set
+      to `received`);
+    - `journal_admissions`: this turn's commands, admitted as `journal.begin` would;
+    - `journal_starts`: commands moved to `executing`;
+    - `journal_completions` … `outbox`: what the turn's commands did;
+    - `assistant_turn`: the exact turn as returned, stored once;
+    - `replay`, `phase`: the turn's replay record and phase marker.
+    """
 
     account_id: AccountId
     conversation_id: ConversationId
     turn_id: TurnId
+    user_turn: UserTurnRecord | None = None
+    journal_admissions: tuple[JournalEntry, ...] = ()
+    journal_starts: tuple[CommandId, ...] = ()
     journal_completions: tuple[JournalCompletion, ...] = ()
     events: tuple[DomainEvent, ...] = ()
     interaction_finishes: tuple[InteractionFinish, ...] = ()
     invalidations: tuple[CaseInvalidation, ...] = ()
     interaction_inserts: tuple[Interaction, ...] = ()
     outbox: tuple[OutboxEntry, ...] = ()
+    assistant_turn: AssistantTurn | None = None
     replay: ReplayRecord | None = None
     phase: TurnPhase | None = None
 
@@ -374,6 +387,20 @@ class CommitBundle(_Record):
         found: list[str] = []
         if self.is_empty:
             found.append("the bundle writes nothing")
+        user = self.user_turn
+        if user is not None and (
+            user.account_id != self.account_id
+            or user.conversation_id != self.conversation_id
+            or user.turn_id != self.turn_id
+        ):
+            found.append("the user turn belongs to another turn")
+        for entry in self.journal_admissions:
+            if entry.account_id != self.account_id or entry.turn_id != self.turn_id:
+                found.append("an admitted command belongs to another turn")
+        if _repeats(e.command_id for e in self.journal_admissions):
+            found.append("a command is admitted twice")
+        if _repeats(self.journal_starts):
+            found.append("a command is started twice")
         if _repeats(c.command_id for c in self.journal_completions):
             found.append("a command is completed twice")
         if any(
@@ -409,6 +436,13 @@ class CommitBundle(_Record):
             or self.replay.turn_id != self.turn_id
         ):
             found.append("the replay record belongs to another turn")
+        answer = self.assistant_turn
+        if answer is not None and (
+            answer.account_id != self.account_id
+            or answer.conversation_id != self.conversation_id
+            or answer.turn_id != self.turn_id
+        ):
+            found.append("the assistant turn belongs to another turn")
         return tuple(dict.fromkeys(found))
 
     def require_valid(self) -> None:
@@ -420,7 +454,11 @@ class CommitBundle(_Record):
     @property
     def is_empty(self) -> bool:
         return not (
-            self.journal_completions
+            self.user_turn is not None
+            or self.journal_admissions
+            or self.journal_starts
+            or self.assistant_turn is not None
+            or self.journal_completions
             or self.events
             or self.interaction_finishes
             or self.invalidations
@@ -432,8 +470,10 @@ class CommitBundle(_Record):
 
 
 class CommitResult(_Record):
-    """What a commit assigned: the events with their sequences, the cards it invalidated."""
+    """What a commit assigned: the journal's answer to each admission (in order), the events
+    as the ledger stored them (sequences assigned), the cards it invalidated."""
 
+    admissions: tuple[JournalAdmission, ...] = ()
     events: tuple[DomainEvent, ...] = ()
     invalidated: tuple[InteractionId, ...] = ()
 

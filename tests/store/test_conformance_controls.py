@@ -25,6 +25,7 @@ from turnframe_core.interactions import Interaction, InteractionStatus
 from turnframe_core.replay import CommandOutcome, ReplayRecord, TurnPhase
 from turnframe_core.turn import AssistantTurn
 from turnframe_store import Conflict, InvalidRecord, NotFound, Stores
+from turnframe_store import _rules as rules
 from turnframe_store.conformance import CHECKS, run_all
 from turnframe_store.memory import (
     MemoryCommits,
@@ -37,7 +38,7 @@ from turnframe_store.memory import (
     MemoryStores,
     _UndoLog,
 )
-from turnframe_store.memory._engine import _Transaction
+from turnframe_store.memory._engine import _BundleWriter, _Transaction
 from turnframe_store.records import (
     CommitBundle,
     CommitResult,
@@ -537,6 +538,23 @@ class HalfBundle(MemoryCommits):
             return self._engine.commit(_UndoLog(), bundle)
 
 
+def _accept_and_journal(engine: Any, undo: _UndoLog, bundle: CommitBundle) -> list[Any]:
+    """The bundle stages before its completions, as the real writer applies them."""
+    if bundle.user_turn is not None:
+        user = bundle.user_turn
+        engine.ensure_conversation(undo, user.account_id, user.conversation_id)
+        engine.append_user_turn(undo, user)
+    admissions = [engine.begin(undo, entry) for entry in bundle.journal_admissions]
+    for command_id in bundle.journal_starts:
+        engine.mark_executing(undo, bundle.account_id, command_id)
+    return admissions
+
+
+def _answer(engine: Any, undo: _UndoLog, bundle: CommitBundle) -> None:
+    if bundle.assistant_turn is not None:
+        engine.append_assistant_turn(undo, bundle.account_id, bundle.assistant_turn, None)
+
+
 class InsertsFirstBundle(MemoryCommits):
     """commit inserts new cards before it finishes and invalidates the old ones."""
 
@@ -544,6 +562,7 @@ class InsertsFirstBundle(MemoryCommits):
         engine, account = self._engine, bundle.account_id
 
         def write(undo: _UndoLog) -> CommitResult:
+            admissions = _accept_and_journal(engine, undo, bundle)
             for completion in bundle.journal_completions:
                 engine.complete(undo, account, completion.command_id, completion.outcome)
             events = engine.append(undo, account, bundle.events)
@@ -565,11 +584,14 @@ class InsertsFirstBundle(MemoryCommits):
                 )
             for row in bundle.outbox:
                 engine.enqueue(undo, row)
+            _answer(engine, undo, bundle)
             if bundle.replay is not None:
                 engine.put_replay(undo, bundle.replay)
             if bundle.phase is not None:
                 engine.set_phase(undo, account, bundle.turn_id, bundle.phase)
-            return CommitResult(events=events, invalidated=tuple(invalidated))
+            return CommitResult(
+                admissions=tuple(admissions), events=events, invalidated=tuple(invalidated)
+            )
 
         return await engine.write(write)
 
@@ -581,6 +603,7 @@ class LateJudgedBundle(MemoryCommits):
         engine, account = self._engine, bundle.account_id
 
         def write(undo: _UndoLog) -> CommitResult:
+            admissions = _accept_and_journal(engine, undo, bundle)
             for completion in bundle.journal_completions:
                 engine.complete(undo, account, completion.command_id, completion.outcome)
             events = engine.append(undo, account, bundle.events)
@@ -602,11 +625,14 @@ class LateJudgedBundle(MemoryCommits):
                 engine.insert_card(undo, card)
             for row in bundle.outbox:
                 engine.enqueue(undo, row)
+            _answer(engine, undo, bundle)
             if bundle.replay is not None:
                 engine.put_replay(undo, bundle.replay)
             if bundle.phase is not None:
                 engine.set_phase(undo, account, bundle.turn_id, bundle.phase)
-            return CommitResult(events=events, invalidated=tuple(invalidated))
+            return CommitResult(
+                admissions=tuple(admissions), events=events, invalidated=tuple(invalidated)
+            )
 
         return await engine.write(write)
 
@@ -614,7 +640,73 @@ class LateJudgedBundle(MemoryCommits):
 # --- the table ----------------------------------------------------------------------------------
 
 #: control name -> (role name, broken role class, the one check it must fail)
+
+
+class _BrokenBundleWriter(_BundleWriter):
+    skip_starts = False
+    overwrite_answers = False
+
+    def start(self, command_id: str) -> None:
+        if not self.skip_starts:
+            super().start(command_id)
+
+    def answer(self, turn: AssistantTurn) -> None:
+        if self.overwrite_answers:
+            self.undo.put(self.engine.t.assistant_turns, (self.account_id, turn.turn_id), "")
+            self.engine.t.assistant_turns[(self.account_id, turn.turn_id)] = turn.to_stored_json()
+            return
+        super().answer(turn)
+
+
+class _BrokenBundles(MemoryCommits):
+    writer: type[_BrokenBundleWriter] = _BrokenBundleWriter
+
+    async def _commit(self, bundle: CommitBundle) -> CommitResult:
+        engine = self._engine
+
+        def write(undo: _UndoLog) -> CommitResult:
+            writer = self.writer(engine, undo, bundle)
+            rules.write_bundle(bundle, writer)
+            return CommitResult(
+                admissions=tuple(writer.admissions),
+                events=writer.events,
+                invalidated=tuple(writer.invalidated),
+            )
+
+        return await engine.write(write)
+
+
+class _NoStartsWriter(_BrokenBundleWriter):
+    skip_starts = True
+
+
+class _OverwritingWriter(_BrokenBundleWriter):
+    overwrite_answers = True
+
+
+class BundleSkipsStarts(_BrokenBundles):
+    """A bundle's journal starts move nothing."""
+
+    writer = _NoStartsWriter
+
+
+class BundleOverwritesAnswers(_BrokenBundles):
+    """A bundle's assistant turn overwrites the stored one."""
+
+    writer = _OverwritingWriter
+
+
 CONTROLS: dict[str, tuple[str, type[Any], str]] = {
+    "bundle_skips_starts": (
+        "commits",
+        BundleSkipsStarts,
+        "check_a_commit_bundle_accepts_a_turn_and_journals_its_commands_once",
+    ),
+    "bundle_overwrites_answers": (
+        "commits",
+        BundleOverwritesAnswers,
+        "check_a_commit_bundle_stores_the_assistant_turn_once",
+    ),
     "recreated_conversation": (
         "conversations",
         RecreatedConversation,
@@ -795,7 +887,7 @@ class _BrokenTransactions(MemoryStores):
     take_the_gate = True
 
     @contextlib.asynccontextmanager
-    async def transaction(self) -> AsyncIterator[Stores]:
+    async def transaction(self, *, durable: bool = True) -> AsyncIterator[Stores]:
         if self.take_the_gate:
             await self.engine.gate.enter()
         tx = _Transaction()
@@ -844,7 +936,7 @@ class DirtyTransactions(_BrokenTransactions):
 class HollowSavepoints(MemoryStores):
     """A savepoint undoes nothing: a failure inside it dooms the whole transaction."""
 
-    def transaction(self) -> Any:  # type: ignore[override]
+    def transaction(self, *, durable: bool = True) -> Any:  # type: ignore[override]
         manager = super().transaction()
 
         @contextlib.asynccontextmanager

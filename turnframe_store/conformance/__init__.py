@@ -32,7 +32,9 @@ from turnframe_store.conformance.arguments import (
     check_times_and_revisions_are_whole_numbers_in_their_range,
 )
 from turnframe_store.conformance.bundle import (
+    check_a_commit_bundle_accepts_a_turn_and_journals_its_commands_once,
     check_a_commit_bundle_applies_its_items_in_the_normative_order,
+    check_a_commit_bundle_stores_the_assistant_turn_once,
     check_a_commit_bundle_with_an_invalid_item_writes_nothing,
     check_each_bundle_item_is_judged_on_the_state_its_own_stage_left,
 )
@@ -129,6 +131,8 @@ __all__ = [
     "check_a_commit_bundle_applies_its_items_in_the_normative_order",
     "check_a_commit_bundle_with_an_invalid_item_writes_nothing",
     "check_each_bundle_item_is_judged_on_the_state_its_own_stage_left",
+    "check_a_commit_bundle_accepts_a_turn_and_journals_its_commands_once",
+    "check_a_commit_bundle_stores_the_assistant_turn_once",
     # arguments
     "check_a_limit_is_a_whole_number_from_one_to_the_maximum",
     "check_times_and_revisions_are_whole_numbers_in_their_range",

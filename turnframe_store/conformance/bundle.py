@@ -13,6 +13,7 @@ from turnframe_store.conformance._data import (
     _B,
     _T0,
     _WORKFLOW,
+    _assistant_turn,
     _card,
     _case,
     _entry,
@@ -22,6 +23,7 @@ from turnframe_store.conformance._data import (
     _replay,
     _start_turn,
     _status,
+    _user_turn,
 )
 from turnframe_store.conformance._expect import _equal, _refused, _true
 from turnframe_store.conformance._runner import _check
@@ -34,6 +36,8 @@ from turnframe_store.records import (
     JournalCompletion,
     JournalStatus,
 )
+
+_AWAITING = JournalStatus.AWAITING_CONFIRMATION
 
 
 @dataclass(frozen=True)
@@ -273,3 +277,98 @@ async def check_each_bundle_item_is_judged_on_the_state_its_own_stage_left(store
     result = await stores.commits.commit(bundle)
     _equal(result.invalidated, ("int_1",), "the cards the later invalidation stage moved")
     _equal(await _status(stores, _A, "int_1"), InteractionStatus.INVALIDATED, "the card")
+
+
+@_check
+async def check_a_commit_bundle_accepts_a_turn_and_journals_its_commands_once(
+    stores: Stores,
+) -> None:
+    await stores.conversations.ensure_conversation(_A, "conv_1")
+    await _start_turn(stores, "turn_0")
+    await stores.journal.begin(_entry("cmd_waiting", turn="turn_0", status=_AWAITING))
+    bundle = CommitBundle(
+        account_id=_A,
+        conversation_id="conv_2",
+        turn_id="turn_1",
+        user_turn=_user_turn("turn_1", conversation="conv_2"),
+        journal_admissions=(_entry("cmd_1"), _entry("cmd_2")),
+        journal_starts=("cmd_1", "cmd_2", "cmd_waiting"),
+        replay=_replay("turn_1", conversation="conv_2", phase=TurnPhase.EXECUTING),
+        phase=TurnPhase.EXECUTING,
+    )
+    result = await stores.commits.commit(bundle)
+    _equal([type(a).__name__ for a in result.admissions], ["Fresh", "Fresh"], "the admissions")
+    _equal(
+        (await stores.conversations.get_conversation(_A, "conv_2")).conversation_id,
+        "conv_2",
+        "the conversation the bundle created",
+    )
+    _equal(
+        (await stores.conversations.get_user_turn(_A, "turn_1")).input.text,
+        "hello",
+        "the accepted user turn",
+    )
+    _equal(
+        (await stores.conversations.get_phase(_A, "turn_1")).phase,
+        TurnPhase.EXECUTING,
+        "the marker after the bundle",
+    )
+    for command in ("cmd_1", "cmd_2", "cmd_waiting"):
+        _equal(
+            (await stores.journal.get(_A, command)).status,
+            JournalStatus.EXECUTING,
+            f"{command} after the bundle",
+        )
+    again = bundle.model_copy(
+        update={
+            "turn_id": "turn_9",
+            "user_turn": _user_turn("turn_1", conversation="conv_2").model_copy(
+                update={"turn_id": "turn_1"}
+            ),
+            "journal_admissions": (),
+            "journal_starts": (),
+            "replay": None,
+            "phase": None,
+        }
+    )
+    await _refused(InvalidRecord, stores.commits.commit(again), "a user turn of another turn")
+    repeat = CommitBundle(
+        account_id=_A,
+        conversation_id="conv_2",
+        turn_id="turn_1",
+        user_turn=_user_turn("turn_1", conversation="conv_2"),
+        journal_admissions=(_entry("cmd_3"),),
+    )
+    await _refused(Conflict, stores.commits.commit(repeat), "the same user turn again")
+    await _refused(NotFound, stores.journal.get(_A, "cmd_3"), "a command of the refused bundle")
+
+
+@_check
+async def check_a_commit_bundle_stores_the_assistant_turn_once(stores: Stores) -> None:
+    await _start_turn(stores, "turn_1")
+    turn = _assistant_turn("turn_1")
+    bundle = CommitBundle(
+        account_id=_A,
+        conversation_id="conv_1",
+        turn_id="turn_1",
+        assistant_turn=turn,
+        replay=_replay("turn_1", phase=TurnPhase.DELIVERED),
+        phase=TurnPhase.DELIVERED,
+    )
+    await stores.commits.commit(bundle)
+    loaded = await stores.conversations.get_assistant_turn(_A, "turn_1")
+    _equal(loaded.to_stored_json(), turn.to_stored_json(), "the stored turn's bytes")
+    _equal(
+        (await stores.conversations.get_phase(_A, "turn_1")).phase,
+        TurnPhase.DELIVERED,
+        "the marker after the bundle",
+    )
+    other = CommitBundle(
+        account_id=_A,
+        conversation_id="conv_1",
+        turn_id="turn_1",
+        assistant_turn=_assistant_turn("turn_1", text="Other words."),
+    )
+    await _refused(Conflict, stores.commits.commit(other), "another assistant turn for the turn")
+    reloaded = await stores.conversations.get_assistant_turn(_A, "turn_1")
+    _equal(reloaded.to_stored_json(), turn.to_stored_json(), "the turn after the refusal")

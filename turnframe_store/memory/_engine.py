@@ -638,7 +638,11 @@ class _Engine:
     def commit(self, undo: _UndoLog, bundle: CommitBundle) -> CommitResult:
         writer = _BundleWriter(self, undo, bundle)
         rules.write_bundle(bundle, writer)
-        return CommitResult(events=writer.events, invalidated=tuple(writer.invalidated))
+        return CommitResult(
+            admissions=tuple(writer.admissions),
+            events=writer.events,
+            invalidated=tuple(writer.invalidated),
+        )
 
 
 class _BundleWriter:
@@ -651,6 +655,20 @@ class _BundleWriter:
         self.turn_id = bundle.turn_id
         self.events: tuple[DomainEvent, ...] = ()
         self.invalidated: list[str] = []
+        self.admissions: list[JournalAdmission] = []
+
+    def accept(self, record: UserTurnRecord) -> None:
+        self.engine.ensure_conversation(self.undo, record.account_id, record.conversation_id)
+        self.engine.append_user_turn(self.undo, record)
+
+    def admit(self, entry: JournalEntry) -> None:
+        self.admissions.append(self.engine.begin(self.undo, entry))
+
+    def start(self, command_id: str) -> None:
+        self.engine.mark_executing(self.undo, self.account_id, command_id)
+
+    def answer(self, turn: AssistantTurn) -> None:
+        self.engine.append_assistant_turn(self.undo, self.account_id, turn, None)
 
     def complete(self, command_id: str, outcome: CommandOutcome) -> None:
         self.engine.complete(self.undo, self.account_id, command_id, outcome)

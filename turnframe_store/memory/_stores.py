@@ -354,7 +354,7 @@ class _InTransaction(Stores):
     _tx: _Transaction
 
     @contextlib.asynccontextmanager
-    async def transaction(self) -> AsyncIterator[Stores]:
+    async def transaction(self, *, durable: bool = True) -> AsyncIterator[Stores]:
         yield self
 
     @contextlib.asynccontextmanager
@@ -405,7 +405,7 @@ class MemoryStores(Stores):
         return view
 
     @contextlib.asynccontextmanager
-    async def transaction(self) -> AsyncIterator[Stores]:
+    async def transaction(self, *, durable: bool = True) -> AsyncIterator[Stores]:
         gate = self.engine.gate
         await gate.enter()
         tx = _Transaction()

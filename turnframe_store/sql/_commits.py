@@ -10,10 +10,17 @@ from turnframe_core.cases import CaseKey
 from turnframe_core.events import DomainEvent
 from turnframe_core.interactions import Interaction, InteractionStatus
 from turnframe_core.replay import CommandOutcome, ReplayRecord, TurnPhase
+from turnframe_core.turn import AssistantTurn
 from turnframe_store import _rules as rules
 from turnframe_store._roles import CommitRole
 from turnframe_store.faults import FaultPoint
-from turnframe_store.records import CommitBundle, CommitResult, OutboxEntry
+from turnframe_store.records import (
+    CommitBundle,
+    CommitResult,
+    JournalEntry,
+    OutboxEntry,
+    UserTurnRecord,
+)
 from turnframe_store.sql._conversations import SqlConversations
 from turnframe_store.sql._core import SqlCore, Step, check
 from turnframe_store.sql._events import SqlEvents
@@ -59,10 +66,10 @@ class SqlCommits(CommitRole):
             values = await self._core.write(writer.steps)
         else:
             values = await self._core.write_enlisted(enlisted, writer.steps)
-        sequences = values[slice(*writer.event_steps)]
-        events = self._roles.events.sequenced(bundle.events, sequences)
+        events = self._roles.events.stored(values[slice(*writer.event_steps)])
         invalidated = [ids for at in writer.invalidation_steps for ids in values[at]]
-        return CommitResult(events=events, invalidated=tuple(invalidated))
+        admissions = tuple(values[at] for at in writer.admission_steps)
+        return CommitResult(admissions=admissions, events=events, invalidated=tuple(invalidated))
 
 
 @dataclass(frozen=True)
@@ -86,6 +93,20 @@ class _BundleSteps:
         self.steps: list[Step] = []
         self.event_steps = (0, 0)
         self.invalidation_steps: list[int] = []
+        self.admission_steps: list[int] = []
+
+    def accept(self, record: UserTurnRecord) -> None:
+        self.steps.extend(self.roles.conversations.accept_steps(record))
+
+    def admit(self, entry: JournalEntry) -> None:
+        self.admission_steps.append(len(self.steps))
+        self.steps.append(self.roles.journal.begin_step(entry))
+
+    def start(self, command_id: str) -> None:
+        self.steps.append(self.roles.journal.start_step(self.account_id, command_id))
+
+    def answer(self, turn: AssistantTurn) -> None:
+        self.steps.extend(self.roles.conversations.answer_steps(self.account_id, turn))
 
     def complete(self, command_id: str, outcome: CommandOutcome) -> None:
         self.steps.extend(self.roles.journal.complete_steps(self.account_id, command_id, outcome))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import partial
+from typing import Any
 
 import sqlalchemy as sa
 
@@ -159,18 +160,11 @@ class SqlConversations(ConversationRole):
         return self._core.codec.user_turn(await self._core.fetch_one(self._st.turn_get, key))
 
     async def _append_user_turn(self, record: UserTurnRecord) -> None:
-        marker = {
-            "account_id": record.account_id,
-            "turn_id": record.turn_id,
-            "conversation_id": record.conversation_id,
-            "phase": TurnPhase.RECEIVED.value,
-            "updated_at": self._core.now(),
-        }
         try:
             await self._core.write(
                 [
                     Step(self._st.turn_insert, self._core.codec.user_turn_params(record)),
-                    Step(self._st.phase_insert, marker),
+                    Step(self._st.phase_insert, self._marker(record)),
                 ]
             )
         except Conflict:
@@ -181,23 +175,44 @@ class SqlConversations(ConversationRole):
                 raise NotFound() from None
             raise
 
-    async def _append_assistant_turn(
-        self, account_id: str, turn: AssistantTurn, phase: TurnPhase | None
-    ) -> None:
+    def accept_steps(self, record: UserTurnRecord) -> list[Step]:
+        """The bundle's user turn: its conversation created if missing, the turn, its marker."""
+        created = rules.new_conversation(
+            record.account_id, record.conversation_id, self._core.clock()
+        )
+        return [
+            Step(
+                self._st.conversation_insert,
+                {
+                    "account_id": record.account_id,
+                    "conversation_id": record.conversation_id,
+                    "created_at": self._core.backend.time_in(created.created_at),
+                },
+            ),
+            Step(self._st.turn_insert, self._core.codec.user_turn_params(record)),
+            Step(self._st.phase_insert, self._marker(record)),
+        ]
+
+    def _marker(self, record: UserTurnRecord) -> dict[str, Any]:
+        return {
+            "account_id": record.account_id,
+            "turn_id": record.turn_id,
+            "conversation_id": record.conversation_id,
+            "phase": TurnPhase.RECEIVED.value,
+            "updated_at": self._core.now(),
+        }
+
+    def answer_steps(self, account_id: str, turn: AssistantTurn) -> list[Step]:
+        """The assistant turn, stored once (the same turn again is accepted)."""
         key = {"account_id": account_id, "turn_id": turn.turn_id}
         judge_row = partial(_judge_answer, turn)
-        try:
-            text = rules.answer_text(turn)
-        except InvalidRecord:
-            # Judged on the stored row first, in memory's order (NotFound before this refusal).
-            judge_row(first(await self._core.fetch(self._st.turn_get, key)))
-            raise
+        text = rules.answer_text(turn)
 
         async def judge(result: Result | None, prior: Row | None) -> None:
             if result is None or not result.rows:
                 judge_row(prior)
 
-        steps = [
+        return [
             Step(
                 self._st.turn_answer,
                 {**key, "conversation_id": turn.conversation_id, "assistant_turn": text},
@@ -206,6 +221,18 @@ class SqlConversations(ConversationRole):
                 key,
             )
         ]
+
+    async def _append_assistant_turn(
+        self, account_id: str, turn: AssistantTurn, phase: TurnPhase | None
+    ) -> None:
+        try:
+            rules.answer_text(turn)
+        except InvalidRecord:
+            # Judged on the stored row first, in memory's order (NotFound before this refusal).
+            key = {"account_id": account_id, "turn_id": turn.turn_id}
+            _judge_answer(turn, first(await self._core.fetch(self._st.turn_get, key)))
+            raise
+        steps = self.answer_steps(account_id, turn)
         if phase is not None:
             steps.extend(self.phase_steps(account_id, turn.turn_id, phase))
         await self._core.write(steps)

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any, Final, NoReturn, TypeVar
 
@@ -91,10 +92,20 @@ def first(rows: Sequence[Row]) -> Row | None:
 class _Aborted(Exception):
     """The database refused a statement of the batch; the transaction is rolled back."""
 
-    def __init__(self, steps: Sequence[Step], batch: Batch) -> None:
+    def __init__(self, steps: Sequence[Step], batch: Batch, *, readbacks: bool = True) -> None:
         super().__init__("aborted")
         self.steps = steps
         self.batch = batch
+        #: whether the batch carried each step's read-back after its statement
+        self.readbacks = readbacks
+
+
+class _Readbacks(Exception):
+    """An optimistic batch needs its read-backs: undo it and run it again eagerly."""
+
+
+#: Set while a batch runs again with every read-back.
+_EAGER: ContextVar[bool] = ContextVar("turnframe_sql_eager_readbacks", default=False)
 
 
 class Retry(Exception):
@@ -154,8 +165,53 @@ class SqlCore:
         return Step(statement, params, judge, read, read_params)
 
     async def apply(self, connection: Connection, steps: Sequence[Step]) -> list[Any]:
-        """Run the steps' statements (each followed by its read-back) as one batch on
-        `connection`, then judge them in order."""
+        """Run the steps' statements as one batch on `connection`, then judge them in order.
+
+        Optimistic first: a read-back is needed only by a statement that moved nothing, so the
+        batch goes without them; when one is needed (or a statement failed) `_Readbacks` asks
+        the caller to undo the batch and run it again eagerly, each statement followed by its
+        read-back, so every judge sees its row as of its own step."""
+        if _EAGER.get() or not any(s.read is not None and s.statement for s in steps):
+            return await self._apply_eagerly(connection, steps)
+        return await self._apply_optimistically(connection, steps)
+
+    async def _apply_optimistically(
+        self, connection: Connection, steps: Sequence[Step]
+    ) -> list[Any]:
+        batch = [(s.statement, s.params) for s in steps if s.statement is not None]
+        outcome = await connection.run(batch)
+        results, stop = outcome.results, outcome.failed_at
+        at = 0
+        for step in steps:  # a statement before the stop that moved nothing needs its read-back
+            if step.statement is None:
+                continue
+            if stop is not None and at >= stop:
+                break
+            if step.read is not None and not results[at].rows:
+                raise _Readbacks()
+            at += 1
+        if stop is not None:
+            raise _Aborted(steps, outcome, readbacks=False)
+        return await self._judge_plain(steps, results, None)
+
+    @staticmethod
+    async def _judge_plain(
+        steps: Sequence[Step], results: Sequence[Result], stop_at: int | None
+    ) -> list[Any]:
+        """`_judge` for a batch sent without read-backs (no judge needs one)."""
+        values: list[Any] = []
+        at = 0
+        for step in steps:
+            if step.statement is None:
+                values.append(await step.judge(None, None))
+                continue
+            if stop_at is not None and at >= stop_at:
+                break
+            values.append(await step.judge(results[at], None))
+            at += 1
+        return values
+
+    async def _apply_eagerly(self, connection: Connection, steps: Sequence[Step]) -> list[Any]:
         batch: list[tuple[Statement, Params]] = []
         readbacks: set[int] = set()
         for step in steps:
@@ -191,16 +247,25 @@ class SqlCore:
         return values
 
     async def transaction(self, body: Callable[[Connection], Awaitable[R]]) -> R:
-        """Run `body` in one write transaction; retried when it raises `Retry`."""
-        for _ in range(_RETRIES):
-            try:
+        """Run `body` in one write transaction; run again when it raises `Retry` (a concurrent
+        writer moved a row) or `_Readbacks` (then with every read-back)."""
+        token = None
+        try:
+            for _ in range(_RETRIES):
                 try:
-                    async with self.backend.writing() as connection:
-                        return await body(connection)
-                except _Aborted as aborted:
-                    await self._judge_aborted(aborted)
-            except Retry:
-                continue
+                    try:
+                        async with self.backend.writing() as connection:
+                            return await body(connection)
+                    except _Aborted as aborted:
+                        await self._judge_aborted(aborted)
+                except Retry:
+                    continue
+                except _Readbacks:
+                    token = token or _EAGER.set(True)
+                    continue
+        finally:
+            if token is not None:
+                _EAGER.reset(token)
         raise Conflict("the record kept changing under a concurrent writer")
 
     async def _judge_aborted(self, aborted: _Aborted) -> NoReturn:
@@ -208,7 +273,10 @@ class SqlCore:
         and raise the first failure among them, else the refused statement's own error."""
         batch = aborted.batch
         assert batch.failed_at is not None and batch.error is not None
-        await self._judge(aborted.steps, batch.results, batch.failed_at)
+        if aborted.readbacks:
+            await self._judge(aborted.steps, batch.results, batch.failed_at)
+        else:
+            await self._judge_plain(aborted.steps, batch.results, batch.failed_at)
         raise batch.error from None
 
     async def write(self, steps: Sequence[Step]) -> list[Any]:
@@ -220,13 +288,20 @@ class SqlCore:
     async def write_enlisted(self, raw: Any, steps: Sequence[Step]) -> list[Any]:
         """The steps inside a caller's open transaction on `raw`, behind a savepoint: if a step
         fails, nothing of them remains, and the caller's transaction stays usable."""
-        try:
-            async with self.backend.enlisted(raw) as connection:
-                return await self.apply(connection, steps)
-        except _Aborted as aborted:
-            await self._judge_aborted(aborted)
-        except Retry:
-            raise Conflict("a record moved under a concurrent writer") from None
+        for eager in (False, True):
+            token = _EAGER.set(eager)
+            try:
+                async with self.backend.enlisted(raw) as connection:
+                    return await self.apply(connection, steps)
+            except _Readbacks:
+                continue  # the savepoint undid the batch: run it again with its read-backs
+            except _Aborted as aborted:
+                await self._judge_aborted(aborted)
+            except Retry:
+                raise Conflict("a record moved under a concurrent writer") from None
+            finally:
+                _EAGER.reset(token)
+        raise AssertionError("an eager batch never asks for its read-backs")
 
 
 class Transaction:
@@ -269,6 +344,10 @@ class _Prepending(Connection):
         return Batch(outcome.results[n:], failed, outcome.error)
 
 
+_UNDO_POINT = Statement("undo_point", "SAVEPOINT tf_undo_point")
+_BACK_TO_UNDO_POINT = Statement("back_to_undo_point", "ROLLBACK TO SAVEPOINT tf_undo_point")
+
+
 class TxCore(SqlCore):
     """A core bound to one open transaction's connection: every read and write joins it, and a
     store error from either dooms it (the database may already have aborted it)."""
@@ -283,6 +362,27 @@ class TxCore(SqlCore):
         self._connection = _Prepending(connection)
         self._tx = tx
         self._savepoints = 0
+
+    async def apply(self, connection: Connection, steps: Sequence[Step]) -> list[Any]:
+        """As `SqlCore.apply`, inside the open transaction: a batch of several statements goes
+        behind a savepoint (sent with it), so asking for its read-backs can undo it alone."""
+        if _EAGER.get() or not any(s.read is not None and s.statement for s in steps):
+            return await self._apply_eagerly(connection, steps)
+        several = sum(1 for s in steps if s.statement is not None) > 1
+        if several:
+            self._connection.later(_UNDO_POINT)
+        try:
+            return await self._apply_optimistically(connection, steps)
+        except _Readbacks:
+            if several:
+                outcome = await self._connection.inner.run([(_BACK_TO_UNDO_POINT, {})])
+                if outcome.error is not None:
+                    raise outcome.error from None
+            return await self._apply_eagerly(connection, steps)
+
+    def later(self, statement: Statement) -> None:
+        """Send `statement` in front of the transaction's next batch."""
+        self._connection.later(statement)
 
     @contextlib.asynccontextmanager
     async def savepoint(self) -> AsyncIterator[None]:

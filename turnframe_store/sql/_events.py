@@ -44,7 +44,7 @@ class EventStatements:
             event_lock=sql.event_lock(),
             event_insert=c(
                 "event_insert",
-                sa.insert(event).values(sql.event_values(event)).returning(event.c.sequence),
+                sa.insert(event).values(sql.event_values(event)).returning(*event.c),
             ),
             events_by_id=c(
                 "events_by_id",
@@ -81,14 +81,16 @@ class SqlEvents(EventRole):
         self._st = core.sql.statements(EventStatements)
 
     def append_steps(self, events: Sequence[DomainEvent]) -> list[Step]:
-        """The inserts of a judged batch; each step's value is the sequence it got."""
+        """The inserts of a judged batch; each step's value is the event as the ledger stored
+        it (returned by the insert itself, its sequence assigned)."""
         steps: list[Step] = []
         if self._st.event_lock is not None:
             steps.append(Step(self._st.event_lock))
+        decode = self._core.codec.event
 
-        async def sequence(result: Result | None, prior: Row | None) -> int:
+        async def sequence(result: Result | None, prior: Row | None) -> DomainEvent:
             assert result is not None
-            return int(result.rows[0]["sequence"])
+            return decode(result.rows[0])
 
         codec = self._core.codec
         steps.extend(
@@ -97,12 +99,9 @@ class SqlEvents(EventRole):
         return steps
 
     @staticmethod
-    def sequenced(events: Sequence[DomainEvent], values: Iterable[Any]) -> tuple[DomainEvent, ...]:
-        sequences = [value for value in values if isinstance(value, int)]
-        return tuple(
-            event.model_copy(update={"sequence": number})
-            for event, number in zip(events, sequences, strict=True)
-        )
+    def stored(values: Iterable[Any]) -> tuple[DomainEvent, ...]:
+        """The events among a write's step values, as the ledger stored them."""
+        return tuple(value for value in values if isinstance(value, DomainEvent))
 
     async def _append(
         self, account_id: str, events: tuple[DomainEvent, ...]
@@ -119,7 +118,7 @@ class SqlEvents(EventRole):
         if not events:
             return ()
         values = await self._core.write(self.append_steps(events))
-        return self.sequenced(events, values)
+        return self.stored(values)
 
     async def _get_by_ids(
         self, account_id: str, event_ids: tuple[str, ...]

@@ -116,6 +116,10 @@ class SqlJournal(JournalRole):
         return self._core.codec.entries(rows)
 
     async def _begin(self, entry: JournalEntry) -> JournalAdmission:
+        (admission,) = await self._core.write([self.begin_step(entry)])
+        return admission  # type: ignore[no-any-return]
+
+    def begin_step(self, entry: JournalEntry) -> Step:
         """Insert unless the key or the command id is taken; a taken key is judged by
         `_rules.readmit` on the entry read back by key, and a free key means the id was taken."""
 
@@ -129,13 +133,15 @@ class SqlJournal(JournalRole):
 
         key = {"account_id": entry.account_id, "idempotency_key": entry.idempotency_key}
         params = self._core.codec.entry_params(entry)
-        step = Step(self._st.journal_insert, params, judge, self._st.journal_get_by_key, key)
-        (admission,) = await self._core.write([step])
-        return admission  # type: ignore[no-any-return]
+        return Step(self._st.journal_insert, params, judge, self._st.journal_get_by_key, key)
 
     async def _mark_executing(self, account_id: str, command_id: str) -> JournalEntry:
+        (entry,) = await self._core.write([self.start_step(account_id, command_id)])
+        return entry  # type: ignore[no-any-return]
+
+    def start_step(self, account_id: str, command_id: str) -> Step:
         key = {"account_id": account_id, "command_id": command_id}
-        step = self._core.cas(
+        return self._core.cas(
             self._st.journal_start,
             key,
             self._st.journal_get,
@@ -143,8 +149,6 @@ class SqlJournal(JournalRole):
             self._core.codec.entry,
             rules.start,
         )
-        (entry,) = await self._core.write([step])
-        return entry  # type: ignore[no-any-return]
 
     def complete_steps(
         self, account_id: str, command_id: str, outcome: CommandOutcome

@@ -41,10 +41,19 @@ class _PgConnection(Connection):
     async def run(
         self, batch: Sequence[tuple[Statement, Params]], readbacks: frozenset[int] = frozenset()
     ) -> Batch:
-        # One pipeline: every read-back is sent (it cannot wait for the result before it).
+        # One pipeline: every read-back is sent (it cannot wait for the result before it). A
+        # lone statement goes without one: pipeline mode costs more than it saves there.
         if not batch:
             return Batch([])
         connection = self.raw
+        if len(batch) == 1 and not (self.transaction and not self.begun):
+            statement, params = batch[0]
+            cursor = connection.cursor()
+            try:
+                await cursor.execute(statement.sql, statement.bind(params))
+            except psycopg.Error as exc:
+                return Batch([], 0, errors.from_postgres(exc))
+            return Batch([await _result(cursor, statement)])
         cursors: list[psycopg.AsyncCursor[Any]] = []
         failure: psycopg.Error | None = None
         try:
@@ -71,7 +80,9 @@ class _PgConnection(Connection):
 
 
 async def _result(cursor: psycopg.AsyncCursor[Any], statement: Statement) -> Result:
-    if cursor.description is None:
+    # `cursor.description` builds a Column per field on every access: ask the result instead.
+    result = cursor.pgresult
+    if result is None or result.nfields == 0:
         return Result([], cursor.rowcount)
     rows = await cursor.fetchall()
     names = statement.columns

@@ -7,6 +7,7 @@ raises `Corrupt` instead of returning something half-right.
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Final, TypeVar
@@ -16,7 +17,7 @@ from pydantic import TypeAdapter, ValidationError
 from turnframe_core._canonical import CanonicalJsonError, canonical_json
 from turnframe_core.errors import TurnframeError
 from turnframe_core.events import DomainEvent
-from turnframe_core.interactions import Interaction
+from turnframe_core.interactions import Interaction, InteractionStatus
 from turnframe_core.replay import CommandOutcome, ReplayRecord
 from turnframe_core.turn import TurnInput
 from turnframe_store.errors import Corrupt, InvalidRecord
@@ -44,6 +45,12 @@ def document(value: Any) -> str:
         return canonical_json(value)
     except CanonicalJsonError:
         raise InvalidRecord("the record has no canonical JSON form") from None
+
+
+@functools.lru_cache(maxsize=4096)
+def _created_card(document: str) -> Interaction:
+    """A stored card document, validated; cached, since a card's document never changes."""
+    return Interaction.model_validate_json(document)
 
 
 def _reading(what: str, read: Callable[[], T]) -> T:
@@ -115,14 +122,23 @@ class Codec:
 
     def card(self, row: Row) -> Interaction:
         def read() -> Interaction:
-            data = json.loads(row["interaction"])
-            data.update(
-                status=row["status"],
-                resolved_at=self._opt_time_out(row["resolved_at"]),
-                resolved_option_id=row["resolved_option_id"],
-                resolution_event_ids=json.loads(row["resolution_event_ids"]),
+            # The card as created is validated (its payload against its hash) once per stored
+            # document; the lifecycle columns are checked on every read.
+            created = _created_card(row["interaction"])
+            option = row["resolved_option_id"]
+            if option is not None and not isinstance(option, str):
+                raise TypeError("resolved_option_id")
+            events = json.loads(row["resolution_event_ids"])
+            if not isinstance(events, list) or not all(isinstance(e, str) for e in events):
+                raise TypeError("resolution_event_ids")
+            return created.model_copy(
+                update={
+                    "status": InteractionStatus(row["status"]),
+                    "resolved_at": self._opt_time_out(row["resolved_at"]),
+                    "resolved_option_id": option,
+                    "resolution_event_ids": tuple(events),
+                }
             )
-            return Interaction.model_validate(data)
 
         return _reading("card", read)
 
