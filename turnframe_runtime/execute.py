@@ -222,9 +222,12 @@ class Execution:
             )
         return rows
 
-    async def commit(self, stores: Stores, card: ClaimedCard | None) -> dict[str, DomainEvent]:
+    async def commit(
+        self, stores: Stores, card: ClaimedCard | None, *, record: bool = True
+    ) -> dict[str, DomainEvent]:
         """N: ONE all-or-nothing bundle of what the turn did; returns the committed events as
-        read back from the ledger, by id (empty when nothing committed)."""
+        read back from the ledger, by id (empty when nothing committed). Without `record`, the
+        replay record and the phase marker are left to the delivery in the same transaction."""
         turn, executed = self.turn, self.audit.executed
         completions = [
             JournalCompletion(command_id=e.planned.envelope.command_id, outcome=e.outcome)
@@ -251,7 +254,7 @@ class Execution:
         if replayed:
             stored = await stores.events.get_by_ids(turn.account_id, replayed)
             ledger = {ev.event_id: ev for ev in stored}
-        record = self.recorder.at(TurnPhase.COMMITTED)
+        replay = self.recorder.at(TurnPhase.COMMITTED) if record else None
         result = await stores.commits.commit(
             CommitBundle(
                 account_id=turn.account_id,
@@ -265,11 +268,12 @@ class Execution:
                     for k, r in invalidations.items()
                 ),
                 outbox=tuple(outbox),
-                replay=record,
-                phase=TurnPhase.COMMITTED,
+                replay=replay,
+                phase=TurnPhase.COMMITTED if record else None,
             )
         )
-        self.recorder.record = record
+        if replay is not None:
+            self.recorder.record = replay
         await self._settle_invalidated(stores, result.invalidated)
         # Receipts cite only what the ledger returns: the committed events, read back (decision
         # 0006: inside the committing transaction, used only once its COMMIT succeeded).

@@ -172,26 +172,35 @@ class TurnRuntime:
             except BaseException as failure:
                 await self._fail_before_effects(t, failure)
                 raise
-        follow_up_failure: Exception | None = None
+        # Without a narrator, composing calls no model: the reply is stored with the commit (one
+        # transaction fewer). With one, the commit may be acknowledged before it is on disk:
+        # recovery makes it again from the journal, and the reply is stored durably after it
+        # (decision 0006).
+        fold = self._narrator is None
+        failure_after_commit: Exception | None = None
+        assistant: AssistantTurn | None = None
         try:
             await t.execution.run(started.commands)  # M
-            # Durable point 3 may be acknowledged before it is on disk: recovery makes it again
-            # from the journal, and the reply is stored durably after it (decision 0006).
-            async with self._stores.transaction(durable=False) as tx:
-                readback = await t.execution.commit(tx, started.claimed)  # N
-                try:
+            async with self._stores.transaction(durable=fold) as tx:  # durable point 3
+                readback = await t.execution.commit(tx, started.claimed, record=not fold)  # N
+                try:  # the commit stands whatever happens after it
                     result = await self._follow_up(tx, t, started, answer, readback)  # O/P
-                except Exception as failure:  # the commit stands; only the follow-up is undone
-                    follow_up_failure = failure
+                    if fold:
+                        async with tx.savepoint():
+                            assistant = await self._composer(t).compose(result)  # Q-T
+                            await t.recorder.deliver(tx, assistant)  # U/V
+                except Exception as failure:
+                    failure_after_commit = failure
         except BaseException as failure:
             if not (started.effects_possible or t.execution.started):
                 await self._fail_before_effects(t, failure)
             raise
-        if follow_up_failure is not None:
-            raise follow_up_failure
-        assistant = await self._composer(t).compose(result)  # Q-T
-        async with self._stores.transaction() as tx:  # durable point 4: U/V
-            await t.recorder.deliver(tx, assistant)
+        if failure_after_commit is not None:
+            raise failure_after_commit
+        if assistant is None:
+            assistant = await self._composer(t).compose(result)  # Q-T
+            async with self._stores.transaction() as tx:  # durable point 4: U/V
+                await t.recorder.deliver(tx, assistant)
         return assistant
 
     # --- the steps between the durable points ----------------------------------------------------
