@@ -122,6 +122,12 @@ class TurnRuntime:
         """The stored assistant turn, exactly as it was returned."""
         return await self._stores.conversations.get_assistant_turn(account_id, turn_id)
 
+    async def load_conversation(
+        self, account_id: str, conversation_id: str, limit: int = 20
+    ) -> tuple[AssistantTurn, ...]:
+        """The conversation's last `limit` assistant turns, oldest first, exactly as returned."""
+        return await self._stores.conversations.recent_turns(account_id, conversation_id, limit)
+
     async def replay(self, account_id: str, replay_token: str) -> ReplayRecord:
         """The turn's audit record (read-only: executes nothing, calls no model)."""
         return await self._stores.replay.get_by_token(account_id, replay_token)

@@ -66,6 +66,13 @@ class ConversationRole(_Role, ABC):
         rules.text(account_id, conversation_id)
         return await self._list_turns(account_id, conversation_id)
 
+    async def recent_turns(
+        self, account_id: str, conversation_id: str, limit: int
+    ) -> tuple[AssistantTurn, ...]:
+        rules.text(account_id, conversation_id)
+        texts = await self._recent_turns(account_id, conversation_id, rules.limit(limit))
+        return tuple(rules.reload_answer(text) for text in texts)
+
     async def get_phase(self, account_id: str, turn_id: str) -> PhaseMarker:
         rules.text(account_id, turn_id)
         return await self._get_phase(account_id, turn_id)
@@ -110,6 +117,12 @@ class ConversationRole(_Role, ABC):
     async def _list_turns(
         self, account_id: str, conversation_id: str
     ) -> tuple[UserTurnRecord, ...]: ...
+
+    @abstractmethod
+    async def _recent_turns(
+        self, account_id: str, conversation_id: str, limit: int
+    ) -> tuple[str, ...]:
+        """The stored texts of the last `limit` assistant turns, oldest first."""
 
     @abstractmethod
     async def _get_phase(self, account_id: str, turn_id: str) -> PhaseMarker: ...

@@ -84,6 +84,14 @@ class ConversationReader(Protocol):
         """The conversation's user turns, sorted by (received_at, turn_id)."""
         ...
 
+    async def recent_turns(
+        self, account_id: str, conversation_id: str, limit: int
+    ) -> tuple[AssistantTurn, ...]:
+        """The conversation's last `limit` stored assistant turns, exactly as returned, oldest
+        first (sorted by the user turns' (received_at, turn_id)); turns without a stored reply
+        are skipped."""
+        ...
+
     async def get_phase(self, account_id: str, turn_id: str) -> PhaseMarker:
         """The turn's phase marker, or `NotFound`."""
         ...

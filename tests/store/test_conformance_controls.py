@@ -696,7 +696,21 @@ class BundleOverwritesAnswers(_BrokenBundles):
     writer = _OverwritingWriter
 
 
+class NewestFirstRecentTurns(MemoryConversations):
+    """recent_turns lists the newest reply first."""
+
+    async def _recent_turns(
+        self, account_id: str, conversation_id: str, limit: int
+    ) -> tuple[str, ...]:
+        return tuple(reversed(await super()._recent_turns(account_id, conversation_id, limit)))
+
+
 CONTROLS: dict[str, tuple[str, type[Any], str]] = {
+    "newest_first_recent_turns": (
+        "conversations",
+        NewestFirstRecentTurns,
+        "check_recent_turns_are_the_last_replies_oldest_first",
+    ),
     "bundle_skips_starts": (
         "commits",
         BundleSkipsStarts,

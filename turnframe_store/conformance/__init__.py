@@ -82,6 +82,7 @@ from turnframe_store.conformance.transactions import (
 from turnframe_store.conformance.turns import (
     check_a_user_turn_is_recorded_once_with_its_received_phase,
     check_an_assistant_turn_is_written_once_and_reloads_identical,
+    check_recent_turns_are_the_last_replies_oldest_first,
     check_the_phase_marker_never_leaves_a_terminal_phase,
     check_unfinished_turns_are_listed_after_an_interruption,
 )
@@ -99,6 +100,7 @@ __all__ = [
     "check_an_assistant_turn_is_written_once_and_reloads_identical",
     "check_the_phase_marker_never_leaves_a_terminal_phase",
     "check_unfinished_turns_are_listed_after_an_interruption",
+    "check_recent_turns_are_the_last_replies_oldest_first",
     # interactions
     "check_a_second_open_blocking_card_for_a_case_is_a_conflict",
     "check_a_blocking_card_is_replaced_only_while_it_is_active",

@@ -94,6 +94,7 @@ async def check_a_limit_is_a_whole_number_from_one_to_the_maximum(stores: Stores
     before = await _state(stores)
     calls: dict[str, Call] = {
         "list_unfinished_turns": lambda n: stores.conversations.list_unfinished_turns(n),
+        "recent_turns": lambda n: stores.conversations.recent_turns(_A, "conv_1", n),
         "expire_due": lambda n: stores.interactions.expire_due(_T0 + 20, n),
         "list_for_case": lambda n: stores.events.list_for_case(_A, _case().key, 0, n),
         "read_from": lambda n: stores.events.read_from(_A, EventCursor.START, n),

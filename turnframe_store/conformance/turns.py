@@ -137,3 +137,25 @@ async def check_unfinished_turns_are_listed_after_an_interruption(stores: Stores
     _equal(
         await conversations.list_unfinished_turns(2), unfinished[:2], "the first two by that key"
     )
+
+
+@_check
+async def check_recent_turns_are_the_last_replies_oldest_first(stores: Stores) -> None:
+    conversations = stores.conversations
+    await conversations.ensure_conversation(_A, "conv_1")
+    # received out of id order, and one turn without a reply
+    for turn, at in (("turn_3", _T0 + 1), ("turn_1", _T0 + 2), ("turn_2", _T0 + 3)):
+        await conversations.append_user_turn(_user_turn(turn, received_at=at))
+    await conversations.append_user_turn(_user_turn("turn_4", received_at=_T0 + 4))
+    for turn in ("turn_1", "turn_2", "turn_3"):
+        await conversations.append_assistant_turn(_A, _assistant_turn(turn))
+    recent = await conversations.recent_turns(_A, "conv_1", 2)
+    _equal([t.turn_id for t in recent], ["turn_1", "turn_2"], "the last two replies")
+    everything = await conversations.recent_turns(_A, "conv_1", 10)
+    _equal([t.turn_id for t in everything], ["turn_3", "turn_1", "turn_2"], "all the replies")
+    _equal(
+        everything[0].to_stored_json(),
+        _assistant_turn("turn_3").to_stored_json(),
+        "a reply, byte for byte",
+    )
+    _equal(await conversations.recent_turns(_B, "conv_1", 10), (), "another account's view")

@@ -249,6 +249,16 @@ class _Engine:
         turns = [self.t.user_turns[(account_id, turn_id)] for turn_id in ids]
         return tuple(sorted(turns, key=lambda r: (r.received_at, r.turn_id)))
 
+    def recent_turns(self, account_id: str, conversation_id: str, limit: int) -> tuple[str, ...]:
+        texts: list[str] = []
+        for record in reversed(self.list_turns(account_id, conversation_id)):
+            text = self.t.assistant_turns.get((account_id, record.turn_id))
+            if text is not None:
+                texts.append(text)
+                if len(texts) == limit:
+                    break
+        return tuple(reversed(texts))
+
     def list_unfinished_turns(self, limit: int) -> tuple[PhaseMarker, ...]:
         markers = [self.t.phases[key] for key in self.t.unfinished]
         markers.sort(key=lambda m: (m.updated_at, m.account_id, m.turn_id))

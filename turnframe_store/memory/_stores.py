@@ -75,6 +75,12 @@ class MemoryConversations(ConversationRole):
     ) -> tuple[UserTurnRecord, ...]:
         return await self._engine.read(lambda: self._engine.list_turns(account_id, conversation_id))
 
+    async def _recent_turns(
+        self, account_id: str, conversation_id: str, limit: int
+    ) -> tuple[str, ...]:
+        engine = self._engine
+        return await engine.read(lambda: engine.recent_turns(account_id, conversation_id, limit))
+
     async def _get_phase(self, account_id: str, turn_id: str) -> PhaseMarker:
         t = self._engine.t
         return rules.found(await self._engine.read(lambda: t.phases.get((account_id, turn_id))))

@@ -28,6 +28,7 @@ class ConversationStatements:
     turn_insert: Statement
     turn_get: Statement
     turns_of_conversation: Statement
+    answers_of_conversation: Statement
     turn_answer: Statement
     phase_insert: Statement
     phase_get: Statement
@@ -75,6 +76,17 @@ class ConversationStatements:
                     turn.c.conversation_id == bind("conversation_id"),
                 )
                 .order_by(turn.c.received_at, turn.c.turn_id),
+            ),
+            answers_of_conversation=c(
+                "answers_of_conversation",
+                sa.select(turn.c.assistant_turn)
+                .where(
+                    turn.c.account_id == account,
+                    turn.c.conversation_id == bind("conversation_id"),
+                    turn.c.assistant_turn.is_not(None),
+                )
+                .order_by(turn.c.received_at.desc(), turn.c.turn_id.desc())
+                .limit(bind("limit")),
             ),
             turn_answer=c(
                 "turn_answer",
@@ -272,6 +284,13 @@ class SqlConversations(ConversationRole):
             {"account_id": account_id, "conversation_id": conversation_id},
         )
         return tuple(self._core.codec.user_turn(row) for row in rows)
+
+    async def _recent_turns(
+        self, account_id: str, conversation_id: str, limit: int
+    ) -> tuple[str, ...]:
+        params = {"account_id": account_id, "conversation_id": conversation_id, "limit": limit}
+        rows = await self._core.fetch(self._st.answers_of_conversation, params)
+        return tuple(str(row["assistant_turn"]) for row in reversed(rows))
 
     async def _list_unfinished_turns(self, limit: int) -> tuple[PhaseMarker, ...]:
         rows = await self._core.fetch(self._st.phases_unfinished, {"limit": limit})
