@@ -38,7 +38,8 @@ from turnframe_store.memory import (
     MemoryStores,
     _UndoLog,
 )
-from turnframe_store.memory._engine import _BundleWriter, _Transaction
+from turnframe_store.memory._engine import _BundleWriter
+from turnframe_store.memory._transaction import _Transaction
 from turnframe_store.records import (
     CommitBundle,
     CommitResult,

@@ -8,7 +8,6 @@ transaction is undone when it fails.
 
 from __future__ import annotations
 
-import asyncio
 import bisect
 import threading
 from collections.abc import Callable, Iterable
@@ -26,6 +25,7 @@ from turnframe_store.clock import Clock
 from turnframe_store.errors import Conflict, NotFound, StoreError
 from turnframe_store.faults import FaultPlan, FaultPoint
 from turnframe_store.memory._state import Key3, _Tables, _UndoLog
+from turnframe_store.memory._transaction import _Gate, _Transaction
 from turnframe_store.records import (
     CommitBundle,
     CommitResult,
@@ -42,7 +42,7 @@ from turnframe_store.records import (
     UserTurnRecord,
 )
 
-__all__ = ["_Engine", "_Gate", "_Transaction"]
+__all__ = ["_Engine"]
 
 R = TypeVar("R")
 
@@ -59,49 +59,6 @@ def _case3(account_id: str, workflow: str, case_id: str) -> Key3:
 
 def _case_of(card: Interaction) -> Key3:
     return _case3(card.account_id, card.case_ref.workflow, card.case_ref.case_id)
-
-
-class _Gate:
-    """One transaction at a time. An operation outside it waits while one is open; it polls
-    rather than waiting on one event loop's future, so the store stays usable from several event
-    loops and threads. The task holding the gate may not wait for it (that would never end)."""
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._owner: object = None
-
-    async def enter(self) -> None:
-        me = asyncio.current_task()
-        delay = 0.00005
-        while not self._lock.acquire(blocking=False):
-            if self._owner is me and me is not None:
-                raise RuntimeError(
-                    "a store call outside the open transaction, from the task holding it: use "
-                    "the transaction's stores"
-                )
-            await asyncio.sleep(delay)
-            delay = min(delay * 2, 0.002)
-        self._owner = me
-
-    def leave(self) -> None:
-        self._owner = None
-        self._lock.release()
-
-
-class _Transaction:
-    """One open transaction: the undo steps of everything it wrote, and the store error that
-    doomed it (after which it only rolls back)."""
-
-    def __init__(self) -> None:
-        self.undo = _UndoLog()
-        self.failure: BaseException | None = None
-        self.closed = False
-
-    def usable(self) -> None:
-        if self.closed:
-            raise RuntimeError("the transaction has ended; its stores are no longer usable")
-        if self.failure is not None:
-            raise Conflict("an earlier operation failed; the transaction only rolls back")
 
 
 class _Engine:

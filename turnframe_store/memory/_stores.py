@@ -25,7 +25,8 @@ from turnframe_store.bundle import Stores
 from turnframe_store.clock import Clock, system_clock
 from turnframe_store.errors import Conflict
 from turnframe_store.faults import FaultPlan
-from turnframe_store.memory._engine import _Engine, _Transaction
+from turnframe_store.memory._engine import _Engine
+from turnframe_store.memory._transaction import _Transaction
 from turnframe_store.records import (
     CommitBundle,
     CommitResult,
