@@ -6,7 +6,7 @@ What this module exports is the public API; the stage modules behind it may chan
 
 from turnframe_runtime.config import RuntimeConfig
 from turnframe_runtime.copy import CatalogCopy, MissingCopy, RenderedCopy, ServerCopy
-from turnframe_runtime.errors import TurnInProgress, UnknownWorkflow
+from turnframe_runtime.errors import StoresWithoutTransactions, TurnInProgress, UnknownWorkflow
 from turnframe_runtime.ports import (
     AnswerRequest,
     CaseCandidate,
@@ -43,6 +43,7 @@ __all__ = [
     "RevisionConflict",
     "RuntimeConfig",
     "ServerCopy",
+    "StoresWithoutTransactions",
     "TransitionRequest",
     "TurnInProgress",
     "TurnRuntime",

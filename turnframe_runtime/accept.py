@@ -16,10 +16,10 @@ from turnframe_runtime.context import TurnContext
 from turnframe_runtime.errors import TurnInProgress
 from turnframe_runtime.reduce import CaseInView
 from turnframe_store.bundle import Stores
-from turnframe_store.errors import Conflict, NotFound
-from turnframe_store.records import CommitBundle, CommitResult, UserTurnRecord
+from turnframe_store.errors import NotFound
+from turnframe_store.records import UserTurnRecord
 
-__all__ = ["accept_turn", "commit_accepted", "prior_reply"]
+__all__ = ["accept_turn", "prior_reply"]
 
 _IN_PROGRESS = "this turn was accepted before and has no reply yet"
 
@@ -41,8 +41,7 @@ async def accept_turn(
     stores: Stores, turn: TurnContext, loaded: Iterable[CaseInView]
 ) -> tuple[UserTurnRecord, ReplayRecord]:
     """The user turn as received and its first replay record, chained to the conversation's
-    previous record; both are written by the durable point's bundle (`commit_accepted`, or with
-    the start of a click-only turn)."""
+    previous record; both are written by the durable point's bundle."""
     user_turn = UserTurnRecord(
         account_id=turn.account_id,
         conversation_id=turn.conversation_id,
@@ -70,14 +69,3 @@ async def accept_turn(
         ),
     )
     return user_turn, record
-
-
-async def commit_accepted(stores: Stores, turn: TurnContext, bundle: CommitBundle) -> CommitResult:
-    """Commit a bundle that accepts the user turn. A client turn id already stored (by a request
-    that raced this one past `prior_reply`) is `TurnInProgress`."""
-    try:
-        return await stores.commits.commit(bundle)
-    except Conflict:
-        if turn.input.turn_id is None:
-            raise
-        raise TurnInProgress(_IN_PROGRESS) from None

@@ -5,7 +5,7 @@ from __future__ import annotations
 from turnframe_core import codes
 from turnframe_core.errors import TurnframeError
 
-__all__ = ["TurnInProgress", "UnknownWorkflow"]
+__all__ = ["StoresWithoutTransactions", "TurnInProgress", "UnknownWorkflow"]
 
 
 class TurnInProgress(TurnframeError):
@@ -19,3 +19,10 @@ class UnknownWorkflow(TurnframeError):
     """A case names a workflow this runtime does not run."""
 
     code = codes.RUNTIME_UNKNOWN_WORKFLOW
+
+
+class StoresWithoutTransactions(TurnframeError):
+    """The runtime was given stores whose calls cannot commit together (a bundle assembled from
+    separate role objects): a turn's durable points need `Stores.transaction()`."""
+
+    code = codes.RUNTIME_STORES_WITHOUT_TRANSACTIONS

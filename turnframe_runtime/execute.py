@@ -31,7 +31,6 @@ from turnframe_core.replay import (
     RevisionConflictOutcome,
     TurnPhase,
 )
-from turnframe_runtime.accept import commit_accepted
 from turnframe_runtime.card_answer import ClaimedCard
 from turnframe_runtime.config import RuntimeConfig
 from turnframe_runtime.context import AuditTrail, Executed, Notes, TurnContext
@@ -94,7 +93,10 @@ class Execution:
         for command in ready:
             self.audit.decided(command.envelope, command.policy, True)
         turn = self.turn
-        phase = TurnPhase.EXECUTING if commands else TurnPhase.REDUCED
+        # `executing` once anything may take effect (a command, or a card now resolving), so
+        # recovery finishes the turn rather than restarting it.
+        resolving = card is not None and card.resolves
+        phase = TurnPhase.EXECUTING if commands or resolving else TurnPhase.REDUCED
         record = self.recorder.at(phase)
         bundle = CommitBundle(
             account_id=turn.account_id,
@@ -110,10 +112,7 @@ class Execution:
             replay=record,
             phase=phase,
         )
-        if user_turn is not None:
-            result = await commit_accepted(stores, turn, bundle)
-        else:
-            result = await stores.commits.commit(bundle)
+        result = await stores.commits.commit(bundle)
         if not all(isinstance(a, Fresh) for a in result.admissions):
             raise TurnInProgress("a command of this turn was admitted before")
         self.recorder.record = record

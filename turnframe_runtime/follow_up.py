@@ -36,9 +36,10 @@ def _by_key(key: CaseKey) -> tuple[str, str]:
 
 @dataclass
 class FollowUp:
-    """Follow-up work for one turn; cards it persists join `shown`, their cases `touched`."""
+    """Follow-up work for one turn: `refresh` (O) re-projects from the domain, outside any
+    transaction; `raise_cards` (P) writes inside the commit's. Cards it persists join `shown`,
+    their cases `touched`."""
 
-    stores: Stores
     turn: TurnContext
     cases: CaseBook
     factory: CardFactory
@@ -47,37 +48,48 @@ class FollowUp:
     shown: list[Interaction]
     touched: set[CaseKey]
     _deferred: list[RaisedCard] = field(default_factory=list)
+    _late: set[CaseKey] = field(default_factory=set)
 
-    async def run(
-        self,
-        understanding: Understanding,
-        deferred: Sequence[RaisedCard],
-        answered_late: Iterable[Interaction],
-    ) -> None:
-        """Refresh every touched case and every case whose card was answered late; raise the
-        deferred confirmations and the cards the views now need."""
-        self._deferred = list(deferred)
-        late = {card.case_ref.key for card in answered_late}
-        for key in sorted(self.touched | late, key=_by_key):
+    async def refresh(self, answered_late: Iterable[Interaction]) -> list[CaseInView]:
+        """O: load again every touched case and every case whose card was answered late."""
+        self._late = {card.case_ref.key for card in answered_late}
+        refreshed: list[CaseInView] = []
+        for key in sorted(self.touched | self._late, key=_by_key):
             try:
                 case = await self.cases.refresh(key)
             except StoreError:
                 self.notes.notice(codes.NOTICE_CASE_REFRESH_UNAVAILABLE)
                 continue
-            if case is None:
-                continue
-            await self._raise_deferred(case, understanding)
-            await self._ensure_card(case, offer=key in late)
+            if case is not None:
+                refreshed.append(case)
+        return refreshed
+
+    async def raise_cards(
+        self,
+        stores: Stores,
+        understanding: Understanding,
+        deferred: Sequence[RaisedCard],
+        refreshed: Sequence[CaseInView],
+    ) -> None:
+        """P: raise the deferred confirmations and the cards the refreshed views now need."""
+        self._deferred = list(deferred)
+        for case in refreshed:
+            await self._raise_deferred(stores, case, understanding)
+            await self._ensure_card(stores, case, offer=case.case_ref.key in self._late)
         if self._deferred:  # their case could not be refreshed: no card, and say so
             self._deferred.clear()
             self.notes.notice(codes.NOTICE_INTERACTION_UNAVAILABLE)
 
-    async def _persist(self, card: Interaction, commands: Sequence[PlannedCommand] = ()) -> None:
-        if await persist_card(self.stores, self.turn, card, commands, self.notes, self.audit):
+    async def _persist(
+        self, stores: Stores, card: Interaction, commands: Sequence[PlannedCommand] = ()
+    ) -> None:
+        if await persist_card(stores, self.turn, card, commands, self.notes, self.audit):
             self.shown.append(card)
             self.touched.add(card.case_ref.key)
 
-    async def _raise_deferred(self, case: CaseInView, understanding: Understanding) -> None:
+    async def _raise_deferred(
+        self, stores: Stores, case: CaseInView, understanding: Understanding
+    ) -> None:
         acts = {act.act_id: act for act in understanding.acts}
         for raised in [r for r in self._deferred if r.card.case_ref.key == case.case_ref.key]:
             self._deferred.remove(raised)
@@ -92,12 +104,12 @@ class FollowUp:
             self.notes.report(plan)
             waiting = plan.awaiting.get(raised.act_id)
             if waiting is not None:
-                await self._persist(waiting.card, waiting.commands)
+                await self._persist(stores, waiting.card, waiting.commands)
 
-    async def _ensure_card(self, case: CaseInView, *, offer: bool) -> None:
+    async def _ensure_card(self, stores: Stores, case: CaseInView, *, offer: bool) -> None:
         requirement = case.view.blocking_interaction
         revision = case.case_ref.expected_revision
-        existing = await self.stores.interactions.for_case(self.turn.account_id, case.case_ref.key)
+        existing = await stores.interactions.for_case(self.turn.account_id, case.case_ref.key)
         current = [
             c
             for c in existing
@@ -120,4 +132,4 @@ class FollowUp:
                 and card.status in _ANSWERED
             ):
                 return
-        await self._persist(self.factory.requirement(case, requirement))
+        await self._persist(stores, self.factory.requirement(case, requirement))

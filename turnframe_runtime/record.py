@@ -39,6 +39,21 @@ class Recorder:
             replay=self.record,
         )
 
+    async def committed(self, stores: Stores) -> None:
+        """The record and marker `committed`, for a commit whose delivery failed."""
+        assert self.record is not None
+        record = self.at(TurnPhase.COMMITTED)
+        await stores.commits.commit(
+            CommitBundle(
+                account_id=record.account_id,
+                conversation_id=record.conversation_id,
+                turn_id=record.turn_id,
+                replay=record,
+                phase=TurnPhase.COMMITTED,
+            )
+        )
+        self.record = record
+
     def at(self, phase: TurnPhase, **extra: Any) -> ReplayRecord:
         """The record at `phase` (built, not stored)."""
         audit = self._audit

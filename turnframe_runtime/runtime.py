@@ -28,7 +28,7 @@ from turnframe_core.replay import ReplayRecord, TurnPhase
 from turnframe_core.turn import AssistantTurn, TurnInput
 from turnframe_core.understanding import Understanding
 from turnframe_core.workflow import WorkflowDefinition
-from turnframe_runtime.accept import accept_turn, commit_accepted, prior_reply
+from turnframe_runtime.accept import accept_turn, prior_reply
 from turnframe_runtime.card_answer import (
     Admitted,
     AnsweredBefore,
@@ -46,19 +46,25 @@ from turnframe_runtime.compose import Composer, TurnResult
 from turnframe_runtime.config import RuntimeConfig
 from turnframe_runtime.context import AuditTrail, Notes, TurnContext
 from turnframe_runtime.copy import CatalogCopy, MissingCopy, ServerCopy
-from turnframe_runtime.errors import TurnInProgress, UnknownWorkflow
+from turnframe_runtime.errors import StoresWithoutTransactions, TurnInProgress, UnknownWorkflow
 from turnframe_runtime.execute import Execution
 from turnframe_runtime.follow_up import FollowUp
 from turnframe_runtime.narration import Narration
 from turnframe_runtime.ports import CaseDirectory, Interpreter, Narrator, WorkflowExecutor
 from turnframe_runtime.record import Recorder
-from turnframe_runtime.reduce import Plan, PlannedCommand, reduce_turn, target_resolutions
+from turnframe_runtime.reduce import (
+    CaseInView,
+    Plan,
+    PlannedCommand,
+    reduce_turn,
+    target_resolutions,
+)
 from turnframe_runtime.understand import understand
 from turnframe_store.bundle import Stores
-from turnframe_store.errors import StoreError
+from turnframe_store.errors import Conflict, StoreError, Timeout
 from turnframe_store.records import UserTurnRecord
 
-__all__ = ["TurnInProgress", "TurnRuntime", "UnknownWorkflow"]
+__all__ = ["StoresWithoutTransactions", "TurnInProgress", "TurnRuntime", "UnknownWorkflow"]
 
 
 class TurnRuntime:
@@ -82,6 +88,11 @@ class TurnRuntime:
         by_key = {w.key: w for w in workflows}
         if len(by_key) != len(workflows):
             raise ValueError("workflow keys must be unique")
+        if not stores.transactional:
+            raise StoresWithoutTransactions(
+                "these stores cannot commit a turn's writes together; use MemoryStores, "
+                "SqlStores or stores whose transaction() passes the conformance suite"
+            )
         self._stores = stores
         self._workflows: Mapping[str, WorkflowDefinition] = MappingProxyType(by_key)
         self._directory = directory
@@ -135,76 +146,107 @@ class TurnRuntime:
     async def handle_turn(self, turn_input: TurnInput) -> AssistantTurn:
         """Run one turn end to end and return the AssistantTurn it persisted.
 
-        A turn commits at four durable points (decision 0006): accept; start (the card claimed,
+        A turn commits at its durable points (decision 0006): accept; start (the card claimed,
         pre-execution cards, every command journaled); commit (the bundle, the events read back,
         follow-up cards); deliver. A click-only turn makes no model call, so it accepts and
-        starts in one transaction: three commits in all.
+        starts in one transaction; without a narrator the reply is delivered with the commit.
         """
-        click_only = turn_input.is_click_only
         t = self._begin(turn_input)
-        if not click_only:  # a click needs only the cases its card names
+        if not turn_input.is_click_only:  # a click needs only the cases its card names
             await t.cases.load_candidates(t.ctx.conversation_id)  # D/E/F
-        started: _Started | None = None
-        async with self._stores.transaction() as tx:  # durable point 1
+        accepted = await self._accept(t, turn_input)  # A/B, C (and J-L for a click-only turn)
+        if isinstance(accepted, AssistantTurn):
+            return accepted  # a turn id seen before: its stored reply
+        started = accepted.started or await self._understand_and_start(t, accepted)  # G-L
+        return await self._commit_and_deliver(t, accepted.answer, started)  # M-V
+
+    # --- the durable points ----------------------------------------------------------------------
+
+    async def _accept(self, t: _Turn, turn_input: TurnInput) -> AssistantTurn | _Accepted:
+        """Durable point 1: the card answer judged before any write, then the user turn. A
+        click-only turn starts in the same transaction."""
+        try:
+            async with self._stores.transaction() as tx:
+                if turn_input.turn_id is not None:
+                    prior = await prior_reply(tx, t.ctx.account_id, turn_input.turn_id)
+                    if prior is not None:
+                        return prior
+                answer = await admit_card_answer(tx, t.cases, t.ctx)  # C
+                user_turn, t.recorder.record = await accept_turn(tx, t.ctx, t.cases.cases.values())
+                admitted = answer if isinstance(answer, Admitted) else None
+                if turn_input.is_click_only:  # J-L and M's journal, with the user turn
+                    planned = self._plan(t, admitted, Understanding())
+                    started = await self._start(tx, t, planned, user_turn)
+                    return _Accepted(answer, admitted, started)
+                await tx.commits.commit(t.recorder.accepted(user_turn))  # A/B
+                return _Accepted(answer, admitted)
+        except Conflict:
+            # A request with the same turn id may have raced this one past the prior-reply check.
             if turn_input.turn_id is not None:
-                prior = await prior_reply(tx, t.ctx.account_id, turn_input.turn_id)
+                prior = await prior_reply(self._stores, t.ctx.account_id, turn_input.turn_id)
                 if prior is not None:
                     return prior
-            answer = await admit_card_answer(tx, t.cases, t.ctx)  # C: judged before any write
-            user_turn, t.recorder.record = await accept_turn(tx, t.ctx, t.cases.cases.values())
-            admitted = answer if isinstance(answer, Admitted) else None
-            if click_only:  # A/B with J-L and M's journal, in the same transaction
-                planned = self._plan(t, admitted, Understanding())
-                started = await self._start(tx, t, planned, user_turn)
-            else:  # A/B
-                await commit_accepted(tx, t.ctx, t.recorder.accepted(user_turn))
-        if started is None:
-            try:
-                understanding = await understand(
-                    self._interpreter,
-                    t.ctx,
-                    t.cases.handles,
-                    admitted.card if admitted else None,
-                    self._clock,
-                    t.notes,
-                    t.audit,
-                )  # G
-                planned = self._plan(t, admitted, understanding)  # J/K
-                if planned.writes_anything:
-                    async with self._stores.transaction() as tx:  # durable point 2
-                        started = await self._start(tx, t, planned)  # L, M's journal
-                else:
-                    started = _Started(planned)
-            except BaseException as failure:
+            raise
+
+    async def _understand_and_start(self, t: _Turn, accepted: _Accepted) -> _Started:
+        """G, J/K, then durable point 2 (L and M's journal). A turn that fails before any effect
+        ends `failed`; a start whose COMMIT may have landed is left for recovery."""
+        starting = False
+        try:
+            admitted = accepted.admitted
+            understanding = await understand(
+                self._interpreter,
+                t.ctx,
+                t.cases.handles,
+                admitted.card if admitted else None,
+                self._clock,
+                t.notes,
+                t.audit,
+            )  # G
+            planned = self._plan(t, admitted, understanding)  # J/K
+            if not planned.writes_anything:
+                return _Started(planned)
+            starting = True
+            async with self._stores.transaction() as tx:
+                return await self._start(tx, t, planned)
+        except BaseException as failure:
+            if not (starting and isinstance(failure, Timeout)):
                 await self._fail_before_effects(t, failure)
-                raise
-        # Without a narrator, composing calls no model: the reply is stored with the commit (one
-        # transaction fewer). With one, the commit may be acknowledged before it is on disk:
-        # recovery makes it again from the journal, and the reply is stored durably after it
-        # (decision 0006).
+            raise
+
+    async def _commit_and_deliver(
+        self, t: _Turn, answer: CardAnswer | None, started: _Started
+    ) -> AssistantTurn:
+        """M, then durable point 3 (N, P) and, without a narrator, the delivery (Q-V) in the same
+        transaction; with one, composing calls a model, so the reply is stored after the commit.
+        The commit stands whatever fails after it."""
         fold = self._narrator is None
-        failure_after_commit: Exception | None = None
+        follow_up = self._follow_up(t, started, answer)
+        after_commit: BaseException | None = None
         assistant: AssistantTurn | None = None
         try:
             await t.execution.run(started.commands)  # M
-            async with self._stores.transaction(durable=fold) as tx:  # durable point 3
+            refreshed = await follow_up.refresh(self._answered_late(started, answer))  # O
+            async with self._stores.transaction() as tx:
                 readback = await t.execution.commit(tx, started.claimed, record=not fold)  # N
-                try:  # the commit stands whatever happens after it
-                    result = await self._follow_up(tx, t, started, answer, readback)  # O/P
+                try:
+                    result = await self._raise_cards(tx, t, started, answer, follow_up, refreshed)
                     if fold:
                         async with tx.savepoint():
-                            assistant = await self._composer(t).compose(result)  # Q-T
+                            assistant = await self._composer(t).compose(result.read(readback))
                             await t.recorder.deliver(tx, assistant)  # U/V
-                except Exception as failure:
-                    failure_after_commit = failure
+                except BaseException as failure:
+                    after_commit = failure
+                    if fold:  # the record still says what committed
+                        await t.recorder.committed(tx)
         except BaseException as failure:
             if not (started.effects_possible or t.execution.started):
                 await self._fail_before_effects(t, failure)
             raise
-        if failure_after_commit is not None:
-            raise failure_after_commit
+        if after_commit is not None:
+            raise after_commit
         if assistant is None:
-            assistant = await self._composer(t).compose(result)  # Q-T
+            assistant = await self._composer(t).compose(result.read(readback))  # Q-T
             async with self._stores.transaction() as tx:  # durable point 4: U/V
                 await t.recorder.deliver(tx, assistant)
         return assistant
@@ -290,47 +332,51 @@ class TurnRuntime:
         commands = await t.execution.admit(stores, claimed, plan.ready, user_turn)
         return _Started(planned, claim, shown, deferred, commands)
 
-    async def _follow_up(
+    @staticmethod
+    def _answered_late(started: _Started, answer: CardAnswer | None) -> list[Interaction]:
+        """Cards the user answered after they closed: their cases are shown as they are now."""
+        late = [answer.card] if isinstance(answer, AnsweredBefore | Closed) else []
+        if isinstance(started.claim, AnsweredBefore):
+            late.append(started.claim.card)
+        return late
+
+    def _follow_up(self, t: _Turn, started: _Started, answer: CardAnswer | None) -> FollowUp:
+        touched = {c.case_ref.key for c in started.shown}
+        touched |= {c.envelope.case_ref.key for c in started.commands}
+        if isinstance(answer, Admitted):
+            touched.add(answer.card.case_ref.key)
+        return FollowUp(t.ctx, t.cases, t.factory, t.notes, t.audit, list(started.shown), touched)
+
+    async def _raise_cards(
         self,
         stores: Stores,
         t: _Turn,
         started: _Started,
         answer: CardAnswer | None,
-        readback: Mapping[str, DomainEvent],
-    ) -> TurnResult:
-        """O/P inside the commit's transaction, behind a savepoint: a failure here undoes only
-        its own writes, never the commit."""
+        follow_up: FollowUp,
+        refreshed: Sequence[CaseInView],
+    ) -> _Composable:
+        """P inside the commit's transaction, behind a savepoint: a failure here undoes only its
+        own writes, never the commit."""
         claim, planned = started.claim, started.planned
         answered_before = claim.card if isinstance(claim, AnsweredBefore) else None
         if isinstance(answer, AnsweredBefore):
             answered_before = answer.card
-        closed = answer if isinstance(answer, Closed) else None
-        touched = {c.case_ref.key for c in started.shown}
-        touched |= {c.envelope.case_ref.key for c in started.commands}
-        if isinstance(answer, Admitted):
-            touched.add(answer.card.case_ref.key)
-        shown = list(started.shown)
-        late = [c for c in (closed.card if closed else None, answered_before) if c is not None]
         answered_events: Sequence[DomainEvent] = ()
         async with stores.savepoint():
-            follow_up = FollowUp(
-                stores, t.ctx, t.cases, t.factory, t.notes, t.audit, shown, touched
-            )
-            await follow_up.run(planned.understanding, started.deferred, late)
+            await follow_up.raise_cards(stores, planned.understanding, started.deferred, refreshed)
             if answered_before is not None and answered_before.resolution_event_ids:
                 answered_events = await stores.events.get_by_ids(
                     t.ctx.account_id, list(answered_before.resolution_event_ids)
                 )
-        return TurnResult(
-            understanding=planned.understanding,
-            plan=planned.plan,
+        return _Composable(
+            planned=planned,
             cases=t.cases,
-            readback=readback,
-            shown=shown,
-            touched=frozenset(touched),
+            shown=follow_up.shown,
+            touched=frozenset(follow_up.touched),
             answered_before=answered_before,
             answered_events=answered_events,
-            closed=closed,
+            closed=answer if isinstance(answer, Closed) else None,
         )
 
     def _composer(self, t: _Turn) -> Composer:
@@ -369,6 +415,43 @@ class _Turn:
     factory: CardFactory
     recorder: Recorder
     execution: Execution
+
+
+@dataclass(frozen=True)
+class _Accepted:
+    """Durable point 1's result: the card answer as judged and, for a click-only turn, the
+    start made in the same transaction."""
+
+    answer: CardAnswer | None
+    admitted: Admitted | None
+    started: _Started | None = None
+
+
+@dataclass(frozen=True)
+class _Composable:
+    """What the turn did, once its follow-up cards are raised; `read` adds the events the
+    commit read back."""
+
+    planned: _Planned
+    cases: CaseBook
+    shown: Sequence[Interaction]
+    touched: frozenset[CaseKey]
+    answered_before: Interaction | None
+    answered_events: Sequence[DomainEvent]
+    closed: Closed | None
+
+    def read(self, readback: Mapping[str, DomainEvent]) -> TurnResult:
+        return TurnResult(
+            understanding=self.planned.understanding,
+            plan=self.planned.plan,
+            cases=self.cases,
+            readback=readback,
+            shown=self.shown,
+            touched=self.touched,
+            answered_before=self.answered_before,
+            answered_events=self.answered_events,
+            closed=self.closed,
+        )
 
 
 @dataclass(frozen=True)

@@ -120,16 +120,16 @@ class Stores:
         current.update(roles)
         return Stores(**current)
 
+    @property
+    def transactional(self) -> bool:
+        """Whether `transaction()` really commits its calls together (a plain bundle of role
+        objects does not)."""
+        return False
+
     @contextlib.asynccontextmanager
-    async def transaction(self, *, durable: bool = True) -> AsyncIterator[Stores]:
+    async def transaction(self) -> AsyncIterator[Stores]:
         """A unit of work: every call made through the stores it yields commits together when the
         block ends, or none of them does.
-
-        `durable=False` lets a store acknowledge the commit before it is on disk (PostgreSQL's
-        `synchronous_commit = off`): a crash may lose it, but never without every transaction
-        that committed after it, since the log is written in order. Use it only for a commit
-        that recovery can make again and that a later durable commit follows before anyone is
-        told (a turn's commit bundle, whose reply is stored durably after it).
 
         - The block raises: nothing it wrote remains, and the error propagates.
         - A store call in it raises a `StoreError` (a `NotFound` from a read excepted): the

@@ -79,3 +79,20 @@ def test_the_guide_and_the_sample_domain_import_only_from_package_tops() -> None
     code += (ROOT / "turnframe_test" / "domains" / "travel.py").read_text(encoding="utf-8")
     deep = [m for m in _imported_modules(code) if m.split(".")[0] in LIBRARIES and "." in m]
     assert deep == []
+
+
+def test_the_runtime_refuses_stores_whose_calls_cannot_commit_together() -> None:
+    from turnframe_runtime import StoresWithoutTransactions, TurnRuntime
+    from turnframe_store import ROLES, MemoryStores, Stores
+    from turnframe_test.domains.travel import TripDesk, TripDirectory, TripExecutor, TripWorkflow
+
+    memory = MemoryStores()
+    plain = Stores(**{role: getattr(memory, role) for role, _ in ROLES})
+    desk = TripDesk()
+    with pytest.raises(StoresWithoutTransactions):
+        TurnRuntime(
+            stores=plain,
+            workflows=[TripWorkflow()],
+            directory=TripDirectory(desk),
+            executor=TripExecutor(desk),
+        )

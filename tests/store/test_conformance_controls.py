@@ -902,7 +902,7 @@ class _BrokenTransactions(MemoryStores):
     take_the_gate = True
 
     @contextlib.asynccontextmanager
-    async def transaction(self, *, durable: bool = True) -> AsyncIterator[Stores]:
+    async def transaction(self) -> AsyncIterator[Stores]:
         if self.take_the_gate:
             await self.engine.gate.enter()
         tx = _Transaction()
@@ -951,7 +951,7 @@ class DirtyTransactions(_BrokenTransactions):
 class HollowSavepoints(MemoryStores):
     """A savepoint undoes nothing: a failure inside it dooms the whole transaction."""
 
-    def transaction(self, *, durable: bool = True) -> Any:  # type: ignore[override]
+    def transaction(self) -> Any:  # type: ignore[override]
         manager = super().transaction()
 
         @contextlib.asynccontextmanager

@@ -109,3 +109,20 @@ def test_replacing_a_role_keeps_every_other_role() -> None:
     assert all(getattr(replaced, r) is getattr(memory, r) for r, _ in ROLES if r != "outbox")
     with pytest.raises(TypeError):
         memory.replace(cache=other.outbox)
+
+
+async def test_a_memory_role_swapped_in_serves_as_given_and_keeps_transactions() -> None:
+    from turnframe_store.memory import MemoryJournal
+
+    memory = MemoryStores()
+    journal = MemoryJournal(memory.engine)
+    replaced = memory.replace(journal=journal)
+    assert replaced.journal is journal
+    assert replaced.transactional
+    async with replaced.transaction() as tx:
+        assert type(tx.journal) is MemoryJournal
+
+
+def test_a_foreign_role_makes_a_plain_bundle_without_transactions() -> None:
+    memory, other = MemoryStores(), MemoryStores()
+    assert not memory.replace(outbox=other.outbox).transactional

@@ -357,11 +357,15 @@ def _roles(engine: _Engine, classes: dict[str, type]) -> dict[str, Any]:
 class _InTransaction(Stores):
     """The roles of one open transaction; a nested transaction joins it."""
 
+    @property
+    def transactional(self) -> bool:
+        return True
+
     _engine: _Engine
     _tx: _Transaction
 
     @contextlib.asynccontextmanager
-    async def transaction(self, *, durable: bool = True) -> AsyncIterator[Stores]:
+    async def transaction(self) -> AsyncIterator[Stores]:
         yield self
 
     @contextlib.asynccontextmanager
@@ -393,15 +397,22 @@ class MemoryStores(Stores):
         self._classes = dict(_ROLE_CLASSES)
         super().__init__(**_roles(self.engine, self._classes))
 
+    @property
+    def transactional(self) -> bool:
+        return True
+
     def replace(self, **roles: Any) -> Stores:
-        """These stores with roles swapped in. Roles built on this store's engine (a role class
-        altered for a test) keep its transactions; any other role object gives a plain bundle."""
+        """These stores with roles swapped in. A memory role built on this store's engine (a
+        role class altered for a test) is used as given outside transactions and built again
+        on each transaction's engine inside one, so the stores stay transactional; any other
+        role object gives a plain bundle, which is not."""
         if not all(getattr(role, "_engine", None) is self.engine for role in roles.values()):
             return super().replace(**roles)
         clone = object.__new__(MemoryStores)
         clone.engine = self.engine
         clone._classes = {**self._classes, **{name: type(r) for name, r in roles.items()}}
-        Stores.__init__(clone, **_roles(self.engine, clone._classes))
+        current = {name: getattr(self, name) for name in self._classes}
+        Stores.__init__(clone, **{**current, **roles})
         return clone
 
     def _view(self, tx: _Transaction) -> Stores:
@@ -412,7 +423,7 @@ class MemoryStores(Stores):
         return view
 
     @contextlib.asynccontextmanager
-    async def transaction(self, *, durable: bool = True) -> AsyncIterator[Stores]:
+    async def transaction(self) -> AsyncIterator[Stores]:
         gate = self.engine.gate
         await gate.enter()
         tx = _Transaction()

@@ -384,6 +384,12 @@ class TxCore(SqlCore):
         """Send `statement` in front of the transaction's next batch."""
         self._connection.later(statement)
 
+    async def write_enlisted(self, raw: Any, steps: Sequence[Step]) -> list[Any]:
+        raise RuntimeError(
+            "commit_in joins the caller's own transaction; inside Stores.transaction() use "
+            "commits.commit"
+        )
+
     @contextlib.asynccontextmanager
     async def savepoint(self) -> AsyncIterator[None]:
         """A nested unit (see `Stores.savepoint`). SAVEPOINT travels with the next batch; when
@@ -396,8 +402,13 @@ class TxCore(SqlCore):
         connection.later(Statement("savepoint", f"SAVEPOINT {name}"))
         try:
             yield
-        except BaseException:
-            await self._roll_back_to(name)
+        except BaseException as exc:
+            try:
+                await self._roll_back_to(name)
+            except StoreError:
+                if not isinstance(exc, Exception):
+                    raise exc from None  # a cancellation stays a cancellation
+                raise
             raise
         if tx.failure is not None:
             failure = tx.failure

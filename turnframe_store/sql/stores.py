@@ -28,7 +28,7 @@ from turnframe_store.errors import Conflict
 from turnframe_store.faults import FaultPlan
 from turnframe_store.records import CommitBundle, CommitResult
 from turnframe_store.sql import _migrate
-from turnframe_store.sql._backend import Backend, Hooks, Statement
+from turnframe_store.sql._backend import Backend, Hooks
 from turnframe_store.sql._commits import SqlCommits
 from turnframe_store.sql._conversations import SqlConversations
 from turnframe_store.sql._core import SqlCore, Transaction, TxCore
@@ -71,16 +71,17 @@ def _roles(core: SqlCore) -> dict[str, Any]:
     }
 
 
-_ASYNC_COMMIT = Statement("async_commit", "SET LOCAL synchronous_commit = off")
-
-
 class _InTransaction(Stores):
     """The roles of one open transaction; a nested transaction joins it."""
+
+    @property
+    def transactional(self) -> bool:
+        return True
 
     _core: TxCore
 
     @contextlib.asynccontextmanager
-    async def transaction(self, *, durable: bool = True) -> AsyncIterator[Stores]:
+    async def transaction(self) -> AsyncIterator[Stores]:
         yield self
 
     @contextlib.asynccontextmanager
@@ -122,17 +123,18 @@ class SqlStores(Stores):
         self._commits: SqlCommits = roles["commits"]
         super().__init__(**roles)
 
+    @property
+    def transactional(self) -> bool:
+        return True
+
     @contextlib.asynccontextmanager
-    async def transaction(self, *, durable: bool = True) -> AsyncIterator[Stores]:
+    async def transaction(self) -> AsyncIterator[Stores]:
         """One database transaction (see `Stores.transaction`); on PostgreSQL its first
-        statements travel with BEGIN in one pipeline, and COMMIT goes when the block ends.
-        SQLite commits every transaction durably."""
+        statements travel with BEGIN in one pipeline, and COMMIT goes when the block ends."""
         tx = Transaction()
         async with self.engine.backend.writing() as connection:
             try:
                 core = TxCore(self.engine, connection, tx)
-                if not durable and self.engine.postgres:
-                    core.later(_ASYNC_COMMIT)
                 view = _InTransaction._of(**_roles(core))
                 view._core = core
                 yield view

@@ -184,3 +184,15 @@ async def test_commit_in_refuses_a_connection_outside_a_transaction(database: Da
 
         with pytest.raises(ValueError, match="transaction"):
             await stores.commit_in(connection, bundle)
+
+
+async def test_commit_in_is_refused_inside_a_stores_transaction(database: Database) -> None:
+    stores = await database.migrated()
+    async with adopter_transaction(database) as connection:
+        async with stores.transaction() as tx:
+            with pytest.raises(RuntimeError):
+                await tx.commits.commit_in(connection, CommitBundle(  # type: ignore[attr-defined]
+                    account_id=A, conversation_id="conv_1", turn_id="turn_1",
+                    phase=TurnPhase.RECEIVED,
+                ))  # fmt: skip
+        await connection.rollback()
