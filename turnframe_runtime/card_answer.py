@@ -144,6 +144,11 @@ async def admit_card_answer(
     except AlreadyAnswered as answered:
         return AnsweredBefore(answered.interaction)
     except StaleInteraction as outdated:
+        # The case may have moved because another answer to this card is running it: read the
+        # card again (it was read before the case was loaded).
+        again = await stores.interactions.get(turn.account_id, response.interaction_id)
+        if again.status in (InteractionStatus.RESOLVING, InteractionStatus.RESOLVED):
+            return AnsweredBefore(again)
         return Closed(outdated.interaction, codes.NOTICE_STALE_INTERACTION)
     except (InteractionNotActive, InteractionExpired) as closed:
         invalidated = closed.interaction.status is InteractionStatus.INVALIDATED
@@ -454,6 +459,8 @@ def _confirm_ids(card: Interaction) -> list[str]:
 async def _journaled_awaiting(
     stores: Stores, account_id: str, command_ids: Sequence[str]
 ) -> tuple[JournalEntry, ...]:
+    """The card's journaled commands still awaiting confirmation. One that has moved on means
+    another answer to the card got there first: `Conflict`, as when its claim is lost."""
     entries: list[JournalEntry] = []
     for command_id in command_ids:
         try:
@@ -462,6 +469,8 @@ async def _journaled_awaiting(
             continue
         if entry.status is JournalStatus.AWAITING_CONFIRMATION:
             entries.append(entry)
+        else:
+            raise Conflict("the card's commands were confirmed by another answer")
     return tuple(entries)
 
 
@@ -474,7 +483,7 @@ async def _gather_confirmed(
     audit: AuditTrail,
 ) -> tuple[PlannedCommand, ...] | None:
     """The commands journaled with the card, exactly as journaled; None (and a notice) when a
-    constraint blocks one or any has moved on: the answer fails closed and the card stays open."""
+    constraint blocks one or one is missing: the answer fails closed and the card stays open."""
     entries = await _journaled_awaiting(stores, plan.card.account_id, effect.command_ids)
     gathered = [
         planned

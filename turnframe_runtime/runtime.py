@@ -14,6 +14,7 @@ Each stage lives in its own module, named for what it owns; this one only wires 
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -23,7 +24,7 @@ from turnframe_core import codes
 from turnframe_core.cases import CaseKey
 from turnframe_core.events import DomainEvent
 from turnframe_core.ids import IdSource, UlidIdSource
-from turnframe_core.interactions import Interaction
+from turnframe_core.interactions import Interaction, InteractionStatus
 from turnframe_core.replay import ReplayRecord, TurnPhase
 from turnframe_core.turn import AssistantTurn, TurnInput
 from turnframe_core.understanding import Understanding
@@ -226,11 +227,14 @@ class TurnRuntime:
         assistant: AssistantTurn | None = None
         try:
             await t.execution.run(started.commands)  # M
+            answered = await self._settled(t, self._answered_before(started, answer))
             refreshed = await follow_up.refresh(self._answered_late(started, answer))  # O
             async with self._stores.transaction() as tx:
                 readback = await t.execution.commit(tx, started.claimed, record=not fold)  # N
                 try:
-                    result = await self._raise_cards(tx, t, started, answer, follow_up, refreshed)
+                    result = await self._raise_cards(
+                        tx, t, started, answer, answered, follow_up, refreshed
+                    )
                     if fold:
                         async with tx.savepoint():
                             assistant = await self._composer(t).compose(result.read(readback))
@@ -333,6 +337,30 @@ class TurnRuntime:
         return _Started(planned, claim, shown, deferred, commands)
 
     @staticmethod
+    def _answered_before(started: _Started, answer: CardAnswer | None) -> Interaction | None:
+        """The card this turn answered after another answer had won it."""
+        if isinstance(answer, AnsweredBefore):
+            return answer.card
+        if isinstance(started.claim, AnsweredBefore):
+            return started.claim.card
+        return None
+
+    async def _settled(self, t: _Turn, card: Interaction | None) -> Interaction | None:
+        """A card another turn is still resolving, once that turn settled it (or the wait
+        ended), so this reply can show the receipt of what committed instead of a guess."""
+        if card is None or card.status is not InteractionStatus.RESOLVING:
+            return card
+        deadline = time.monotonic() + self._config.settle_wait_ms / 1000
+        delay = 0.005
+        while time.monotonic() < deadline:
+            await asyncio.sleep(delay)
+            card = await self._stores.interactions.get(t.ctx.account_id, card.interaction_id)
+            if card.status is not InteractionStatus.RESOLVING:
+                break
+            delay = min(delay * 2, 0.1)
+        return card
+
+    @staticmethod
     def _answered_late(started: _Started, answer: CardAnswer | None) -> list[Interaction]:
         """Cards the user answered after they closed: their cases are shown as they are now."""
         late = [answer.card] if isinstance(answer, AnsweredBefore | Closed) else []
@@ -353,15 +381,13 @@ class TurnRuntime:
         t: _Turn,
         started: _Started,
         answer: CardAnswer | None,
+        answered_before: Interaction | None,
         follow_up: FollowUp,
         refreshed: Sequence[CaseInView],
     ) -> _Composable:
         """P inside the commit's transaction, behind a savepoint: a failure here undoes only its
         own writes, never the commit."""
-        claim, planned = started.claim, started.planned
-        answered_before = claim.card if isinstance(claim, AnsweredBefore) else None
-        if isinstance(answer, AnsweredBefore):
-            answered_before = answer.card
+        planned = started.planned
         answered_events: Sequence[DomainEvent] = ()
         async with stores.savepoint():
             await follow_up.raise_cards(stores, planned.understanding, started.deferred, refreshed)
