@@ -351,7 +351,7 @@ class _TransitionDraft(FrozenModel):
 
 
 def parse_model_output(
-    raw: str | list[Any] | dict[str, Any], *, turn_id: str
+    raw: str | list[Any] | dict[str, Any], *, turn_id: str, account_id: str
 ) -> tuple[ModelBlock, ...]:
     """Parse what a model wrote into answer/transition blocks, or raise.
 
@@ -380,7 +380,7 @@ def parse_model_output(
                 slot = f"answer:{draft.question_id or index}"
                 blocks.append(
                     AnswerBlock(
-                        block_id=derive_block_id(turn_id, slot),
+                        block_id=derive_block_id(account_id, turn_id, slot),
                         question_id=draft.question_id,
                         text=draft.text,
                         basis=draft.basis,
@@ -392,7 +392,7 @@ def parse_model_output(
                 tdraft = _TransitionDraft.model_validate(item)
                 blocks.append(
                     TransitionBlock(
-                        block_id=derive_block_id(turn_id, f"transition:{index}"),
+                        block_id=derive_block_id(account_id, turn_id, f"transition:{index}"),
                         text=tdraft.text,
                         facts_used=tdraft.facts_used,
                     )

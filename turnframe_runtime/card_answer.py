@@ -346,7 +346,9 @@ def _compile_for_card(
     for position, command in enumerate(compiled):
         policy = case.workflow.policy(command.command_type)
         envelope = CommandEnvelope.build(
-            command_id=derive_command_id(turn.turn_id, f"card:{accepted.interaction_id}", position),
+            command_id=derive_command_id(
+                turn.account_id, turn.turn_id, f"card:{accepted.interaction_id}", position
+            ),
             turn_id=turn.turn_id,
             account_id=turn.account_id,
             case_ref=case.case_ref,

@@ -94,7 +94,7 @@ class CardFactory:
     ) -> Interaction:
         t = self.turn
         return Interaction.create(
-            interaction_id=derive_interaction_id(t.turn_id, key),
+            interaction_id=derive_interaction_id(t.account_id, t.turn_id, key),
             account_id=t.account_id,
             conversation_id=t.conversation_id,
             case_ref=case.case_ref,

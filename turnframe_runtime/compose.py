@@ -123,7 +123,8 @@ class Composer:
         notices = self._notices()
         cards = [
             InteractionBlock.from_view(
-                derive_block_id(turn.turn_id, f"interaction:{c.interaction_id}"), c.view()
+                derive_block_id(turn.account_id, turn.turn_id, f"interaction:{c.interaction_id}"),
+                c.view(),
             )
             for c in result.shown
         ]
@@ -191,7 +192,9 @@ class Composer:
                 title = self.copy.render(f"{spec.template_id}.title", self.turn.locale, spec.params)
                 blocks.append(
                     ReceiptBlock(
-                        block_id=derive_block_id(self.turn.turn_id, f"receipt:{receipt_id}"),
+                        block_id=derive_block_id(
+                            self.turn.account_id, self.turn.turn_id, f"receipt:{receipt_id}"
+                        ),
                         receipt_id=receipt_id,
                         event_ids=spec.event_ids,
                         status_code=spec.status_code,
@@ -208,7 +211,9 @@ class Composer:
             rendered = self.copy.render(notice.code, self.turn.locale, notice.params)
             blocks.append(
                 NoticeBlock(
-                    block_id=derive_block_id(self.turn.turn_id, f"notice:{notice.code}:{index}"),
+                    block_id=derive_block_id(
+                        self.turn.account_id, self.turn.turn_id, f"notice:{notice.code}:{index}"
+                    ),
                     code=notice.code,
                     severity=_NOTICE_SEVERITY.get(notice.code, NoticeSeverity.INFO),
                     text=rendered.text,
@@ -275,7 +280,9 @@ class Composer:
     def _server_answer(self, result: TurnResult, question: Question) -> AnswerBlock:
         """Server copy standing in for a model answer: what the records hold, nothing more."""
         cases = self._question_cases(result, question)
-        block_id = derive_block_id(self.turn.turn_id, f"answer:{question.question_id}")
+        block_id = derive_block_id(
+            self.turn.account_id, self.turn.turn_id, f"answer:{question.question_id}"
+        )
         if not cases:
             rendered = self._render("turnframe.answer.source_unavailable")
             return AnswerBlock(
@@ -401,7 +408,7 @@ class Composer:
             parts.append(self._render("turnframe.transition.go_on"))
         rendered = [p for p in parts if not isinstance(p, str)]
         return TransitionBlock(
-            block_id=derive_block_id(self.turn.turn_id, "transition"),
+            block_id=derive_block_id(self.turn.account_id, self.turn.turn_id, "transition"),
             text=" ".join(p if isinstance(p, str) else p.text for p in parts),
             facts_used=(*_outcomes(done), *_available(cards)),
             copy_ref=rendered[-1].copy_ref if rendered else None,

@@ -128,7 +128,11 @@ class Execution:
         scope = external if external is not None else PerCase()
         batch = CommandBatch(
             batch_id=derive_batch_id(
-                self.turn.turn_id, case_key.workflow, case_key.case_id, scope_key(scope)
+                self.turn.account_id,
+                self.turn.turn_id,
+                case_key.workflow,
+                case_key.case_id,
+                scope_key(scope),
             ),
             scope=scope,
             envelopes=tuple(c.envelope for c in commands),
@@ -206,7 +210,7 @@ class Execution:
             envelope = executed.planned.envelope
             rows.append(
                 OutboxEntry(
-                    outbox_id=derive_outbox_id(envelope.command_id),
+                    outbox_id=derive_outbox_id(envelope.account_id, envelope.command_id),
                     command_id=envelope.command_id,
                     destination=atomicity.saga,
                     payload={

@@ -42,7 +42,9 @@ class Narration:
         started = self.clock()
         try:
             draft = await self.narrator.answer(request)
-            parsed = parse_model_output(_as_draft(draft), turn_id=self.turn.turn_id)
+            parsed = parse_model_output(
+                _as_draft(draft), turn_id=self.turn.turn_id, account_id=self.turn.account_id
+            )
             answer = parsed[0] if len(parsed) == 1 else None
             if (
                 not isinstance(answer, AnswerBlock)
@@ -70,7 +72,9 @@ class Narration:
                 return None
             audit.attempt(Purpose.TRANSITION, narrator, started, self.clock())
             try:
-                parsed = parse_model_output(_as_draft(draft), turn_id=self.turn.turn_id)
+                parsed = parse_model_output(
+                    _as_draft(draft), turn_id=self.turn.turn_id, account_id=self.turn.account_id
+                )
                 block = parsed[0] if len(parsed) == 1 else None
                 if not isinstance(block, TransitionBlock):
                     raise MalformedModelOutput("not a single transition draft")
@@ -89,7 +93,11 @@ class Narration:
                 return None
             if verdict.passed:
                 return block.model_copy(
-                    update={"block_id": derive_block_id(self.turn.turn_id, "transition")}
+                    update={
+                        "block_id": derive_block_id(
+                            self.turn.account_id, self.turn.turn_id, "transition"
+                        )
+                    }
                 )
             audit.discard_last_attempt("review_failed")
             findings = verdict.findings or ("the review failed",)

@@ -399,7 +399,7 @@ def _reduce_act(
         plan.policy_refusals.append((act.act_id, codes.POLICY_HUMAN_REVIEW_REQUIRED))
         plan.act_results[act.act_id] = ActResult.REFUSED
         return
-    command_ids = [derive_command_id(turn_id, scoped, i) for i in range(len(compiled))]
+    command_ids = [derive_command_id(account_id, turn_id, scoped, i) for i in range(len(compiled))]
     card = cards.confirmation(scoped, case, compiled, command_ids)
     origin = ConfirmedInteraction(
         interaction_id=card.interaction_id,
@@ -444,7 +444,7 @@ def _envelope(
     command: CompiledCommand,
 ) -> CommandEnvelope:
     return CommandEnvelope.build(
-        command_id=derive_command_id(turn_id, act_id, position),
+        command_id=derive_command_id(account_id, turn_id, act_id, position),
         turn_id=turn_id,
         account_id=account_id,
         case_ref=case_ref,

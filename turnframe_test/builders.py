@@ -38,10 +38,11 @@ def receipt_block(
     event_ids: tuple[str, ...] = ("evt_1",),
     status_code: str = "test.done",
     turn_id: str = "turn_1",
+    account_id: str = "acct_1",
 ) -> ReceiptBlock:
     receipt_id = derive_receipt_id(status_code, event_ids)
     return ReceiptBlock(
-        block_id=derive_block_id(turn_id, f"receipt:{receipt_id}"),
+        block_id=derive_block_id(account_id, turn_id, f"receipt:{receipt_id}"),
         receipt_id=receipt_id,
         event_ids=event_ids,
         status_code=status_code,

@@ -26,7 +26,9 @@ blocks = TypeAdapter(ResponseBlock)
 def test_model_output_of_a_server_kind_is_rejected_naming_the_kind(kind):
     with pytest.raises(ForbiddenAuthorship) as info:
         parse_model_output(
-            [{"kind": "answer", "text": "ok"}, {"kind": kind, "text": "x"}], turn_id="turn_1"
+            [{"kind": "answer", "text": "ok"}, {"kind": kind, "text": "x"}],
+            turn_id="turn_1",
+            account_id="acct_1",
         )
     assert info.value.kind == kind
     assert info.value.index == 1
@@ -36,22 +38,28 @@ def test_model_output_of_a_server_kind_is_rejected_naming_the_kind(kind):
 
 def test_model_output_of_an_unknown_kind_is_rejected():
     with pytest.raises(ForbiddenAuthorship) as info:
-        parse_model_output('{"kind": "poll", "text": "x"}', turn_id="turn_1")
+        parse_model_output('{"kind": "poll", "text": "x"}', turn_id="turn_1", account_id="acct_1")
     assert info.value.kind == "poll"
 
 
 def test_model_output_may_not_choose_its_block_id_or_author():
     with pytest.raises(MalformedModelOutput):
-        parse_model_output([{"kind": "answer", "text": "x", "author": "server"}], turn_id="turn_1")
+        parse_model_output(
+            [{"kind": "answer", "text": "x", "author": "server"}],
+            turn_id="turn_1",
+            account_id="acct_1",
+        )
     with pytest.raises(MalformedModelOutput):
         parse_model_output(
-            [{"kind": "transition", "text": "x", "block_id": "blk_x"}], turn_id="turn_1"
+            [{"kind": "transition", "text": "x", "block_id": "blk_x"}],
+            turn_id="turn_1",
+            account_id="acct_1",
         )
 
 
 def test_model_output_that_is_not_json_is_malformed_and_not_echoed():
     with pytest.raises(MalformedModelOutput) as info:
-        parse_model_output("secret words {", turn_id="turn_1")
+        parse_model_output("secret words {", turn_id="turn_1", account_id="acct_1")
     assert "secret" not in str(info.value)
 
 
@@ -62,6 +70,7 @@ def test_model_output_parses_into_answer_and_transition_blocks_with_derived_ids(
             {"kind": "transition", "text": "Done."},
         ],
         turn_id="turn_1",
+        account_id="acct_1",
     )
     again = parse_model_output(
         [
@@ -69,6 +78,7 @@ def test_model_output_parses_into_answer_and_transition_blocks_with_derived_ids(
             {"kind": "transition", "text": "Done."},
         ],
         turn_id="turn_1",
+        account_id="acct_1",
     )
     assert [type(b) for b in parsed] == [AnswerBlock, TransitionBlock]
     assert [b.author for b in parsed] == ["model", "model"]

@@ -105,17 +105,23 @@ def test_the_sequential_source_is_deterministic():
 
 
 def test_derived_ids_are_deterministic_and_sensitive_to_every_input():
-    assert derive_command_id("turn_1", "a1", 0) == derive_command_id("turn_1", "a1", 0)
-    assert derive_command_id("turn_1", "a1", 0) != derive_command_id("turn_1", "a1", 1)
-    assert derive_command_id("turn_1", "a1", 0) != derive_command_id("turn_2", "a1", 0)
+    assert derive_command_id("acct_1", "turn_1", "a1", 0) == derive_command_id(
+        "acct_1", "turn_1", "a1", 0
+    )
+    assert derive_command_id("acct_1", "turn_1", "a1", 0) != derive_command_id(
+        "acct_1", "turn_1", "a1", 1
+    )
+    assert derive_command_id("acct_1", "turn_1", "a1", 0) != derive_command_id(
+        "acct_1", "turn_2", "a1", 0
+    )
     assert derive_id("blk", "d1", {"x": 1}) != derive_id("blk", "d2", {"x": 1})
 
 
 def test_each_derived_id_carries_its_prefix():
-    assert derive_block_id("turn_1", "transition").startswith("blk_")
+    assert derive_block_id("acct_1", "turn_1", "transition").startswith("blk_")
     assert derive_receipt_id("s", ["evt_1"]).startswith("rcp_")
-    assert derive_interaction_id("turn_1", "confirm:a1").startswith("int_")
-    assert derive_outbox_id("cmd_1").startswith("obx_")
+    assert derive_interaction_id("acct_1", "turn_1", "confirm:a1").startswith("int_")
+    assert derive_outbox_id("acct_1", "cmd_1").startswith("obx_")
     assert derive_replay_token("turn_1").startswith("rpl_")
 
 

@@ -68,7 +68,7 @@ def turns(draw):
     for i in range(draw(st.integers(0, 2))):
         blocks.append(
             NoticeBlock(
-                block_id=derive_block_id("turn_1", f"n{i}"),
+                block_id=derive_block_id("acct_1", "turn_1", f"n{i}"),
                 code=f"turnframe.notice.n{i}",
                 text=draw(words),
                 copy_ref=copy_ref(),
@@ -84,7 +84,7 @@ def turns(draw):
     for i in range(draw(st.integers(0, 2))):
         blocks.append(
             AnswerBlock(
-                block_id=derive_block_id("turn_1", f"a{i}"),
+                block_id=derive_block_id("acct_1", "turn_1", f"a{i}"),
                 question_id=f"q{i}",
                 text=draw(words),
                 status=draw(st.sampled_from(list(AnswerStatus))),
@@ -96,7 +96,7 @@ def turns(draw):
     card = confirm_card()
     blocks.append(
         TransitionBlock(
-            block_id=derive_block_id("turn_1", "t"),
+            block_id=derive_block_id("acct_1", "turn_1", "t"),
             text=draw(words),
             facts_used=(
                 *facts,
@@ -106,7 +106,7 @@ def turns(draw):
             ),
         )
     )
-    blocks.append(InteractionBlock.from_view(derive_block_id("turn_1", "c"), card.view()))
+    blocks.append(InteractionBlock.from_view(derive_block_id("acct_1", "turn_1", "c"), card.view()))
     return AssistantTurn(
         turn_id="turn_1",
         conversation_id="conv_1",

@@ -11,7 +11,7 @@ from turnframe_test.builders import confirm_card, copy_ref, receipt_block
 
 def _notice(slot="n"):
     return NoticeBlock(
-        block_id=derive_block_id("turn_1", slot),
+        block_id=derive_block_id("acct_1", "turn_1", slot),
         code="turnframe.notice.command_failed",
         text="That did not go through.",
         copy_ref=copy_ref(),
@@ -19,11 +19,13 @@ def _notice(slot="n"):
 
 
 def _transition(text="Here is where things stand."):
-    return TransitionBlock(block_id=derive_block_id("turn_1", "transition"), text=text)
+    return TransitionBlock(block_id=derive_block_id("acct_1", "turn_1", "transition"), text=text)
 
 
 def _card():
-    return InteractionBlock.from_view(derive_block_id("turn_1", "card"), confirm_card().view())
+    return InteractionBlock.from_view(
+        derive_block_id("acct_1", "turn_1", "card"), confirm_card().view()
+    )
 
 
 def _turn(blocks, status=TurnStatus.COMPLETED):
@@ -58,7 +60,7 @@ def test_block_ids_are_unique_within_a_turn():
 
 
 def test_a_turn_has_at_most_one_transition():
-    second = TransitionBlock(block_id=derive_block_id("turn_1", "t2"), text="Again.")
+    second = TransitionBlock(block_id=derive_block_id("acct_1", "turn_1", "t2"), text="Again.")
     with pytest.raises(ValidationError):
         _turn([_transition(), second])
 

@@ -123,7 +123,7 @@ def assistant_turn() -> AssistantTurn:
     started = AssistantTurn.begin(
         turn_id="turn_1", conversation_id="conv_1", account_id=A, locale="en", created_at=T0
     )
-    answer = AnswerBlock(block_id=derive_block_id("turn_1", "answer:q1"), text="Done.")
+    answer = AnswerBlock(block_id=derive_block_id("acct_1", "turn_1", "answer:q1"), text="Done.")
     return started.finish(TurnStatus.COMPLETED, at=T0 + 1, blocks=(answer,))
 
 

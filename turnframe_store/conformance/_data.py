@@ -150,7 +150,7 @@ def _assistant_turn(
     started = AssistantTurn.begin(
         turn_id=turn, conversation_id=conversation, account_id=account, locale="it", created_at=_T0
     )
-    answer = AnswerBlock(block_id=derive_block_id(turn, "answer:q1"), text=text)
+    answer = AnswerBlock(block_id=derive_block_id(account, turn, "answer:q1"), text=text)
     return started.finish(TurnStatus.COMPLETED, at=_T0 + 5, blocks=(answer,))
 
 
