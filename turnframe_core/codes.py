@@ -111,6 +111,7 @@ RUNTIME_UNKNOWN_WORKFLOW = "turnframe.runtime.unknown_workflow"
 RUNTIME_INTERPRETER_FAILED = "turnframe.runtime.interpreter_failed"
 RUNTIME_TURN_FAILED = "turnframe.runtime.turn_failed"
 RUNTIME_STORES_WITHOUT_TRANSACTIONS = "turnframe.runtime.stores_without_transactions"
+RUNTIME_IDEMPOTENCY_KEY_REUSED = "turnframe.runtime.idempotency_key_reused"
 
 OPERATION_NOT_PROPOSABLE = "turnframe.operation.not_proposable"
 

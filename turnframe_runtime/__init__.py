@@ -6,7 +6,12 @@ What this module exports is the public API; the stage modules behind it may chan
 
 from turnframe_runtime.config import RuntimeConfig
 from turnframe_runtime.copy import CatalogCopy, MissingCopy, RenderedCopy, ServerCopy
-from turnframe_runtime.errors import StoresWithoutTransactions, TurnInProgress, UnknownWorkflow
+from turnframe_runtime.errors import (
+    IdempotencyKeyReused,
+    StoresWithoutTransactions,
+    TurnInProgress,
+    UnknownWorkflow,
+)
 from turnframe_runtime.ports import (
     AnswerRequest,
     CaseCandidate,
@@ -34,6 +39,7 @@ __all__ = [
     "ExecutionRejected",
     "ExecutionResult",
     "ExecutionTimeout",
+    "IdempotencyKeyReused",
     "Interpreter",
     "LoadedCase",
     "MissingCopy",

@@ -1,6 +1,7 @@
 """Steps A and B: accept the user's turn, idempotently on the client's turn id.
 
-A turn id seen before returns its stored reply, or raises `TurnInProgress` while it has none. A new
+A turn id seen before with the same request returns its stored reply, or raises `TurnInProgress`
+while it has none; with another request it raises `IdempotencyKeyReused`. A new
 turn is stored with its `received` phase and opens its replay record, chained to the
 conversation's previous record; the caller stores that record with the rest of its durable point.
 """
@@ -9,11 +10,12 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from turnframe_core._canonical import digest
 from turnframe_core._derive import derive_replay_token
 from turnframe_core.replay import ReplayRecord, TurnPhase, WorkflowVersion
-from turnframe_core.turn import AssistantTurn
+from turnframe_core.turn import AssistantTurn, TurnInput
 from turnframe_runtime.context import TurnContext
-from turnframe_runtime.errors import TurnInProgress
+from turnframe_runtime.errors import IdempotencyKeyReused, TurnInProgress
 from turnframe_runtime.reduce import CaseInView
 from turnframe_store.bundle import Stores
 from turnframe_store.errors import NotFound
@@ -24,17 +26,22 @@ __all__ = ["accept_turn", "prior_reply"]
 _IN_PROGRESS = "this turn was accepted before and has no reply yet"
 
 
-async def prior_reply(stores: Stores, account_id: str, turn_id: str) -> AssistantTurn | None:
-    """The reply stored for a turn id seen before; None for a new turn id."""
+async def prior_reply(
+    stores: Stores, account_id: str, turn_id: str, request: TurnInput
+) -> AssistantTurn | None:
+    """The reply stored for a turn id seen before with this same request; None for a new turn
+    id. The same id with another request is `IdempotencyKeyReused`; the same request still
+    running (or awaiting recovery) is `TurnInProgress`."""
+    try:
+        stored = await stores.conversations.get_user_turn(account_id, turn_id)
+    except NotFound:
+        return None
+    if digest(stored.input) != digest(request):
+        raise IdempotencyKeyReused("this turn id was used before for a different request")
     try:
         return await stores.conversations.get_assistant_turn(account_id, turn_id)
     except NotFound:
-        pass
-    try:
-        await stores.conversations.get_user_turn(account_id, turn_id)
-    except NotFound:
-        return None
-    raise TurnInProgress(_IN_PROGRESS)
+        raise TurnInProgress(_IN_PROGRESS) from None
 
 
 async def accept_turn(

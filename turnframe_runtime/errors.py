@@ -5,7 +5,12 @@ from __future__ import annotations
 from turnframe_core import codes
 from turnframe_core.errors import TurnframeError
 
-__all__ = ["StoresWithoutTransactions", "TurnInProgress", "UnknownWorkflow"]
+__all__ = [
+    "IdempotencyKeyReused",
+    "StoresWithoutTransactions",
+    "TurnInProgress",
+    "UnknownWorkflow",
+]
 
 
 class TurnInProgress(TurnframeError):
@@ -26,3 +31,10 @@ class StoresWithoutTransactions(TurnframeError):
     separate role objects): a turn's durable points need `Stores.transaction()`."""
 
     code = codes.RUNTIME_STORES_WITHOUT_TRANSACTIONS
+
+
+class IdempotencyKeyReused(TurnframeError):
+    """The client's turn id was used before for a different request (another conversation, other
+    words or another card answer); nothing was written. A retry must send the same request."""
+
+    code = codes.RUNTIME_IDEMPOTENCY_KEY_REUSED

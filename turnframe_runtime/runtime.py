@@ -47,7 +47,12 @@ from turnframe_runtime.compose import Composer, TurnResult
 from turnframe_runtime.config import RuntimeConfig
 from turnframe_runtime.context import AuditTrail, Notes, TurnContext
 from turnframe_runtime.copy import CatalogCopy, MissingCopy, ServerCopy
-from turnframe_runtime.errors import StoresWithoutTransactions, TurnInProgress, UnknownWorkflow
+from turnframe_runtime.errors import (
+    IdempotencyKeyReused,
+    StoresWithoutTransactions,
+    TurnInProgress,
+    UnknownWorkflow,
+)
 from turnframe_runtime.execute import Execution
 from turnframe_runtime.follow_up import FollowUp
 from turnframe_runtime.narration import Narration
@@ -65,7 +70,13 @@ from turnframe_store.bundle import Stores
 from turnframe_store.errors import Conflict, StoreError, Timeout
 from turnframe_store.records import UserTurnRecord
 
-__all__ = ["StoresWithoutTransactions", "TurnInProgress", "TurnRuntime", "UnknownWorkflow"]
+__all__ = [
+    "IdempotencyKeyReused",
+    "StoresWithoutTransactions",
+    "TurnInProgress",
+    "TurnRuntime",
+    "UnknownWorkflow",
+]
 
 
 class TurnRuntime:
@@ -169,7 +180,7 @@ class TurnRuntime:
         try:
             async with self._stores.transaction() as tx:
                 if turn_input.turn_id is not None:
-                    prior = await prior_reply(tx, t.ctx.account_id, turn_input.turn_id)
+                    prior = await prior_reply(tx, t.ctx.account_id, turn_input.turn_id, turn_input)
                     if prior is not None:
                         return prior
                 answer = await admit_card_answer(tx, t.cases, t.ctx)  # C
@@ -184,7 +195,9 @@ class TurnRuntime:
         except Conflict:
             # A request with the same turn id may have raced this one past the prior-reply check.
             if turn_input.turn_id is not None:
-                prior = await prior_reply(self._stores, t.ctx.account_id, turn_input.turn_id)
+                prior = await prior_reply(
+                    self._stores, t.ctx.account_id, turn_input.turn_id, turn_input
+                )
                 if prior is not None:
                     return prior
             raise

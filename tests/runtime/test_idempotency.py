@@ -1,0 +1,40 @@
+"""A client's turn id is an idempotency key for its request: the same id and request return the
+stored turn; the same id with another request is refused and writes nothing."""
+
+from __future__ import annotations
+
+import pytest
+
+from turnframe_runtime import IdempotencyKeyReused
+from turnframe_test import DeskHarness, act
+
+NAME = "trip.set_name"
+
+
+async def test_the_same_turn_id_and_request_return_the_stored_turn(desk: DeskHarness) -> None:
+    desk.ready_trip()
+    first = await desk.say("Name Grace", act("a1", NAME, "h1", "Grace", name="Grace Hopper"),
+                           turn_id="turn_client_1")  # fmt: skip
+    again = await desk.say("Name Grace", act("a1", NAME, "h1", "Grace", name="Grace Hopper"),
+                           turn_id="turn_client_1")  # fmt: skip
+    assert again.to_stored_json() == first.to_stored_json()
+    assert await desk.event_types() == ["trip.name_set"]
+
+
+@pytest.mark.parametrize("change", ["other words", "another conversation"])
+async def test_the_same_turn_id_with_another_request_is_refused_and_writes_nothing(
+    desk: DeskHarness, change: str
+) -> None:
+    desk.ready_trip()
+    first = await desk.say("Name Grace", act("a1", NAME, "h1", "Grace", name="Grace Hopper"),
+                           turn_id="turn_client_1")  # fmt: skip
+    if change == "another conversation":
+        desk.conversation_id = "conv_other"
+    text = "Name Ada" if change == "other words" else "Name Grace"
+    with pytest.raises(IdempotencyKeyReused):
+        await desk.say(text, act("a1", NAME, "h1", "Ada", name="Ada Lovelace"),
+                       turn_id="turn_client_1")  # fmt: skip
+    assert await desk.event_types() == ["trip.name_set"]
+    stored = await desk.runtime.load_turn("acct_1", "turn_client_1")
+    assert stored.to_stored_json() == first.to_stored_json()
+    assert await desk.stores.conversations.list_turns("acct_1", "conv_other") == ()
