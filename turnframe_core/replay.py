@@ -31,6 +31,7 @@ from turnframe_core.ids import (
     TurnId,
 )
 from turnframe_core.turn import TurnInput
+from turnframe_core.understanding import Problem
 
 __all__ = [
     "AwaitingConfirmationOutcome",
@@ -197,6 +198,8 @@ class ReplayRecord(FrozenModel):
     workflow_versions: tuple[WorkflowVersion, ...] = ()
     understanding: dict[str, Any] | None = None
     understanding_hash: Digest | None = None
+    #: why a proposed understanding was refused (codes and paths, never values)
+    understanding_problems: tuple[Problem, ...] = ()
     target_resolutions: tuple[TargetResolutionRecord, ...] = ()
     reduction_plan: dict[str, Any] | None = None
     plan_hash: Digest | None = None

@@ -24,7 +24,7 @@ from turnframe_core.replay import (
     TargetResolutionRecord,
 )
 from turnframe_core.turn import TurnInput
-from turnframe_core.understanding import Understanding
+from turnframe_core.understanding import Problem, Understanding
 from turnframe_core.workflow import DomainRefusal
 from turnframe_runtime.copy import ServerCopy
 from turnframe_runtime.reduce import Plan, PlannedCommand
@@ -121,6 +121,7 @@ class AuditTrail:
     """What the turn's replay record will say, appended to by each stage as it acts."""
 
     understanding: Understanding | None = None
+    understanding_problems: list[Problem] = field(default_factory=list)
     plan: Plan | None = None
     target_resolutions: list[TargetResolutionRecord] = field(default_factory=list)
     policy_decisions: list[PolicyDecisionRecord] = field(default_factory=list)

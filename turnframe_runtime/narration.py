@@ -21,7 +21,6 @@ from turnframe_core.blocks import (
     TransitionBlock,
     parse_model_output,
 )
-from turnframe_core.errors import TurnframeError
 from turnframe_runtime.context import AuditTrail, Purpose, TurnContext
 from turnframe_runtime.ports import AnswerRequest, Narrator, TransitionRequest
 
@@ -78,11 +77,12 @@ class Narration:
                 block = parsed[0] if len(parsed) == 1 else None
                 if not isinstance(block, TransitionBlock):
                     raise MalformedModelOutput("not a single transition draft")
-            except TurnframeError as rejected:
-                audit.discard_last_attempt(rejected.code)
+                within = _facts_within(block.facts_used, request.allowed_facts)
+            except Exception as rejected:  # whatever a model sent: never the turn's failure
+                audit.discard_last_attempt(_code(rejected))
                 findings = ("the reply was not a single transition draft",)
                 continue
-            if not _facts_within(block.facts_used, request.allowed_facts):
+            if not within:
                 audit.discard_last_attempt(codes.CLAIM_UNBACKED_OUTCOME)
                 findings = ("the reply rests on facts it was not given",)
                 continue
@@ -105,7 +105,16 @@ class Narration:
 
 
 def _as_draft(draft: Mapping[str, Any] | str) -> dict[str, Any] | str:
-    return draft if isinstance(draft, str) else dict(draft)
+    if isinstance(draft, str):
+        return draft
+    if not isinstance(draft, Mapping):
+        raise MalformedModelOutput("a draft is a JSON object or its text")
+    return dict(draft)
+
+
+def _code(error: BaseException) -> str:
+    code = getattr(error, "code", None)
+    return code if isinstance(code, str) else type(error).__name__
 
 
 def _facts_within(used: Sequence[Any], allowed: Sequence[Any]) -> bool:

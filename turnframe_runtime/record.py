@@ -82,6 +82,7 @@ class Recorder:
             phase,
             at=self._clock(),
             **(self._once or {}),
+            understanding_problems=tuple(audit.understanding_problems),
             target_resolutions=tuple(audit.target_resolutions),
             policy_decisions=tuple(audit.policy_decisions),
             command_outcomes=outcomes,

@@ -16,6 +16,7 @@ from turnframe_core.understanding import (
     OfferedCard,
     OfferedHandle,
     OfferedOperation,
+    Problem,
     Understanding,
     UnderstandingRejected,
     validate_understanding,
@@ -86,7 +87,15 @@ async def understand(
     audit.attempt(Purpose.UNDERSTAND, interpreter, started, clock())
     try:
         understood = validate_understanding(proposal, brief)
-    except UnderstandingRejected:
+    except UnderstandingRejected as rejected:  # the call answered; its answer was refused
+        audit.discard_last_attempt(rejected.code)
+        audit.understanding_problems.extend(rejected.problems)
+        notes.notice(codes.NOTICE_NOT_UNDERSTOOD)
+        return Understanding()
+    except Exception as unjudged:  # a proposal no rule could even read: never an effect
+        code = getattr(unjudged, "code", None) or type(unjudged).__name__
+        audit.discard_last_attempt(str(code))
+        audit.understanding_problems.append(Problem(code=str(code), path="understanding"))
         notes.notice(codes.NOTICE_NOT_UNDERSTOOD)
         return Understanding()
     audit.understanding = understood

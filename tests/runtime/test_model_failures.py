@@ -1,0 +1,102 @@
+"""Whatever a model port sends or raises, a turn that committed still gets its reply: composed
+from server copy, claim-guarded, stored and returned, the cause in its replay record. Before the
+commit, a model's failure has no effect."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from turnframe_core import CaseRef, TurnPhase, codes
+from turnframe_test import DeskHarness, ScriptedNarrator, act, question
+
+NAME = "trip.set_name"
+
+
+def _deep(depth: int) -> str:
+    return "[" * depth + "]" * depth
+
+
+def _surrogate_fact(request: Any) -> dict[str, Any]:
+    value = {"kind": "state_value", "field": "name", "value": "Ada\ud800",
+             "case_ref": CaseRef(workflow="trip", case_id="T-100", expected_revision=2)
+             .model_dump(mode="json")}  # fmt: skip
+    return {"kind": "transition", "text": "Saved.", "facts_used": [value]}
+
+
+@pytest.mark.parametrize(
+    ("reply", "cause"),
+    [
+        (_deep(100_000), codes.AUTHORSHIP_MALFORMED_OUTPUT),
+        (_surrogate_fact, codes.AUTHORSHIP_MALFORMED_OUTPUT),
+        (RuntimeError("the provider fell over"), "RuntimeError"),
+    ],
+    ids=["deeply-nested-json", "lone-surrogate-in-a-fact", "provider-raises"],
+)
+async def test_a_broken_narration_after_the_commit_still_gives_the_turn_its_reply(
+    make_desk, reply: Any, cause: str
+) -> None:
+    narrator = ScriptedNarrator().expect("transition", reply)
+    if not isinstance(reply, RuntimeError):  # a refused draft gets one rewrite
+        narrator.expect("transition", reply)
+    desk: DeskHarness = await make_desk(narrator=narrator)
+    desk.ready_trip()
+    turn = await desk.say("Name Grace", act("a1", NAME, "h1", "Grace", name="Grace Hopper"))
+    assert desk.receipt_codes(turn) == ["trip.name_set"]
+    [transition] = [b for b in turn.blocks if b.kind == "transition"]
+    assert transition.copy_ref is not None  # server copy stood in
+    assert (await desk.runtime.load_turn("acct_1", turn.turn_id)) == turn
+    record = await desk.runtime.replay("acct_1", turn.replay_token)
+    assert record.phase is TurnPhase.DELIVERED
+    failed = [a for a in record.provider_attempts if a.purpose == "transition"]
+    assert failed and {a.outcome for a in failed} == {"failed"}
+    assert cause in {a.code for a in failed}
+
+
+async def test_a_broken_answer_draft_is_replaced_by_a_server_answer(make_desk) -> None:
+    narrator = ScriptedNarrator().expect("answer", _deep(100_000))
+    desk: DeskHarness = await make_desk(narrator=narrator)
+    desk.ready_trip()
+    turn = await desk.say("When do I fly?", question("q1", "When do I fly?", "h1"))
+    [answer] = [b for b in turn.blocks if b.kind == "answer"]
+    assert answer.copy_ref is not None
+    record = await desk.runtime.replay("acct_1", turn.replay_token)
+    assert [a.outcome for a in record.provider_attempts if a.purpose == "answer"] == ["failed"]
+
+
+async def test_a_refused_understanding_records_why_and_changes_nothing(desk: DeskHarness) -> None:
+    desk.ready_trip()
+    turn = await desk.say("Name Grace", act("a1", NAME, "h9", "Grace", name="Grace Hopper"))
+    assert await desk.events() == []
+    assert desk.notice_codes(turn) == [codes.NOTICE_NOT_UNDERSTOOD]
+    record = await desk.runtime.replay("acct_1", turn.replay_token)
+    assert record.understanding is None
+    assert record.understanding_problems  # which handle, operation or argument failed
+    assert all(p.path and p.code for p in record.understanding_problems)
+    [attempt] = record.provider_attempts
+    assert (attempt.outcome, attempt.code) == ("failed", codes.UNDERSTANDING_REJECTED)
+
+
+class _OffScript:
+    """A narrator whose transition is not a draft at all (a number)."""
+
+    async def transition(self, request: Any) -> Any:
+        return 42
+
+    async def answer(self, request: Any) -> Any:
+        raise AssertionError("no question was asked")
+
+    async def review(self, text: str, request: Any) -> Any:
+        raise AssertionError("nothing passed the checks, so nothing is reviewed")
+
+
+async def test_a_narration_that_is_not_a_draft_still_gives_the_turn_its_reply(make_desk) -> None:
+    desk: DeskHarness = await make_desk(narrator=_OffScript())
+    desk.ready_trip()
+    turn = await desk.say("Name Grace", act("a1", NAME, "h1", "Grace", name="Grace Hopper"))
+    [transition] = [b for b in turn.blocks if b.kind == "transition"]
+    assert transition.copy_ref is not None
+    record = await desk.runtime.replay("acct_1", turn.replay_token)
+    codes_seen = {a.code for a in record.provider_attempts if a.purpose == "transition"}
+    assert codes_seen == {codes.AUTHORSHIP_MALFORMED_OUTPUT}
