@@ -10,6 +10,7 @@ from __future__ import annotations
 # --- notices (server-authored blocks) -----------------------------------------------------------
 NOTICE_COMMAND_FAILED = "turnframe.notice.command_failed"
 NOTICE_VERIFICATION_IN_PROGRESS = "turnframe.notice.verification_in_progress"
+NOTICE_OUTCOME_UNCERTAIN = "turnframe.notice.outcome_uncertain"
 NOTICE_REVISION_CONFLICT = "turnframe.notice.revision_conflict"
 NOTICE_INTERACTION_UNAVAILABLE = "turnframe.notice.interaction_unavailable"
 NOTICE_CASE_REFRESH_UNAVAILABLE = "turnframe.notice.case_refresh_unavailable"
@@ -102,6 +103,7 @@ EXECUTION_TIMEOUT = "turnframe.execution.timeout"
 EXECUTION_FAILED = "turnframe.execution.failed"
 EXECUTION_DECLINED = "turnframe.execution.declined"
 EXECUTION_CARD_INVALIDATED = "turnframe.execution.card_invalidated"
+EXECUTION_UNTRUSTED_RESULT = "turnframe.execution.untrusted_result"
 
 # --- runtime ------------------------------------------------------------------------------------
 RUNTIME_CONVERSATION_NOT_FOUND = "turnframe.runtime.conversation_not_found"

@@ -137,11 +137,14 @@ class FailedOutcome(FrozenModel):
 
 
 class OutcomeUnknown(FrozenModel):
-    """Sent, answer unknown (a timeout after sending): reconciled, never blindly retried."""
+    """Answer unknown (a timeout after sending, or an executor error that may have landed):
+    reconciled, never blindly retried. `error` names an executor's unexpected exception (its
+    type and message, shortened)."""
 
     kind: Literal["outcome_unknown"] = "outcome_unknown"
     attempt_id: NonEmptyStr
     reason: NonEmptyStr = "timeout"
+    error: str | None = Field(default=None, max_length=300)
 
 
 class AwaitingConfirmationOutcome(FrozenModel):

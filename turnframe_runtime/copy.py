@@ -66,6 +66,9 @@ LIBRARY_CATALOGS: dict[str, dict[str, str]] = {
         codes.NOTICE_VERIFICATION_IN_PROGRESS: (
             "The request was sent and its result is not confirmed yet. It is being verified."
         ),
+        codes.NOTICE_OUTCOME_UNCERTAIN: (
+            "It is not yet known whether that went through. It is being checked."
+        ),
         codes.NOTICE_INTERACTION_UNAVAILABLE: (
             "The confirmation could not be prepared, so nothing is waiting for an answer."
         ),
@@ -126,6 +129,9 @@ LIBRARY_CATALOGS: dict[str, dict[str, str]] = {
         ),
         codes.NOTICE_VERIFICATION_IN_PROGRESS: (
             "La richiesta è stata inviata e l'esito non è ancora confermato. È in verifica."
+        ),
+        codes.NOTICE_OUTCOME_UNCERTAIN: (
+            "Non si sa ancora se è andato a buon fine. È in verifica."
         ),
         codes.NOTICE_INTERACTION_UNAVAILABLE: (
             "Non è stato possibile preparare la conferma, quindi nulla attende una risposta."

@@ -142,10 +142,13 @@ class Execution:
             self.notes.notice(notice)
             return [Executed(c, outcome) for c in commands]
 
-        def unknown(reason: str) -> list[Executed]:
-            self.notes.notice(codes.NOTICE_VERIFICATION_IN_PROGRESS)
+        def unknown(reason: str, notice: str, error: str | None = None) -> list[Executed]:
+            self.notes.notice(notice)
             return [
-                Executed(c, OutcomeUnknown(attempt_id=c.envelope.command_id, reason=reason))
+                Executed(
+                    c,
+                    OutcomeUnknown(attempt_id=c.envelope.command_id, reason=reason, error=error),
+                )
                 for c in commands
             ]
 
@@ -160,13 +163,17 @@ class Execution:
                 code=rejected.rejection_code, explanation=rejected.explanation
             )
             return each(outcome, codes.NOTICE_COMMAND_FAILED)
-        except ExecutionTimeout:
-            return unknown("execution_timeout")
+        except ExecutionTimeout:  # the executor says it sent the request
+            return unknown("execution_timeout", codes.NOTICE_VERIFICATION_IN_PROGRESS)
         except ExecutionFailed as failed:
             outcome = FailedOutcome(code=failed.message or codes.EXECUTION_FAILED)
             return each(outcome, codes.NOTICE_COMMAND_FAILED)
-        except Exception:  # anything else: the effect may have landed, so it is not a failure
-            return unknown("executor_error")
+        except Exception as error:  # it may have landed: not a failure, and nothing was "sent"
+            described = f"{type(error).__name__}: {error}"[:300]
+            return unknown("executor_error", codes.NOTICE_OUTCOME_UNCERTAIN, described)
+        if not self._trusted(case_key, commands, result):
+            outcome = FailedOutcome(code=codes.EXECUTION_UNTRUSTED_RESULT)
+            return each(outcome, codes.NOTICE_COMMAND_FAILED)
         executed = []
         for command in commands:
             own = tuple(e for e in result.events if e.command_id == command.envelope.command_id)
@@ -175,6 +182,19 @@ class Execution:
             )
             executed.append(Executed(command, outcome, own, replayed=result.replayed))
         return executed
+
+    def _trusted(
+        self, case_key: CaseKey, commands: Sequence[PlannedCommand], result: ExecutionResult
+    ) -> bool:
+        """A result may report only events of this account, this case and these commands."""
+        ours = {c.envelope.command_id for c in commands}
+        return all(
+            e.account_id == self.turn.account_id
+            and e.workflow == case_key.workflow
+            and e.case_id == case_key.case_id
+            and e.command_id in ours
+            for e in result.events
+        )
 
     def _finish(self, card: ClaimedCard) -> InteractionFinish | None:
         """How the commit settles a card this turn claimed. A card whose command has an unknown
@@ -197,6 +217,32 @@ class Execution:
             option_id=card.option_id,
             event_ids=tuple(ev.event_id for e in committed for ev in e.events),
         )
+
+    def _distrust_foreign_replays(self, ledger: dict[str, DomainEvent]) -> None:
+        """A replayed result must cite events its own commands produced: an event the ledger
+        holds under another command or case makes the whole batch's result untrusted, and each
+        of its commands a failure (nothing of it is appended or cited)."""
+        replays = [e for e in self.audit.executed if e.replayed]
+        untrusted = {
+            e.planned.envelope.case_ref.key
+            for e in replays
+            for ev in e.events
+            if ev.event_id in ledger
+            and (
+                ledger[ev.event_id].command_id != ev.command_id
+                or ledger[ev.event_id].case_key != ev.case_key
+                or ledger[ev.event_id].account_id != ev.account_id
+            )
+        }
+        for executed in replays:
+            if executed.planned.envelope.case_ref.key not in untrusted:
+                continue
+            for ev in executed.events:
+                ledger.pop(ev.event_id, None)
+            executed.outcome = FailedOutcome(code=codes.EXECUTION_UNTRUSTED_RESULT)
+            executed.events = ()
+        if untrusted:
+            self.notes.notice(codes.NOTICE_COMMAND_FAILED)
 
     def _outbox(self) -> list[OutboxEntry]:
         rows: list[OutboxEntry] = []
@@ -232,6 +278,14 @@ class Execution:
         read back from the ledger, by id (empty when nothing committed). Without `record`, the
         replay record and the phase marker are left to the delivery in the same transaction."""
         turn, executed = self.turn, self.audit.executed
+        # An executor that saw these keys before replayed them: events the ledger holds already
+        # are not appended again, and must be this command's own.
+        replayed = [ev.event_id for e in executed if e.replayed for ev in e.events]
+        ledger: dict[str, DomainEvent] = {}
+        if replayed:
+            stored = await stores.events.get_by_ids(turn.account_id, replayed)
+            ledger = {ev.event_id: ev for ev in stored}
+            self._distrust_foreign_replays(ledger)
         completions = [
             JournalCompletion(command_id=e.planned.envelope.command_id, outcome=e.outcome)
             for e in executed
@@ -250,13 +304,6 @@ class Execution:
                 invalidations[e.planned.envelope.case_ref.key] = e.outcome.new_revision
         outbox = self._outbox()
         self.audit.outbox_ids.extend(row.outbox_id for row in outbox)
-        # An executor that saw these keys before replayed them: events the ledger holds already
-        # are not appended again.
-        replayed = [ev.event_id for e in executed if e.replayed for ev in e.events]
-        ledger: dict[str, DomainEvent] = {}
-        if replayed:
-            stored = await stores.events.get_by_ids(turn.account_id, replayed)
-            ledger = {ev.event_id: ev for ev in stored}
         replay = self.recorder.at(TurnPhase.COMMITTED) if record else None
         result = await stores.commits.commit(
             CommitBundle(

@@ -50,7 +50,7 @@ async def test_an_unexpected_executor_error_is_an_unknown_outcome_not_a_failure(
     [entry] = await desk.journal(turn)
     assert entry.status is JournalStatus.OUTCOME_UNKNOWN
     assert isinstance(entry.outcome, OutcomeUnknown)
-    assert desk.notice_codes(turn) == [codes.NOTICE_VERIFICATION_IN_PROGRESS]
+    assert desk.notice_codes(turn) == [codes.NOTICE_OUTCOME_UNCERTAIN]
     assert "Nothing was changed" not in " ".join(getattr(b, "text", "") for b in turn.blocks)
 
 

@@ -1,0 +1,128 @@
+"""The executor is a domain port, not a trusted party: what it reports is checked against the
+turn's own commands and the committed ledger before any receipt may cite it."""
+
+from __future__ import annotations
+
+from turnframe_core import codes
+from turnframe_core.replay import FailedOutcome, OutcomeUnknown
+from turnframe_runtime import ExecutionResult
+from turnframe_store import JournalStatus
+from turnframe_test.harness import DeskHarness
+from turnframe_test.understandings import act
+
+
+def _set_name(name: str):
+    return act("a1", "trip.set_name", "h1", name, name=name)
+
+
+def _texts(turn) -> str:
+    return " ".join(getattr(b, "text", "") for b in turn.blocks)
+
+
+async def _outcome(desk: DeskHarness, turn):
+    record = await desk.stores.replay.get("acct_1", turn.turn_id)
+    [outcome] = record.command_outcomes
+    return outcome.outcome
+
+
+async def test_an_unexpected_executor_error_is_recorded_by_type_and_message(desk):
+    desk.ready_trip()
+
+    async def broken(batch):
+        raise ConnectionResetError("the domain database went away mid-call")
+
+    desk.executor.execute = broken  # type: ignore[method-assign]
+    turn = await desk.say("Name Grace Hopper", _set_name("Grace Hopper"))
+    [entry] = await desk.journal(turn)
+    assert entry.status is JournalStatus.OUTCOME_UNKNOWN
+    expected = "ConnectionResetError: the domain database went away mid-call"
+    for outcome in (entry.outcome, await _outcome(desk, turn)):
+        assert isinstance(outcome, OutcomeUnknown)
+        assert (outcome.reason, outcome.error) == ("executor_error", expected)
+    # Nothing says the request was sent: the executor may never have sent anything.
+    assert desk.notice_codes(turn) == [codes.NOTICE_OUTCOME_UNCERTAIN]
+    assert "sent" not in _texts(turn)
+    assert "Nothing was changed" not in _texts(turn)
+
+
+async def test_a_long_executor_error_is_shortened_not_refused(desk):
+    desk.ready_trip()
+
+    async def broken(batch):
+        raise RuntimeError("x" * 5000)
+
+    desk.executor.execute = broken  # type: ignore[method-assign]
+    turn = await desk.say("Name Grace Hopper", _set_name("Grace Hopper"))
+    outcome = await _outcome(desk, turn)
+    assert isinstance(outcome, OutcomeUnknown)
+    assert outcome.error is not None and outcome.error.startswith("RuntimeError: xxx")
+    assert len(outcome.error) == 300
+
+
+async def test_a_timeout_still_says_the_request_was_sent(desk):
+    desk.ready_trip()
+    desk.executor.timeouts.add("trip.set_name")
+    turn = await desk.say("Name Grace Hopper", _set_name("Grace Hopper"))
+    assert desk.notice_codes(turn) == [codes.NOTICE_VERIFICATION_IN_PROGRESS]
+    outcome = await _outcome(desk, turn)
+    assert isinstance(outcome, OutcomeUnknown) and outcome.error is None
+
+
+async def test_events_of_another_case_make_the_result_untrusted(desk):
+    desk.ready_trip("T-100", "Rome trip")
+    desk.ready_trip("T-200", "Oslo trip")
+    honest = desk.executor.execute
+
+    async def stray(batch):
+        result = await honest(batch)
+        [event] = result.events
+        other = event.model_copy(update={"event_id": "evt_stray", "case_id": "T-200"})
+        return ExecutionResult(new_revision=result.new_revision, events=(event, other))
+
+    desk.executor.execute = stray  # type: ignore[method-assign]
+    turn = await desk.say("Name Grace Hopper", _set_name("Grace Hopper"))
+    assert await desk.events() == []
+    assert desk.receipt_codes(turn) == []
+    assert desk.notice_codes(turn) == [codes.NOTICE_COMMAND_FAILED]
+    [entry] = await desk.journal(turn)
+    assert entry.outcome == FailedOutcome(code=codes.EXECUTION_UNTRUSTED_RESULT)
+    assert await _outcome(desk, turn) == entry.outcome
+
+
+async def test_events_of_another_command_make_the_result_untrusted(desk):
+    desk.ready_trip()
+    honest = desk.executor.execute
+
+    async def stray(batch):
+        result = await honest(batch)
+        [event] = result.events
+        other = event.model_copy(update={"event_id": "evt_stray", "command_id": "cmd_other"})
+        return ExecutionResult(new_revision=result.new_revision, events=(event, other))
+
+    desk.executor.execute = stray  # type: ignore[method-assign]
+    turn = await desk.say("Name Grace Hopper", _set_name("Grace Hopper"))
+    assert await desk.events() == []
+    [entry] = await desk.journal(turn)
+    assert entry.outcome == FailedOutcome(code=codes.EXECUTION_UNTRUSTED_RESULT)
+
+
+async def test_a_replay_citing_another_commands_events_is_a_failure(desk):
+    desk.ready_trip()
+    first = await desk.say("Name Grace Hopper", _set_name("Grace Hopper"))
+    [earlier] = await desk.events()
+    revision = desk.revision()
+
+    async def claims_a_replay(batch):
+        # "I saw this key before": but the event it cites is the earlier command's.
+        own = batch.envelopes[0].command_id
+        cited = earlier.model_copy(update={"command_id": own, "sequence": None})
+        return ExecutionResult(new_revision=revision, events=(cited,), replayed=True)
+
+    desk.executor.execute = claims_a_replay  # type: ignore[method-assign]
+    turn = await desk.say("Name Ada Lovelace", _set_name("Ada Lovelace"))
+    assert desk.receipt_codes(first) == ["trip.name_set"]
+    assert desk.receipt_codes(turn) == []
+    assert desk.notice_codes(turn) == [codes.NOTICE_COMMAND_FAILED]
+    [entry] = await desk.journal(turn)
+    assert entry.outcome == FailedOutcome(code=codes.EXECUTION_UNTRUSTED_RESULT)
+    assert [e.event_id for e in await desk.events()] == [earlier.event_id]
