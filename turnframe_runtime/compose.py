@@ -30,7 +30,10 @@ from turnframe_core.cases import CaseKey
 from turnframe_core.claims import check_claims, ensure_claims
 from turnframe_core.events import DomainEvent
 from turnframe_core.facts import (
+    ActChangedNothing,
     ActRefused,
+    AnswerProgress,
+    InteractionAlreadyAnswered,
     InteractionAvailable,
     NarratableFact,
     ObligationOpen,
@@ -38,7 +41,7 @@ from turnframe_core.facts import (
     RecordFact,
     StateValue,
 )
-from turnframe_core.interactions import Interaction, InteractionKind
+from turnframe_core.interactions import Interaction, InteractionKind, InteractionStatus
 from turnframe_core.replay import CommittedOutcome, OutcomeUnknown
 from turnframe_core.turn import AssistantTurn, Expectation, ExpectationKind, Offer, TurnStatus
 from turnframe_core.understanding import Question, Understanding
@@ -364,6 +367,14 @@ class Composer:
                 ActRefused(case_ref=case_ref, code=r.code, explanation=r.explanation)
                 for case_ref, r in self.notes.refusals
             )
+            if result.plan.unchanged:
+                unchanged = self._render("turnframe.act.changed_nothing").text
+                facts.extend(
+                    ActChangedNothing(case_ref=case_ref, operation=operation, explanation=unchanged)
+                    for _act_id, case_ref, operation in result.plan.unchanged
+                )
+            if result.answered_before is not None:
+                facts.append(_already_answered(result.answered_before))
             request = TransitionRequest(
                 locale=self.turn.locale,
                 allowed_facts=tuple(facts),
@@ -429,3 +440,20 @@ def _available(cards: Sequence[InteractionBlock]) -> list[NarratableFact]:
         InteractionAvailable(interaction_id=c.interaction_id, interaction_kind=c.interaction_kind)
         for c in cards
     ]
+
+
+_PROGRESS = {
+    InteractionStatus.ACTIVE: AnswerProgress.RUNNING,  # claimed by a turn still in flight
+    InteractionStatus.RESOLVING: AnswerProgress.RUNNING,
+    InteractionStatus.RESOLVED: AnswerProgress.DONE,
+    InteractionStatus.FAILED: AnswerProgress.FAILED,
+}
+
+
+def _already_answered(card: Interaction) -> NarratableFact:
+    """What became of a card's earlier answer: running, done, failed, or closed."""
+    return InteractionAlreadyAnswered(
+        interaction_id=card.interaction_id,
+        option_id=card.resolved_option_id,
+        progress=_PROGRESS.get(card.status, AnswerProgress.CLOSED),
+    )

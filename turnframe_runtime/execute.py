@@ -31,6 +31,7 @@ from turnframe_core.replay import (
     RevisionConflictOutcome,
     TurnPhase,
 )
+from turnframe_core.workflow import DomainRefusal
 from turnframe_runtime.card_answer import ClaimedCard
 from turnframe_runtime.config import RuntimeConfig
 from turnframe_runtime.context import AuditTrail, Executed, Notes, TurnContext
@@ -162,7 +163,13 @@ class Execution:
             outcome = RejectedOutcome(
                 code=rejected.rejection_code, explanation=rejected.explanation
             )
-            return each(outcome, codes.NOTICE_COMMAND_FAILED)
+            explanation = rejected.explanation.strip()
+            if not explanation:  # nothing of the domain's own to say: the generic sentence
+                return each(outcome, codes.NOTICE_COMMAND_FAILED)
+            # The domain's own words, as a refusal the narrator may state (ActRefused).
+            refusal = DomainRefusal(code=rejected.rejection_code, explanation=explanation)
+            self.notes.refuse(commands[0].envelope.case_ref, refusal)
+            return [Executed(c, outcome) for c in commands]
         except ExecutionTimeout:  # the executor says it sent the request
             return unknown("execution_timeout", codes.NOTICE_VERIFICATION_IN_PROGRESS)
         except ExecutionFailed as failed:

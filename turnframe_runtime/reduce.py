@@ -143,6 +143,8 @@ class Plan:
     refusals: list[tuple[str, CaseRef | None, DomainRefusal]] = field(default_factory=list)
     blocked_notices: list[str] = field(default_factory=list)
     policy_refusals: list[tuple[str, str]] = field(default_factory=list)
+    #: (act id, case, operation) of acts that would change nothing: the case is already so
+    unchanged: list[tuple[str, CaseRef, str]] = field(default_factory=list)
 
     def summary(self) -> dict[str, Any]:
         """The plan as recorded for audit (no user text; commands by id and key)."""
@@ -367,6 +369,7 @@ def _reduce_act(
         return
     if not compiled:
         plan.act_results[act.act_id] = ActResult.NO_CHANGE
+        plan.unchanged.append((act.act_id, case.case_ref, act.operation))
         return
     direct = DirectSafeUserAct(evidence_digest=evidence)
     policies = [case.workflow.policy(c.command_type) for c in compiled]

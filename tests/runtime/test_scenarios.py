@@ -180,7 +180,9 @@ async def test_a_failed_command_cannot_produce_a_resolved_looking_receipt(desk):
     )
     assert desk.receipt_codes(turn) == []
     assert await desk.events() == []
-    assert desk.notice_codes(turn) == [codes.NOTICE_COMMAND_FAILED]
+    # The domain refused it: its own words, never a generic failure (hardening item 10).
+    assert desk.notice_codes(turn) == [codes.NOTICE_ACT_REFUSED]
+    assert "locked by the travel desk" in " ".join(getattr(b, "text", "") for b in turn.blocks)
     [entry] = await desk.journal(turn)
     assert entry.status is JournalStatus.FAILED
     assert isinstance(entry.outcome, RejectedOutcome) and entry.outcome.code == "trip.locked"
@@ -346,7 +348,7 @@ async def test_a_claim_nothing_backs_leaves_no_trace_in_the_record(make_desk):
     )
     text = " ".join(getattr(b, "text", "") or "" for b in turn.blocks)
     assert "Sent" not in text and "sent" not in text
-    assert desk.notice_codes(turn) == [codes.NOTICE_COMMAND_FAILED]
+    assert desk.notice_codes(turn) == [codes.NOTICE_ACT_REFUSED]
     assert desk.receipt_codes(turn) == []
     record = await desk.runtime.replay("acct_1", turn.replay_token)
     discarded = [
