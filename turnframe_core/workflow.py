@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from enum import StrEnum
-from typing import Annotated, Any, Protocol
+from typing import Annotated, Any, Protocol, runtime_checkable
 
 from pydantic import Field, StringConstraints, model_validator
 
@@ -28,6 +28,7 @@ from turnframe_core.interactions import InteractionKind, InteractionPayload
 
 __all__ = [
     "ArgumentName",
+    "DeclaresReceiptTemplates",
     "ArgumentSpec",
     "CompiledCommand",
     "DomainRefusal",
@@ -321,4 +322,17 @@ class WorkflowDefinition(Protocol):
         state: Mapping[str, Any] | None,
     ) -> InteractionPayload:
         """The card payload for a view's blocking requirement; the runtime persists it."""
+        ...
+
+
+@runtime_checkable
+class DeclaresReceiptTemplates(Protocol):
+    """A workflow that names its receipt templates, so a runtime can refuse to start while any
+    served locale lacks one (rather than finding the gap after a command committed).
+
+    A receipt renders its title from the template `<ReceiptSpec.template_id>.title`.
+    """
+
+    def receipt_templates(self) -> Sequence[str]:
+        """Every `template_id` that `receipts` may put in a `ReceiptSpec`."""
         ...

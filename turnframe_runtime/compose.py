@@ -49,7 +49,7 @@ from turnframe_core.workflow import WorkflowDefinition
 from turnframe_runtime.card_answer import Closed
 from turnframe_runtime.cases import CaseBook, workflow_for
 from turnframe_runtime.context import AuditTrail, Notes, TurnContext
-from turnframe_runtime.copy import RenderedCopy, ServerCopy
+from turnframe_runtime.copy import MissingCopy, RenderedCopy, ServerCopy, receipt_title
 from turnframe_runtime.narration import Narration
 from turnframe_runtime.ports import AnswerRequest, TransitionRequest
 from turnframe_runtime.reduce import CaseInView, Plan
@@ -192,7 +192,7 @@ class Composer:
                 if receipt_id in seen or not set(spec.event_ids) <= given:
                     continue  # a receipt cites only the committed events it was handed
                 seen.add(receipt_id)
-                title = self.copy.render(f"{spec.template_id}.title", self.turn.locale, spec.params)
+                title = self._receipt_title(spec.template_id, spec.params)
                 blocks.append(
                     ReceiptBlock(
                         block_id=derive_block_id(
@@ -207,6 +207,15 @@ class Composer:
                     )
                 )
         return blocks
+
+    def _receipt_title(self, template_id: str, params: Mapping[str, object]) -> RenderedCopy:
+        """The receipt's own title; a template the start check could not see (a workflow that
+        does not declare its receipt templates) falls back to a generic one, since the events
+        committed and the turn must still get its reply."""
+        try:
+            return self.copy.render(receipt_title(template_id), self.turn.locale, params)
+        except (MissingCopy, KeyError, ValueError):  # no template, or params it cannot format
+            return self._render("turnframe.receipt.recorded")
 
     def _notices(self) -> list[NoticeBlock]:
         blocks: list[NoticeBlock] = []

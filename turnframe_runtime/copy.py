@@ -17,7 +17,14 @@ from turnframe_core._canonical import digest
 from turnframe_core.blocks import CopyRef
 from turnframe_core.errors import TurnframeError
 
-__all__ = ["CatalogCopy", "MissingCopy", "RenderedCopy", "ServerCopy", "LIBRARY_CATALOGS"]
+__all__ = [
+    "LIBRARY_CATALOGS",
+    "CatalogCopy",
+    "MissingCopy",
+    "RenderedCopy",
+    "ServerCopy",
+    "receipt_title",
+]
 
 
 class RenderedCopy:
@@ -47,8 +54,13 @@ class ServerCopy(Protocol):
         default locale); raises `MissingCopy` if no catalog has it."""
         ...
 
-    def missing(self, locales: Iterable[str]) -> list[tuple[str, str]]:
-        """Every (locale, template id) the default locale has and a declared locale lacks."""
+    def missing(
+        self, locales: Iterable[str], required: Iterable[str] = ()
+    ) -> list[tuple[str, str]]:
+        """Every (locale, template id) that rendering in a served locale could not find: the
+        library's templates, the default locale's, and `required`, each looked up as `render`
+        does (the locale, then its language) but never from the default locale, which is itself
+        checked whole."""
         ...
 
     def has(self, template_id: str) -> bool:
@@ -117,6 +129,7 @@ LIBRARY_CATALOGS: dict[str, dict[str, str]] = {
         "turnframe.transition.done": "Done: {items}.",
         "turnframe.transition.nothing_done": "Nothing was changed.",
         "turnframe.act.changed_nothing": "That is already so, so nothing needed to change.",
+        "turnframe.receipt.recorded": "This was recorded.",
         "turnframe.transition.card": "Please choose below: {title}",
         "turnframe.transition.go_on": "Is there anything else?",
         "turnframe.transition.next": "You could next: {steps}.",
@@ -188,6 +201,7 @@ LIBRARY_CATALOGS: dict[str, dict[str, str]] = {
         "turnframe.transition.done": "Fatto: {items}.",
         "turnframe.transition.nothing_done": "Non è cambiato nulla.",
         "turnframe.act.changed_nothing": "È già così, quindi non c'era nulla da cambiare.",
+        "turnframe.receipt.recorded": "Questo è stato registrato.",
         "turnframe.transition.card": "Scegli qui sotto: {title}",
         "turnframe.transition.go_on": "Posso fare altro?",
         "turnframe.transition.next": "Come prossimo passo puoi: {steps}.",
@@ -229,7 +243,7 @@ class CatalogCopy:
         self._refs: dict[tuple[str, str], CopyRef] = {}
 
     def _locale_for(self, template_id: str, locale: str) -> str:
-        for candidate in (locale, locale.split("-")[0], self._default):
+        for candidate in (locale, _language(locale), self._default):
             if template_id in self._catalogs.get(candidate, {}):
                 return candidate
         raise MissingCopy([(locale, template_id)])
@@ -252,10 +266,26 @@ class CatalogCopy:
     def has(self, template_id: str) -> bool:
         return any(template_id in templates for templates in self._catalogs.values())
 
-    def missing(self, locales: Iterable[str]) -> list[tuple[str, str]]:
-        required = self._catalogs.get(self._default, {})
-        gaps: list[tuple[str, str]] = []
-        for locale in locales:
-            have = self._catalogs.get(locale, {})
-            gaps.extend((locale, template) for template in required if template not in have)
+    def missing(
+        self, locales: Iterable[str], required: Iterable[str] = ()
+    ) -> list[tuple[str, str]]:
+        wanted = {
+            *(t for catalog in LIBRARY_CATALOGS.values() for t in catalog),
+            *self._catalogs.get(self._default, {}),
+            *required,
+        }
+        gaps: set[tuple[str, str]] = set()
+        for locale in {*locales, self._default}:
+            have = [self._catalogs.get(c, {}) for c in dict.fromkeys((locale, _language(locale)))]
+            gaps.update((locale, t) for t in wanted if not any(t in h for h in have))
         return sorted(gaps)
+
+
+def _language(locale: str) -> str:
+    """`en-GB` -> `en`: the fallback rendering uses before the default locale."""
+    return locale.split("-")[0]
+
+
+def receipt_title(template_id: str) -> str:
+    """The template a receipt's title renders from: `<ReceiptSpec.template_id>.title`."""
+    return f"{template_id}.title"

@@ -28,7 +28,7 @@ from turnframe_core.interactions import Interaction, InteractionStatus
 from turnframe_core.replay import ReplayRecord, TurnPhase
 from turnframe_core.turn import AssistantTurn, TurnInput
 from turnframe_core.understanding import Understanding
-from turnframe_core.workflow import WorkflowDefinition
+from turnframe_core.workflow import DeclaresReceiptTemplates, WorkflowDefinition
 from turnframe_runtime.accept import accept_turn, prior_reply
 from turnframe_runtime.card_answer import (
     Admitted,
@@ -46,7 +46,7 @@ from turnframe_runtime.cases import CaseBook
 from turnframe_runtime.compose import Composer, TurnResult
 from turnframe_runtime.config import RuntimeConfig
 from turnframe_runtime.context import AuditTrail, Notes, TurnContext
-from turnframe_runtime.copy import CatalogCopy, MissingCopy, ServerCopy
+from turnframe_runtime.copy import CatalogCopy, MissingCopy, ServerCopy, receipt_title
 from turnframe_runtime.errors import (
     IdempotencyKeyReused,
     StoresWithoutTransactions,
@@ -115,7 +115,13 @@ class TurnRuntime:
         self._config = config or RuntimeConfig()
         self._clock = clock or (lambda: time.time_ns() // 1_000_000)
         self._ids = ids or UlidIdSource(self._clock)
-        missing = self._copy.missing(self._config.locales)
+        receipts = (
+            receipt_title(template)
+            for workflow in workflows
+            if isinstance(workflow, DeclaresReceiptTemplates)
+            for template in workflow.receipt_templates()
+        )
+        missing = self._copy.missing(self._config.locales, required=receipts)
         if missing:
             raise MissingCopy(missing)
 

@@ -14,8 +14,9 @@ from turnframe_core import (
     InteractionResponse,
     SequentialIdSource,
     TurnInput,
+    WorkflowDefinition,
 )
-from turnframe_runtime import CatalogCopy, Narrator, RuntimeConfig, TurnRuntime
+from turnframe_runtime import CatalogCopy, Narrator, RuntimeConfig, ServerCopy, TurnRuntime
 from turnframe_store import EventCursor, JournalEntry, ManualClock, MemoryStores, Stores
 from turnframe_test.backends import StoreBackend
 from turnframe_test.domains.travel import (
@@ -50,6 +51,8 @@ class DeskHarness:
         conversation_id: str = "conv_1",
         config: RuntimeConfig | None = None,
         ids: IdSource | None = None,
+        copy: ServerCopy | None = None,
+        workflow: WorkflowDefinition | None = None,
     ) -> DeskHarness:
         """A harness on fresh stores of `backend` that share its clock (or on `stores`, when
         given: another harness's, to put two accounts on one database)."""
@@ -62,6 +65,8 @@ class DeskHarness:
             conversation_id=conversation_id,
             config=config,
             ids=ids,
+            copy=copy,
+            workflow=workflow,
         )
 
     def __init__(
@@ -74,6 +79,8 @@ class DeskHarness:
         config: RuntimeConfig | None = None,
         clock: ManualClock | None = None,
         ids: IdSource | None = None,
+        copy: ServerCopy | None = None,
+        workflow: WorkflowDefinition | None = None,
     ) -> None:
         self.clock = clock if clock is not None else ManualClock()
         self.stores = stores if stores is not None else MemoryStores(clock=self.clock)
@@ -85,17 +92,19 @@ class DeskHarness:
         self.conversation_id = conversation_id
         self.config = config or RuntimeConfig(locales=("en", "it"))
         self.ids = ids if ids is not None else SequentialIdSource()
+        self.copy = copy if copy is not None else CatalogCopy(TRIP_TEMPLATES)
+        self.workflow = workflow if workflow is not None else TripWorkflow()
         self.runtime = self._runtime()
 
     def _runtime(self) -> TurnRuntime:
         return TurnRuntime(
             stores=self.stores,
-            workflows=[TripWorkflow()],
+            workflows=[self.workflow],
             directory=TripDirectory(self.desk),
             executor=self.executor,
             interpreter=self.interpreter,
             narrator=self.narrator,
-            copy=CatalogCopy(TRIP_TEMPLATES),
+            copy=self.copy,
             config=self.config,
             clock=self.clock,
             ids=self.ids,

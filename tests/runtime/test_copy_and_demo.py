@@ -21,7 +21,9 @@ from turnframe_test.understandings import act
 
 
 def test_the_runtime_refuses_to_start_naming_every_missing_message():
-    copy = CatalogCopy({"de": {codes.NOTICE_COMMAND_FAILED: "Das hat nicht geklappt."}})
+    copy = CatalogCopy(
+        {**TRIP_TEMPLATES, "de": {codes.NOTICE_COMMAND_FAILED: "Das hat nicht geklappt."}}
+    )
     desk = TripDesk()
     with pytest.raises(MissingCopy) as info:
         TurnRuntime(stores=MemoryStores(), workflows=[TripWorkflow()],
@@ -29,6 +31,7 @@ def test_the_runtime_refuses_to_start_naming_every_missing_message():
                     config=RuntimeConfig(locales=("en", "de")))  # fmt: skip
     missing = dict.fromkeys(t for _, t in info.value.missing)
     assert ("de", codes.NOTICE_ALREADY_ANSWERED) in info.value.missing
+    assert ("de", "trip.name_set.title") in info.value.missing  # the workflow's receipts too
     assert codes.NOTICE_COMMAND_FAILED not in missing
     assert all(locale == "de" for locale, _ in info.value.missing)
 
@@ -67,3 +70,26 @@ async def test_the_demo_runs_its_scripted_conversation_and_reloads_it_identical(
     assert kinds[-1] == ["answer"]  # a question only
     assert "identical blocks" in printed
     assert "events evt_" in printed  # receipts show the events behind them
+
+
+class _Undeclared(TripWorkflow):
+    """Declares none of its receipt templates, so the start check cannot see a gap."""
+
+    def receipt_templates(self):
+        return ()
+
+
+async def test_a_receipt_without_its_template_still_gives_the_turn_its_reply(make_desk):
+    catalogs = {
+        locale: {t: s for t, s in templates.items() if t != "trip.name_set.title"}
+        for locale, templates in TRIP_TEMPLATES.items()
+    }
+    desk = await make_desk(copy=CatalogCopy(catalogs), workflow=_Undeclared())
+    desk.ready_trip()
+    turn = await desk.say(
+        "Name Grace Hopper", act("a1", "trip.set_name", "h1", "Grace Hopper", name="Grace Hopper")
+    )
+    [receipt] = [b for b in turn.blocks if b.kind == "receipt"]
+    assert receipt.title == "This was recorded."
+    assert receipt.copy_ref.template_id == "turnframe.receipt.recorded"
+    assert [e.event_id for e in await desk.events()] == list(receipt.event_ids)

@@ -303,6 +303,9 @@ class TripWorkflow:
             )
         return CommandPolicy.conservative()
 
+    def receipt_templates(self) -> Sequence[str]:
+        return tuple(_EVENT_TYPES.values())
+
     def receipts(self, events: Sequence[DomainEvent]) -> Sequence[ReceiptSpec]:
         return [
             ReceiptSpec(
