@@ -1,9 +1,9 @@
 """Response blocks: the only carriers of user-visible content.
 
-A block's author is fixed by its kind. `answer` and `transition` are model-authored prose;
 `receipt`, `notice`, `interaction` and `artifact` are server-authored and carry every operational
-fact. Model
-output is parsed only into the two model kinds. A stored block of a kind this version does not know
+fact. `answer` and `transition` are the prose slots: a model's draft, or server copy standing in
+for one, and their `author` says which (decision 0007); nothing a model sends can set it. Model
+output is parsed only into the two prose kinds. A stored block of a kind this version does not know
 is read as an opaque `UnknownBlock` and written back unchanged; nothing here ever authors one.
 
 Block order inside a turn is fixed: receipts (in act order), notices, answers (in question order),
@@ -134,12 +134,24 @@ class CopyRef(FrozenModel):
 # --- model-authored -----------------------------------------------------------------------------
 
 
+def _prose_authorship(block: AnswerBlock | TransitionBlock, info: ValidationInfo) -> None:
+    """Who wrote a prose block is what it says: `server` exactly when it names the server copy
+    it was rendered from. Turns stored before authorship was recorded say `model` with a
+    `copy_ref`; they are still read from storage."""
+    if block.author == "server" and block.copy_ref is None:
+        raise ValueError("server-written prose names the copy it was rendered from (copy_ref)")
+    stored = bool((info.context or {}).get("turnframe_stored"))
+    if block.author == "model" and block.copy_ref is not None and not stored:
+        raise ValueError("prose rendered from server copy is server-written (author 'server')")
+
+
 class AnswerBlock(FrozenModel):
-    """Prose answering one question. `copy_ref` is set when no model wrote it and server copy
-    stood in (the slot stays a model-kind slot: it never carries an operational claim)."""
+    """Prose answering one question: a model's draft (`author` model), or server copy standing
+    in for one (`author` server, with the `copy_ref` it was rendered from). Either way the slot
+    never carries an operational claim its facts do not back."""
 
     kind: Literal["answer"] = "answer"
-    author: Literal["model"] = "model"
+    author: Literal["model", "server"] = "model"
     block_id: BlockId
     question_id: str | None = None
     text: NonEmptyStr
@@ -148,16 +160,27 @@ class AnswerBlock(FrozenModel):
     facts_used: tuple[NarratableFact, ...] = ()
     copy_ref: CopyRef | None = None
 
+    @model_validator(mode="after")
+    def _authorship(self, info: ValidationInfo) -> AnswerBlock:
+        _prose_authorship(self, info)
+        return self
+
 
 class TransitionBlock(FrozenModel):
-    """The reply's connecting prose. `copy_ref` is set when server copy stood in for a model."""
+    """The reply's connecting prose: a model's reviewed draft (`author` model), or server copy
+    standing in for one (`author` server, with its `copy_ref`)."""
 
     kind: Literal["transition"] = "transition"
-    author: Literal["model"] = "model"
+    author: Literal["model", "server"] = "model"
     block_id: BlockId
     text: NonEmptyStr
     facts_used: tuple[NarratableFact, ...] = ()
     copy_ref: CopyRef | None = None
+
+    @model_validator(mode="after")
+    def _authorship(self, info: ValidationInfo) -> TransitionBlock:
+        _prose_authorship(self, info)
+        return self
 
 
 ModelBlock = AnswerBlock | TransitionBlock

@@ -5,15 +5,18 @@ It reads blocks, never prose: a phrase filter cannot see negation, a structure c
 rule:
 - a receipt without events (`CLAIM_RECEIPT_WITHOUT_EVENTS`);
 - two receipts with one receipt id (`CLAIM_DUPLICATE_RECEIPT_ID`);
-- a model block's operational-outcome fact with no receipt in the turn whose events cover it
+- a prose block's operational-outcome fact with no receipt in the turn whose events cover it
   (`CLAIM_UNBACKED_OUTCOME`);
-- a model block's interaction fact with no such card in the turn (`CLAIM_INTERACTION_NOT_IN_TURN`).
+- a prose block's interaction fact with no such card in the turn (`CLAIM_INTERACTION_NOT_IN_TURN`).
+
+Each violation names who wrote the block: a model's prose that breaks a rule is replaced by server
+copy; server-written prose (or a server block) that breaks one is a server bug, never shown.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any
+from typing import Any, Literal
 
 from turnframe_core import codes
 from turnframe_core._model import FrozenModel
@@ -28,6 +31,8 @@ class ClaimViolation(FrozenModel):
     code: str
     block_id: str
     ref: str
+    #: who wrote the violating block: "model" (its draft is discarded) or "server" (a bug)
+    author: Literal["model", "server"] = "server"
 
 
 class ClaimGuardViolation(TurnframeError):
@@ -81,6 +86,7 @@ def check_claims(blocks: Iterable[Any]) -> list[ClaimViolation]:
                             code=codes.CLAIM_UNBACKED_OUTCOME,
                             block_id=block.block_id,
                             ref=fact.receipt_id,
+                            author=block.author,
                         )
                     )
             elif isinstance(fact, InteractionAvailable) and fact.interaction_id not in cards:
@@ -89,6 +95,7 @@ def check_claims(blocks: Iterable[Any]) -> list[ClaimViolation]:
                         code=codes.CLAIM_INTERACTION_NOT_IN_TURN,
                         block_id=block.block_id,
                         ref=fact.interaction_id,
+                        author=block.author,
                     )
                 )
     return violations

@@ -27,7 +27,7 @@ from turnframe_core.blocks import (
     TransitionBlock,
 )
 from turnframe_core.cases import CaseKey
-from turnframe_core.claims import check_claims, ensure_claims
+from turnframe_core.claims import ClaimGuardViolation, check_claims
 from turnframe_core.events import DomainEvent
 from turnframe_core.facts import (
     ActChangedNothing,
@@ -144,14 +144,17 @@ class Composer:
             blocks.append(transition)
         blocks.extend(cards)
         violations = check_claims(blocks)
-        if violations:  # model prose rests on something the turn lacks: server copy replaces it
-            self.audit.claim_violations.extend(v.code for v in violations)
+        discarded = [v for v in violations if v.author == "model"]
+        if discarded:  # model prose rests on something the turn lacks: server copy replaces it
+            self.audit.claim_violations.extend(v.code for v in discarded)
             blocks = [*receipts, *notices]
             blocks.extend(self._server_answer(result, q) for q in result.understanding.questions)
             if transition is not None:
                 blocks.append(self._server_transition(result, receipts, cards, ask, offers))
             blocks.extend(cards)
-            ensure_claims(blocks)  # still broken: a server bug; the turn is never returned
+            violations = check_claims(blocks)
+        if violations:  # what the server wrote breaks a rule: a bug; the turn is never returned
+            raise ClaimGuardViolation(tuple(violations))
         return AssistantTurn(
             turn_id=turn.turn_id,
             conversation_id=turn.conversation_id,
@@ -298,6 +301,7 @@ class Composer:
         if not cases:
             rendered = self._render("turnframe.answer.source_unavailable")
             return AnswerBlock(
+                author="server",
                 block_id=block_id,
                 question_id=question.question_id,
                 text=rendered.text,
@@ -322,6 +326,7 @@ class Composer:
             lines.append(rendered.text)
             copy_ref = rendered.copy_ref
         return AnswerBlock(
+            author="server",
             block_id=block_id,
             question_id=question.question_id,
             text=" ".join(lines),
@@ -407,7 +412,7 @@ class Composer:
     ) -> TransitionBlock:
         """Server copy standing in for the narrator: what committed this turn (its receipts),
         then the card or the one thing to ask, else an invitation to go on."""
-        parts: list[RenderedCopy | str] = []
+        parts: list[RenderedCopy] = []
         done = [r for r in receipts if any(ev in result.readback for ev in r.event_ids)]
         executed = self.audit.executed
         unknown = any(isinstance(e.outcome, OutcomeUnknown) for e in executed)
@@ -419,19 +424,19 @@ class Composer:
             parts.append(self._render("turnframe.transition.nothing_done"))
         if cards:
             parts.append(self._render("turnframe.transition.card", title=cards[0].title))
-        elif ask:
-            parts.append(ask)
+        elif ask:  # the workflow's own sentence, through copy so the block names its source
+            parts.append(self._render("turnframe.transition.ask", question=ask))
         elif offers:
             steps = "; ".join(offer.words for offer in offers)
             parts.append(self._render("turnframe.transition.next", steps=steps))
         else:
             parts.append(self._render("turnframe.transition.go_on"))
-        rendered = [p for p in parts if not isinstance(p, str)]
         return TransitionBlock(
+            author="server",
             block_id=derive_block_id(self.turn.account_id, self.turn.turn_id, "transition"),
-            text=" ".join(p if isinstance(p, str) else p.text for p in parts),
+            text=" ".join(p.text for p in parts),
             facts_used=(*_outcomes(done), *_available(cards)),
-            copy_ref=rendered[-1].copy_ref if rendered else None,
+            copy_ref=parts[-1].copy_ref,
         )
 
 

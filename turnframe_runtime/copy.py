@@ -132,6 +132,7 @@ LIBRARY_CATALOGS: dict[str, dict[str, str]] = {
         "turnframe.receipt.recorded": "This was recorded.",
         "turnframe.transition.card": "Please choose below: {title}",
         "turnframe.transition.go_on": "Is there anything else?",
+        "turnframe.transition.ask": "{question}",
         "turnframe.transition.next": "You could next: {steps}.",
     },
     "it": {
@@ -204,6 +205,7 @@ LIBRARY_CATALOGS: dict[str, dict[str, str]] = {
         "turnframe.receipt.recorded": "Questo è stato registrato.",
         "turnframe.transition.card": "Scegli qui sotto: {title}",
         "turnframe.transition.go_on": "Posso fare altro?",
+        "turnframe.transition.ask": "{question}",
         "turnframe.transition.next": "Come prossimo passo puoi: {steps}.",
     },
 }
