@@ -2,7 +2,7 @@
 
 `receipt`, `notice`, `interaction` and `artifact` are server-authored and carry every operational
 fact. `answer` and `transition` are the prose slots: a model's draft, or server copy standing in
-for one, and their `author` says which (decision 0007); nothing a model sends can set it. Model
+for one, and their `author` says which (decision 0010); nothing a model sends can set it. Model
 output is parsed only into the two prose kinds. A stored block of a kind this version does not know
 is read as an opaque `UnknownBlock` and written back unchanged; nothing here ever authors one.
 
