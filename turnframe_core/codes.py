@@ -81,6 +81,7 @@ WORKFLOW_NON_BLOCKING_IN_BLOCKING_SLOT = (
 )
 WORKFLOW_OUTCOME_ON_NON_TERMINAL_PHASE = "turnframe.workflow.outcome_on_non_terminal_phase"
 WORKFLOW_TERMINAL_WITHOUT_OUTCOME = "turnframe.workflow.terminal_phase_without_outcome"
+WORKFLOW_OUTCOME_WITH_OBLIGATIONS = "turnframe.workflow.outcome_with_obligations"
 WORKFLOW_INVARIANT_VIOLATION = "turnframe.workflow.invariant_violation"
 WORKFLOW_UNKNOWN = "turnframe.workflow.unknown"
 
