@@ -194,6 +194,7 @@ from turnframe_core.stream import (
     publishes_outcomes,
 )
 from turnframe_core.turn import (
+    TURN_SCHEMA_VERSION,
     AssistantTurn,
     AttachmentRef,
     Expectation,
@@ -203,6 +204,7 @@ from turnframe_core.turn import (
     TerminalStatus,
     TurnInput,
     TurnStatus,
+    UnsupportedSchemaVersion,
 )
 from turnframe_core.understanding import (
     ActId,
@@ -414,6 +416,7 @@ __all__ = [
     "RevisionConflictOutcome",
     "RiskClass",
     "SERVER_KINDS",
+    "TURN_SCHEMA_VERSION",
     "ScopeViolation",
     "SelectTarget",
     "SequentialIdSource",
@@ -441,6 +444,7 @@ __all__ = [
     "UnknownBlock",
     "UnknownOption",
     "UnsafeUri",
+    "UnsupportedSchemaVersion",
     "ValueNeeded",
     "ViewInvariantViolation",
     "ViewViolation",

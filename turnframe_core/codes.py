@@ -43,6 +43,7 @@ BLOCK_UNKNOWN_KIND = "turnframe.block.unknown_kind"
 BLOCK_INVALID = "turnframe.block.invalid"
 TURN_TERMINAL_STATUS = "turnframe.turn.terminal_status"
 TURN_INVALID_INPUT = "turnframe.turn.invalid_input"
+TURN_UNSUPPORTED_SCHEMA_VERSION = "turnframe.turn.unsupported_schema_version"
 
 # --- canonical JSON and ids ---------------------------------------------------------------------
 CANONICAL_UNREPRESENTABLE = "turnframe.canonical.unrepresentable"

@@ -9,6 +9,9 @@ A store method raises only these (each with its stable code):
 - `Timeout`: the write may have landed. Re-read and resume by key; never blindly retry.
 - `Unavailable`: the store could not be reached; nothing was written.
 - `Corrupt`: stored data no longer reads back as what was written.
+
+Reading an assistant turn written by another schema major raises the core's
+`UnsupportedSchemaVersion` instead: the data is intact, this version cannot read it.
 """
 
 from __future__ import annotations
