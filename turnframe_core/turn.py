@@ -27,7 +27,8 @@ from pydantic import (
 from turnframe_core import codes
 from turnframe_core._canonical import canonical_json
 from turnframe_core._derive import derive_replay_token
-from turnframe_core._model import FrozenModel, Millis, NonEmptyStr
+from turnframe_core._input import InputModel, InvalidTurnInput, LocaleTag
+from turnframe_core._model import FrozenModel, Millis, NonEmptyStr, Whole
 from turnframe_core.blocks import (
     STORED_CONTEXT,
     BlockKind,
@@ -48,6 +49,8 @@ __all__ = [
     "Expectation",
     "ExpectationKind",
     "InvalidTurnInput",
+    "MAX_ATTACHMENTS",
+    "MAX_TEXT_CHARS",
     "Offer",
     "TerminalStatus",
     "TurnInput",
@@ -55,41 +58,55 @@ __all__ = [
     "UnsupportedSchemaVersion",
 ]
 
-MAX_TEXT_CHARS = 20_000
+#: The caps on what one user turn may carry.
+MAX_TEXT_CHARS: Final = 20_000
+MAX_ATTACHMENTS: Final = 20
+MAX_ORIGIN_REF_CHARS: Final = 500
+
+#: An attachment's id: 1-200 printable ASCII characters, no space.
+AttachmentId = Annotated[str, StringConstraints(pattern=r"^[!-~]{1,200}$")]
+#: A media type without parameters (RFC 6838 names): `image/png`, `application/vnd.x+json`.
+MediaType = Annotated[
+    str,
+    StringConstraints(
+        max_length=255,
+        pattern=r"^[A-Za-z0-9][A-Za-z0-9!#$&^_.+-]*/[A-Za-z0-9][A-Za-z0-9!#$&^_.+-]*$",
+    ),
+]
+#: A file's name as the user's device gave it: no path separator, no control character.
+FileName = Annotated[
+    str, StringConstraints(min_length=1, max_length=255, pattern=r"^[^/\\\x00-\x1f\x7f]+$")
+]
 
 
-class InvalidTurnInput(TurnframeError):
-    code = codes.TURN_INVALID_INPUT
+class AttachmentRef(InputModel):
+    """A file the user sent, by reference (the turn never carries its bytes)."""
+
+    attachment_id: AttachmentId
+    media_type: MediaType
+    filename: FileName | None = None
+    size_bytes: Whole | None = None
 
 
-class AttachmentRef(FrozenModel):
-    attachment_id: NonEmptyStr
-    media_type: NonEmptyStr
-    filename: str | None = None
-    size_bytes: int | None = Field(default=None, ge=0)
-
-
-class TurnInput(FrozenModel):
+class TurnInput(InputModel):
     """A user's turn: text and/or a card answer (both together is legal), never anything that
     defines a card's meaning. `turn_id` is the client's idempotency handle; the runtime assigns
-    one when it is absent."""
+    one when it is absent. Every refusal raises `InvalidTurnInput`, built in code or from JSON."""
 
     account_id: AccountId
     conversation_id: ConversationId
     turn_id: TurnId | None = None
     text: str | None = Field(default=None, max_length=MAX_TEXT_CHARS)
     interaction_response: InteractionResponse | None = None
-    attachments: tuple[AttachmentRef, ...] = ()
-    origin_ref: str | None = Field(default=None, max_length=500)
-    locale: str = "en"
+    attachments: tuple[AttachmentRef, ...] = Field(default=(), max_length=MAX_ATTACHMENTS)
+    origin_ref: str | None = Field(default=None, max_length=MAX_ORIGIN_REF_CHARS)
+    locale: LocaleTag = "en"
 
     @model_validator(mode="after")
     def _not_empty(self) -> TurnInput:
         has_text = self.text is not None and bool(self.text.strip())
         if not has_text and self.interaction_response is None and not self.attachments:
             raise InvalidTurnInput("a turn needs text, a card answer or an attachment")
-        if not self.locale or len(self.locale) > 35:
-            raise InvalidTurnInput("locale must be a BCP 47 tag")
         return self
 
     @property
