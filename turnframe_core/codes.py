@@ -142,6 +142,8 @@ STORE_TIMEOUT = "turnframe.store.timeout"
 STORE_UNAVAILABLE = "turnframe.store.unavailable"
 STORE_CORRUPT = "turnframe.store.corrupt"
 STORE_MISSING_ROLE = "turnframe.store.missing_role"
+STORE_MISSING_EXTRA = "turnframe.store.missing_extra"
+STORE_INVALID_DATABASE_URL = "turnframe.store.invalid_database_url"
 
 
 def _collect() -> tuple[str, ...]:

@@ -15,7 +15,9 @@ from turnframe_store.clock import Clock, ManualClock, system_clock
 from turnframe_store.errors import (
     Conflict,
     Corrupt,
+    InvalidDatabaseUrl,
     InvalidRecord,
+    MissingExtra,
     MissingRole,
     NotFound,
     StoreError,
@@ -86,6 +88,8 @@ __all__ = [
     "Corrupt",
     "InvalidRecord",
     "MissingRole",
+    "MissingExtra",
+    "InvalidDatabaseUrl",
     "NotFound",
     "StoreError",
     "Timeout",

@@ -22,7 +22,9 @@ from turnframe_core.errors import TurnframeError
 __all__ = [
     "Conflict",
     "Corrupt",
+    "InvalidDatabaseUrl",
     "InvalidRecord",
+    "MissingExtra",
     "MissingRole",
     "NotFound",
     "StoreError",
@@ -86,3 +88,22 @@ class MissingRole(TurnframeError):
     def __init__(self, role: str, detail: str = "is missing") -> None:
         super().__init__(f"store role {role!r} {detail}")
         self.role = role
+
+
+# --- wiring errors of the SQL store: how it was set up, never what a call found -----------------
+
+
+class MissingExtra(TurnframeError, ImportError):
+    """A backend needs an optional extra that is not installed (`pip install 'turnframe[…]'`)."""
+
+    code = codes.STORE_MISSING_EXTRA
+
+    def __init__(self, backend: str, extra: str) -> None:
+        super().__init__(f"{backend} needs the {extra} extra: pip install 'turnframe[{extra}]'")
+        self.extra = extra
+
+
+class InvalidDatabaseUrl(TurnframeError, ValueError):
+    """A database URL names no database this store can open (its scheme, or its SQLite path)."""
+
+    code = codes.STORE_INVALID_DATABASE_URL

@@ -5,12 +5,14 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import AsyncIterator, Sequence
+from pathlib import Path
 from typing import Any
 
 import aiosqlite
 import sqlalchemy as sa
 from sqlalchemy.dialects import sqlite as sqlite_dialect
 
+from turnframe_store.errors import InvalidDatabaseUrl
 from turnframe_store.sql import errors
 from turnframe_store.sql._backend import (
     Backend,
@@ -78,6 +80,8 @@ class SqliteBackend(Backend):
     @classmethod
     async def open(cls, path: str, config: SqlConfig) -> SqliteBackend:
         in_memory = path in ("", ":memory:")
+        if not in_memory:
+            _require_file_path(path)
         try:
             writer = await _connect(path or ":memory:", config, wal=not in_memory)
         except aiosqlite.Error as exc:
@@ -170,6 +174,15 @@ class SqliteBackend(Backend):
             if connection is not None:
                 with contextlib.suppress(aiosqlite.Error, ValueError):
                     await connection.close()
+
+
+def _require_file_path(path: str) -> None:
+    """A SQLite file path names a file that is, or may be created, in an existing directory."""
+    target = Path(path)
+    if target.is_dir():
+        raise InvalidDatabaseUrl(f"the SQLite database path {path} is a directory")
+    if not target.parent.is_dir():
+        raise InvalidDatabaseUrl(f"the SQLite database's directory {target.parent} does not exist")
 
 
 async def _connect(path: str, config: SqlConfig, *, wal: bool) -> aiosqlite.Connection:

@@ -24,7 +24,7 @@ from sqlalchemy.engine import make_url
 
 from turnframe_store.bundle import Stores
 from turnframe_store.clock import Clock, system_clock
-from turnframe_store.errors import Conflict
+from turnframe_store.errors import Conflict, MissingExtra
 from turnframe_store.faults import FaultPlan
 from turnframe_store.records import CommitBundle, CommitResult
 from turnframe_store.sql import _migrate
@@ -155,13 +155,21 @@ class SqlStores(Stores):
         faults: FaultPlan | None = None,
     ) -> SqlStores:
         """Open the pool (PostgreSQL) or the connections (SQLite); `Unavailable` when the
-        database cannot be reached. Run `migrate()` before the first use of a new database."""
+        database cannot be reached. Run `migrate()` before the first use of a new database.
+
+        A URL or SQLite path that names no database file raises
+        `InvalidDatabaseUrl`; PostgreSQL without the `postgres` extra raises `MissingExtra`.
+        """
         config = config or SqlConfig()
         dialect, target = parse_url(url)
         backend: Backend
         if dialect == "postgresql":
-            from turnframe_store.sql._postgres import PostgresBackend  # needs the postgres extra
-
+            try:
+                from turnframe_store.sql._postgres import PostgresBackend
+            except ImportError as missing:
+                if "psycopg" not in f"{missing.name} {missing}":
+                    raise
+                raise MissingExtra("PostgreSQL", "postgres") from missing
             backend = await PostgresBackend.open(target, config)
         else:
             from turnframe_store.sql._sqlite import SqliteBackend
