@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import threading
 from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -186,7 +187,16 @@ def _require_file_path(path: str) -> None:
 
 
 async def _connect(path: str, config: SqlConfig, *, wal: bool) -> aiosqlite.Connection:
-    connection = await aiosqlite.connect(path, isolation_level=None)
+    connection = aiosqlite.connect(path, isolation_level=None)
+    # aiosqlite runs each connection on a thread of its own, non-daemon by default: a process
+    # whose code failed before `aclose()` would wait for it forever at exit. A daemon worker
+    # ends with the process; what was committed is durable (synchronous = FULL), and an
+    # unfinished transaction is rolled back the next time the file is opened, as after a crash.
+    worker = getattr(connection, "_thread", connection)  # aiosqlite < 0.22: it is the thread
+    if not isinstance(worker, threading.Thread):
+        raise RuntimeError("this aiosqlite version hides its worker thread; pin aiosqlite")
+    worker.daemon = True
+    await connection
     try:
         await connection.execute(f"PRAGMA busy_timeout = {int(config.sqlite_busy_timeout_ms)}")
         if wal:
