@@ -144,6 +144,7 @@ STORE_CORRUPT = "turnframe.store.corrupt"
 STORE_MISSING_ROLE = "turnframe.store.missing_role"
 STORE_MISSING_EXTRA = "turnframe.store.missing_extra"
 STORE_INVALID_DATABASE_URL = "turnframe.store.invalid_database_url"
+STORE_FOREIGN_EVENT_LOOP = "turnframe.store.foreign_event_loop"
 
 
 def _collect() -> tuple[str, ...]:

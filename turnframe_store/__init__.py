@@ -15,6 +15,7 @@ from turnframe_store.clock import Clock, ManualClock, system_clock
 from turnframe_store.errors import (
     Conflict,
     Corrupt,
+    ForeignEventLoop,
     InvalidDatabaseUrl,
     InvalidRecord,
     MissingExtra,
@@ -90,6 +91,7 @@ __all__ = [
     "MissingRole",
     "MissingExtra",
     "InvalidDatabaseUrl",
+    "ForeignEventLoop",
     "NotFound",
     "StoreError",
     "Timeout",

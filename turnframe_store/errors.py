@@ -22,6 +22,7 @@ from turnframe_core.errors import TurnframeError
 __all__ = [
     "Conflict",
     "Corrupt",
+    "ForeignEventLoop",
     "InvalidDatabaseUrl",
     "InvalidRecord",
     "MissingExtra",
@@ -107,3 +108,16 @@ class InvalidDatabaseUrl(TurnframeError, ValueError):
     """A database URL names no database this store can open (its scheme, or its SQLite path)."""
 
     code = codes.STORE_INVALID_DATABASE_URL
+
+
+class ForeignEventLoop(TurnframeError, RuntimeError):
+    """`SqlStores` were called from an event loop other than the one that connected them: their
+    pool, connections and locks belong to that loop. Connect one `SqlStores` per event loop."""
+
+    code = codes.STORE_FOREIGN_EVENT_LOOP
+
+    def __init__(self) -> None:
+        super().__init__(
+            "these SqlStores were connected on another event loop, which owns their connections "
+            "and locks; connect one SqlStores per event loop (per thread)"
+        )

@@ -73,6 +73,7 @@ class SqliteBackend(Backend):
         self.writer = writer
         self.reader = reader
         self.hooks = Hooks()
+        self.loop = asyncio.get_running_loop()
         self._write_lock = asyncio.Lock()
         # An in-memory database has one connection: reads then queue behind the writer, so they
         # never see a transaction that is still open.
@@ -109,11 +110,13 @@ class SqliteBackend(Backend):
 
     @contextlib.asynccontextmanager
     async def reading(self) -> AsyncIterator[Connection]:
+        self.on_own_loop()
         async with self._read_lock:
             yield _SqliteConnection(self.reader or self.writer, transaction=False)
 
     @contextlib.asynccontextmanager
     async def writing(self) -> AsyncIterator[Connection]:
+        self.on_own_loop()
         async with self._write_lock:
             connection = _SqliteConnection(self.writer, transaction=True)
             try:
@@ -137,6 +140,7 @@ class SqliteBackend(Backend):
 
     @contextlib.asynccontextmanager
     async def enlisted(self, raw: Any) -> AsyncIterator[Connection]:
+        self.on_own_loop()
         if not isinstance(raw, aiosqlite.Connection):
             raise TypeError("commit_in on SQLite takes an aiosqlite.Connection")
         if not raw.in_transaction:
@@ -145,6 +149,7 @@ class SqliteBackend(Backend):
             yield _SqliteConnection(raw, transaction=False)
 
     async def create_tables(self) -> bool:
+        self.on_own_loop()
         if self.reader is not None:
             return False
         # In memory: nothing outlives this connection, so there is no history to migrate. The
@@ -171,6 +176,7 @@ class SqliteBackend(Backend):
         return True
 
     async def aclose(self) -> None:
+        self.on_own_loop()
         for connection in (self.reader, self.writer):
             if connection is not None:
                 with contextlib.suppress(aiosqlite.Error, ValueError):

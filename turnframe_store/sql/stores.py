@@ -157,7 +157,8 @@ class SqlStores(Stores):
         """Open the pool (PostgreSQL) or the connections (SQLite); `Unavailable` when the
         database cannot be reached. Run `migrate()` before the first use of a new database.
 
-        A URL or SQLite path that names no database file raises
+        The stores belong to the running event loop: a call from another loop raises
+        `ForeignEventLoop`. A URL or SQLite path that names no database file raises
         `InvalidDatabaseUrl`; PostgreSQL without the `postgres` extra raises `MissingExtra`.
         """
         config = config or SqlConfig()
@@ -196,6 +197,7 @@ class SqlStores(Stores):
         """Bring the tf_* tables to the newest revision (alembic). Safe on every start: two
         processes starting together do not race (an advisory lock on PostgreSQL, the write lock
         on SQLite)."""
+        self.engine.backend.on_own_loop()
         if not await self.engine.backend.create_tables():
             await asyncio.to_thread(_migrate.upgrade, self._url, self.config.schema)
 
