@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from turnframe_core import codes
-from turnframe_store import ForeignEventLoop, SqlStores
+from turnframe_store import ForeignEventLoop, NotFound, SqlStores
 
 
 def _on_another_loop(call: Callable[[], Awaitable[Any]]) -> tuple[BaseException | None, float]:
@@ -68,7 +68,7 @@ async def test_a_write_and_a_transaction_from_another_event_loop_raise_foreign_e
 
     assert isinstance(write, ForeignEventLoop)
     assert isinstance(transaction, ForeignEventLoop)
-    with pytest.raises(Exception, match="not found"):
+    with pytest.raises(NotFound):
         await sql_stores.conversations.get_conversation("acct_1", "conv_1")
 
 
