@@ -194,6 +194,8 @@ from turnframe_core.stream import (
     publishes_outcomes,
 )
 from turnframe_core.turn import (
+    MAX_ATTACHMENTS,
+    MAX_TEXT_CHARS,
     TURN_SCHEMA_VERSION,
     AssistantTurn,
     AttachmentRef,
@@ -366,6 +368,8 @@ __all__ = [
     "InvalidInteraction",
     "InvalidTurnInput",
     "Knowledge",
+    "MAX_ATTACHMENTS",
+    "MAX_TEXT_CHARS",
     "MODEL_KINDS",
     "MalformedModelOutput",
     "MeetsRequirement",
