@@ -194,6 +194,9 @@ from turnframe_core.stream import (
     publishes_outcomes,
 )
 from turnframe_core.turn import (
+    MAX_ATTACHMENTS,
+    MAX_TEXT_CHARS,
+    TURN_SCHEMA_VERSION,
     AssistantTurn,
     AttachmentRef,
     Expectation,
@@ -203,6 +206,7 @@ from turnframe_core.turn import (
     TerminalStatus,
     TurnInput,
     TurnStatus,
+    UnsupportedSchemaVersion,
 )
 from turnframe_core.understanding import (
     ActId,
@@ -365,6 +369,8 @@ __all__ = [
     "InvalidInteraction",
     "InvalidTurnInput",
     "Knowledge",
+    "MAX_ATTACHMENTS",
+    "MAX_TEXT_CHARS",
     "MODEL_KINDS",
     "MalformedModelOutput",
     "MeetsRequirement",
@@ -415,6 +421,7 @@ __all__ = [
     "RevisionConflictOutcome",
     "RiskClass",
     "SERVER_KINDS",
+    "TURN_SCHEMA_VERSION",
     "ScopeViolation",
     "SelectTarget",
     "SequentialIdSource",
@@ -442,6 +449,7 @@ __all__ = [
     "UnknownBlock",
     "UnknownOption",
     "UnsafeUri",
+    "UnsupportedSchemaVersion",
     "ValueNeeded",
     "ViewInvariantViolation",
     "ViewViolation",

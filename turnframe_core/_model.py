@@ -6,7 +6,7 @@ from typing import Annotated
 
 from pydantic import BaseModel, ConfigDict, Field
 
-__all__ = ["FrozenModel", "Millis", "NonEmptyStr", "Revision"]
+__all__ = ["MAX_WHOLE", "FrozenModel", "Millis", "NonEmptyStr", "Revision", "Whole"]
 
 
 class FrozenModel(BaseModel):
@@ -24,6 +24,11 @@ class FrozenModel(BaseModel):
 
 #: Integer milliseconds since the Unix epoch (DESIGN §3).
 Millis = Annotated[int, Field(ge=0)]
+#: The largest whole number a model carries: a signed 64-bit integer, what every store keeps.
+MAX_WHOLE = 2**63 - 1
+#: A count, size or revision: an int (never a bool, a float or a numeric string, in Python or in
+#: JSON) from 0 to `MAX_WHOLE`.
+Whole = Annotated[int, Field(strict=True, ge=0, le=MAX_WHOLE)]
 #: A case revision; 0 means "the case does not exist yet".
-Revision = Annotated[int, Field(ge=0)]
+Revision = Whole
 NonEmptyStr = Annotated[str, Field(min_length=1)]

@@ -44,6 +44,7 @@ BLOCK_UNKNOWN_KIND = "turnframe.block.unknown_kind"
 BLOCK_INVALID = "turnframe.block.invalid"
 TURN_TERMINAL_STATUS = "turnframe.turn.terminal_status"
 TURN_INVALID_INPUT = "turnframe.turn.invalid_input"
+TURN_UNSUPPORTED_SCHEMA_VERSION = "turnframe.turn.unsupported_schema_version"
 
 # --- canonical JSON and ids ---------------------------------------------------------------------
 CANONICAL_UNREPRESENTABLE = "turnframe.canonical.unrepresentable"
@@ -82,6 +83,7 @@ WORKFLOW_NON_BLOCKING_IN_BLOCKING_SLOT = (
 )
 WORKFLOW_OUTCOME_ON_NON_TERMINAL_PHASE = "turnframe.workflow.outcome_on_non_terminal_phase"
 WORKFLOW_TERMINAL_WITHOUT_OUTCOME = "turnframe.workflow.terminal_phase_without_outcome"
+WORKFLOW_OUTCOME_WITH_OBLIGATIONS = "turnframe.workflow.outcome_with_obligations"
 WORKFLOW_INVARIANT_VIOLATION = "turnframe.workflow.invariant_violation"
 WORKFLOW_UNKNOWN = "turnframe.workflow.unknown"
 
@@ -143,6 +145,9 @@ STORE_TIMEOUT = "turnframe.store.timeout"
 STORE_UNAVAILABLE = "turnframe.store.unavailable"
 STORE_CORRUPT = "turnframe.store.corrupt"
 STORE_MISSING_ROLE = "turnframe.store.missing_role"
+STORE_MISSING_EXTRA = "turnframe.store.missing_extra"
+STORE_INVALID_DATABASE_URL = "turnframe.store.invalid_database_url"
+STORE_FOREIGN_EVENT_LOOP = "turnframe.store.foreign_event_loop"
 
 
 def _collect() -> tuple[str, ...]:

@@ -14,6 +14,7 @@ from pydantic import Field, model_validator
 
 from turnframe_core import codes
 from turnframe_core._canonical import Digest, digest
+from turnframe_core._input import InputModel
 from turnframe_core._model import FrozenModel, Millis, NonEmptyStr, Revision
 from turnframe_core.cases import CaseRef
 from turnframe_core.errors import TurnframeError
@@ -543,8 +544,9 @@ class IllegalTransition(TurnframeError):
 # --- client answers -----------------------------------------------------------------------------
 
 
-class InteractionResponse(FrozenModel):
-    """All a client may say about a card: which card, which option, at which revision, free text."""
+class InteractionResponse(InputModel):
+    """All a client may say about a card: which card, which option, at which revision, free text.
+    A refusal raises `InvalidTurnInput`."""
 
     interaction_id: InteractionId
     option_id: OptionId

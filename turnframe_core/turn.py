@@ -2,20 +2,33 @@
 
 An `AssistantTurn` is ONE ordered, immutable list of blocks plus a `replay_token` that joins it to
 its audit record. No other field carries user-visible content. It is stored as canonical JSON and
-reloads byte-identical.
+reloads byte-identical. Its `schema_version` ("MAJOR.MINOR") says which shape it has: a reader
+refuses another major with `UnsupportedSchemaVersion` and reads a newer minor from storage, keeping
+what that minor added opaque (docs/decisions/0007-turn-schema-version.md).
 """
 
 from __future__ import annotations
 
+import re
 from enum import StrEnum
-from typing import Any
+from typing import Annotated, Any, Final
 
-from pydantic import Field, model_validator
+from pydantic import (
+    ConfigDict,
+    Field,
+    SerializationInfo,
+    SerializerFunctionWrapHandler,
+    StringConstraints,
+    ValidationInfo,
+    model_serializer,
+    model_validator,
+)
 
 from turnframe_core import codes
 from turnframe_core._canonical import canonical_json
 from turnframe_core._derive import derive_replay_token
-from turnframe_core._model import FrozenModel, Millis, NonEmptyStr
+from turnframe_core._input import InputModel, InvalidTurnInput, LocaleTag
+from turnframe_core._model import FrozenModel, Millis, NonEmptyStr, Whole
 from turnframe_core.blocks import (
     STORED_CONTEXT,
     BlockKind,
@@ -29,52 +42,71 @@ from turnframe_core.ids import AccountId, ConversationId, ReplayToken, TurnId
 from turnframe_core.interactions import InteractionResponse
 
 __all__ = [
+    "TURN_SCHEMA_VERSION",
+    "UNVERSIONED_SCHEMA_VERSION",
     "AssistantTurn",
     "AttachmentRef",
     "Expectation",
     "ExpectationKind",
     "InvalidTurnInput",
+    "MAX_ATTACHMENTS",
+    "MAX_TEXT_CHARS",
     "Offer",
     "TerminalStatus",
     "TurnInput",
     "TurnStatus",
+    "UnsupportedSchemaVersion",
 ]
 
-MAX_TEXT_CHARS = 20_000
+#: The caps on what one user turn may carry.
+MAX_TEXT_CHARS: Final = 20_000
+MAX_ATTACHMENTS: Final = 20
+MAX_ORIGIN_REF_CHARS: Final = 500
+
+#: An attachment's id: 1-200 printable ASCII characters, no space.
+AttachmentId = Annotated[str, StringConstraints(pattern=r"^[!-~]{1,200}$")]
+#: A media type without parameters (RFC 6838 names): `image/png`, `application/vnd.x+json`.
+MediaType = Annotated[
+    str,
+    StringConstraints(
+        max_length=255,
+        pattern=r"^[A-Za-z0-9][A-Za-z0-9!#$&^_.+-]*/[A-Za-z0-9][A-Za-z0-9!#$&^_.+-]*$",
+    ),
+]
+#: A file's name as the user's device gave it: no path separator, no control character.
+FileName = Annotated[
+    str, StringConstraints(min_length=1, max_length=255, pattern=r"^[^/\\\x00-\x1f\x7f]+$")
+]
 
 
-class InvalidTurnInput(TurnframeError):
-    code = codes.TURN_INVALID_INPUT
+class AttachmentRef(InputModel):
+    """A file the user sent, by reference (the turn never carries its bytes)."""
+
+    attachment_id: AttachmentId
+    media_type: MediaType
+    filename: FileName | None = None
+    size_bytes: Whole | None = None
 
 
-class AttachmentRef(FrozenModel):
-    attachment_id: NonEmptyStr
-    media_type: NonEmptyStr
-    filename: str | None = None
-    size_bytes: int | None = Field(default=None, ge=0)
-
-
-class TurnInput(FrozenModel):
+class TurnInput(InputModel):
     """A user's turn: text and/or a card answer (both together is legal), never anything that
     defines a card's meaning. `turn_id` is the client's idempotency handle; the runtime assigns
-    one when it is absent."""
+    one when it is absent. Every refusal raises `InvalidTurnInput`, built in code or from JSON."""
 
     account_id: AccountId
     conversation_id: ConversationId
     turn_id: TurnId | None = None
     text: str | None = Field(default=None, max_length=MAX_TEXT_CHARS)
     interaction_response: InteractionResponse | None = None
-    attachments: tuple[AttachmentRef, ...] = ()
-    origin_ref: str | None = Field(default=None, max_length=500)
-    locale: str = "en"
+    attachments: tuple[AttachmentRef, ...] = Field(default=(), max_length=MAX_ATTACHMENTS)
+    origin_ref: str | None = Field(default=None, max_length=MAX_ORIGIN_REF_CHARS)
+    locale: LocaleTag = "en"
 
     @model_validator(mode="after")
     def _not_empty(self) -> TurnInput:
         has_text = self.text is not None and bool(self.text.strip())
         if not has_text and self.interaction_response is None and not self.attachments:
             raise InvalidTurnInput("a turn needs text, a card answer or an attachment")
-        if not self.locale or len(self.locale) > 35:
-            raise InvalidTurnInput("locale must be a BCP 47 tag")
         return self
 
     @property
@@ -125,9 +157,43 @@ class Offer(FrozenModel):
     arguments: dict[str, Any] = Field(default_factory=dict)
 
 
-class AssistantTurn(FrozenModel):
-    """The assistant's turn, exactly as returned, persisted and reloaded."""
+#: The turn shape this version writes. A minor version only adds what an older reader can keep
+#: opaque (a block kind, a top-level field); anything else is a new major.
+TURN_SCHEMA_VERSION: Final = "1.1"
+#: The version of a turn that has no `schema_version` key: every turn stored before the key
+#: existed. Its JSON omits the key, so those stored texts still reload byte for byte.
+UNVERSIONED_SCHEMA_VERSION: Final = "1.0"
 
+_VERSION_PATTERN: Final = r"^(0|[1-9][0-9]{0,5})\.(0|[1-9][0-9]{0,5})$"
+_READ_MAJOR, _READ_MINOR = (int(part) for part in TURN_SCHEMA_VERSION.split("."))
+SchemaVersion = Annotated[str, StringConstraints(pattern=_VERSION_PATTERN)]
+
+
+class UnsupportedSchemaVersion(TurnframeError):
+    """A turn of a major schema version this version cannot read (written by another major)."""
+
+    code = codes.TURN_UNSUPPORTED_SCHEMA_VERSION
+
+    def __init__(self, version: str) -> None:
+        super().__init__(
+            f"assistant turn schema version {version} cannot be read here "
+            f"(this version reads {_READ_MAJOR}.x)"
+        )
+        self.version = version
+
+
+class AssistantTurn(FrozenModel):
+    """The assistant's turn, exactly as returned, persisted and reloaded.
+
+    Without a `schema_version`, a turn built in code gets `TURN_SCHEMA_VERSION`; JSON or stored
+    data without the key predates it and reads as `UNVERSIONED_SCHEMA_VERSION`.
+    """
+
+    # Fields a newer minor added are kept (never interpreted) only when read from storage; the
+    # version check refuses them everywhere else.
+    model_config = ConfigDict(extra="allow")
+
+    schema_version: SchemaVersion = TURN_SCHEMA_VERSION
     turn_id: TurnId
     conversation_id: ConversationId
     account_id: AccountId
@@ -140,6 +206,38 @@ class AssistantTurn(FrozenModel):
     expectations: tuple[Expectation, ...] = ()
     offers: tuple[Offer, ...] = ()
     subjects: tuple[CaseRef, ...] = ()
+
+    @model_validator(mode="before")
+    @classmethod
+    def _versioned(cls, data: Any, info: ValidationInfo) -> Any:
+        if not isinstance(data, dict):
+            return data
+        stored = bool((info.context or {}).get("turnframe_stored"))
+        if "schema_version" not in data:
+            legacy = stored or info.mode == "json"
+            version = UNVERSIONED_SCHEMA_VERSION if legacy else TURN_SCHEMA_VERSION
+            data = {**data, "schema_version": version}
+        version = data["schema_version"]
+        if not isinstance(version, str) or not re.fullmatch(_VERSION_PATTERN, version):
+            return data  # the field's own pattern refuses it
+        major, minor = (int(part) for part in version.split("."))
+        if major != _READ_MAJOR:
+            raise UnsupportedSchemaVersion(version)
+        if minor > _READ_MINOR:
+            if not stored:
+                raise ValueError("a turn of a newer minor schema version is read only from storage")
+        elif set(data) - set(cls.model_fields):
+            raise ValueError(f"a turn of schema version {version} has fields it does not know")
+        return data
+
+    @model_serializer(mode="wrap")
+    def _without_unversioned_key(
+        self, handler: SerializerFunctionWrapHandler, info: SerializationInfo
+    ) -> Any:
+        data = handler(self)
+        if info.mode_is_json() and self.schema_version == UNVERSIONED_SCHEMA_VERSION:
+            data.pop("schema_version", None)
+        return data
 
     @model_validator(mode="after")
     def _structure(self) -> AssistantTurn:
@@ -219,5 +317,6 @@ class AssistantTurn(FrozenModel):
 
     @classmethod
     def from_stored_json(cls, text: str | bytes) -> AssistantTurn:
-        """Read a stored turn; unknown block kinds are kept as opaque `UnknownBlock`s."""
+        """Read a stored turn; unknown block kinds are kept as opaque `UnknownBlock`s, and so are
+        the fields of a newer minor version. Another major raises `UnsupportedSchemaVersion`."""
         return cls.model_validate_json(text, context=STORED_CONTEXT)

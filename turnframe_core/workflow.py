@@ -2,8 +2,9 @@
 
 A workflow is a pure projector plus a compiler. `project` turns a case's state into a
 `WorkflowView`: exactly one phase (a single field), 0..n parameterized obligations in ask order, at
-most one blocking interaction requirement, notices, and an outcome only when the phase is terminal.
-`check_view` reports every broken view rule with its own code; the runtime refuses a view that
+most one blocking interaction requirement, notices, and an outcome only when the phase is terminal
+and no obligation is open. `check_view` reports every broken view rule with its own code (one per
+breach: an outcome beside three open obligations is three); the runtime refuses a view that
 breaks any. Operations the workflow offers are compiled from resolved acts into typed commands, or
 refused in the domain's own words. Nothing here performs I/O.
 """
@@ -192,6 +193,15 @@ def check_view(view: WorkflowView) -> list[ViewViolation]:
                 code=codes.WORKFLOW_TERMINAL_WITHOUT_OUTCOME,
                 detail="a terminal phase needs an outcome",
             )
+        )
+    if view.outcome is not None:
+        # An outcome says the case is finished; every obligation still listed contradicts it.
+        found.extend(
+            ViewViolation(
+                code=codes.WORKFLOW_OUTCOME_WITH_OBLIGATIONS,
+                detail=f"obligations[{index}] is open beside an outcome",
+            )
+            for index in range(len(view.obligations))
         )
     return found
 

@@ -26,7 +26,7 @@ from turnframe_core.events import DomainEvent
 from turnframe_core.ids import IdSource, UlidIdSource
 from turnframe_core.interactions import Interaction, InteractionStatus
 from turnframe_core.replay import ReplayRecord, TurnPhase
-from turnframe_core.turn import AssistantTurn, TurnInput
+from turnframe_core.turn import AssistantTurn, InvalidTurnInput, TurnInput
 from turnframe_core.understanding import Understanding
 from turnframe_core.workflow import DeclaresReceiptTemplates, WorkflowDefinition
 from turnframe_runtime.accept import accept_turn, prior_reply
@@ -169,6 +169,8 @@ class TurnRuntime:
         follow-up cards); deliver. A click-only turn makes no model call, so it accepts and
         starts in one transaction; without a narrator the reply is delivered with the commit.
         """
+        if not isinstance(turn_input, TurnInput):  # e.g. a dict or JSON: the caller validates
+            raise InvalidTurnInput("handle_turn takes a TurnInput")
         t = self._begin(turn_input)
         if not turn_input.is_click_only:  # a click needs only the cases its card names
             await t.cases.load_candidates(t.ctx.conversation_id)  # D/E/F

@@ -238,7 +238,8 @@ def answer(turn: AssistantTurn, conversation_id: str | None, stored: str | None)
 
 
 def reload_answer(text: str) -> AssistantTurn:
-    """The assistant turn a store kept as `text`, which must reload byte for byte."""
+    """The assistant turn a store kept as `text`, which must reload byte for byte. A turn of
+    another schema major raises `UnsupportedSchemaVersion` unchanged: it is not corrupt."""
     try:
         turn = AssistantTurn.from_stored_json(text)
     except ValidationError:

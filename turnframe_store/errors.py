@@ -9,6 +9,9 @@ A store method raises only these (each with its stable code):
 - `Timeout`: the write may have landed. Re-read and resume by key; never blindly retry.
 - `Unavailable`: the store could not be reached; nothing was written.
 - `Corrupt`: stored data no longer reads back as what was written.
+
+Reading an assistant turn written by another schema major raises the core's
+`UnsupportedSchemaVersion` instead: the data is intact, this version cannot read it.
 """
 
 from __future__ import annotations
@@ -19,7 +22,10 @@ from turnframe_core.errors import TurnframeError
 __all__ = [
     "Conflict",
     "Corrupt",
+    "ForeignEventLoop",
+    "InvalidDatabaseUrl",
     "InvalidRecord",
+    "MissingExtra",
     "MissingRole",
     "NotFound",
     "StoreError",
@@ -83,3 +89,35 @@ class MissingRole(TurnframeError):
     def __init__(self, role: str, detail: str = "is missing") -> None:
         super().__init__(f"store role {role!r} {detail}")
         self.role = role
+
+
+# --- wiring errors of the SQL store: how it was set up, never what a call found -----------------
+
+
+class MissingExtra(TurnframeError, ImportError):
+    """A backend needs an optional extra that is not installed (`pip install 'turnframe[…]'`)."""
+
+    code = codes.STORE_MISSING_EXTRA
+
+    def __init__(self, backend: str, extra: str) -> None:
+        super().__init__(f"{backend} needs the {extra} extra: pip install 'turnframe[{extra}]'")
+        self.extra = extra
+
+
+class InvalidDatabaseUrl(TurnframeError, ValueError):
+    """A database URL names no database this store can open (its scheme, or its SQLite path)."""
+
+    code = codes.STORE_INVALID_DATABASE_URL
+
+
+class ForeignEventLoop(TurnframeError, RuntimeError):
+    """`SqlStores` were called from an event loop other than the one that connected them: their
+    pool, connections and locks belong to that loop. Connect one `SqlStores` per event loop."""
+
+    code = codes.STORE_FOREIGN_EVENT_LOOP
+
+    def __init__(self) -> None:
+        super().__init__(
+            "these SqlStores were connected on another event loop, which owns their connections "
+            "and locks; connect one SqlStores per event loop (per thread)"
+        )

@@ -77,7 +77,8 @@ class ConversationReader(Protocol):
         ...
 
     async def get_assistant_turn(self, account_id: str, turn_id: str) -> AssistantTurn:
-        """The assistant turn byte-identical to what was stored (`NotFound` before it is)."""
+        """The assistant turn byte-identical to what was stored (`NotFound` before it is); a
+        turn of another schema major raises `UnsupportedSchemaVersion` (a core error)."""
         ...
 
     async def list_turns(self, account_id: str, conversation_id: str) -> tuple[UserTurnRecord, ...]:
@@ -89,7 +90,7 @@ class ConversationReader(Protocol):
     ) -> tuple[AssistantTurn, ...]:
         """The conversation's last `limit` stored assistant turns, exactly as returned, oldest
         first (sorted by the user turns' (received_at, turn_id)); turns without a stored reply
-        are skipped."""
+        are skipped. A turn of another schema major raises `UnsupportedSchemaVersion`."""
         ...
 
     async def get_phase(self, account_id: str, turn_id: str) -> PhaseMarker:

@@ -29,7 +29,15 @@ from turnframe_core import (
     verify_chain,
 )
 from turnframe_core._canonical import digest_bytes
-from turnframe_store import ManualClock, NotFound, SqlStores, Stores, system_clock
+from turnframe_store import (
+    InvalidDatabaseUrl,
+    ManualClock,
+    MissingExtra,
+    NotFound,
+    SqlStores,
+    Stores,
+    system_clock,
+)
 from turnframe_test.harness import DeskHarness
 from turnframe_test.understandings import act, question
 
@@ -51,7 +59,11 @@ def register(commands: Any) -> None:
 
 
 def _run(args: argparse.Namespace) -> int:
-    asyncio.run(run_demo(sys.stdout, db=args.db or default_database_url()))
+    try:
+        asyncio.run(run_demo(sys.stdout, db=args.db or default_database_url()))
+    except (InvalidDatabaseUrl, MissingExtra) as unusable:  # the --db given cannot work: usage
+        print(f"turnframe demo: {unusable}", file=sys.stderr)
+        return 2
     return 0
 
 

@@ -134,7 +134,7 @@ def test_a_click_only_turn_is_recognised():
 
 
 def test_a_client_answer_cannot_smuggle_extra_fields():
-    with pytest.raises(ValidationError):
+    with pytest.raises(InvalidTurnInput):
         InteractionResponse.model_validate(
             {
                 "interaction_id": "int_1",

@@ -165,7 +165,9 @@ def test_a_blocking_requirement_on_an_externally_owned_phase_is_reported() -> No
 
 
 def test_a_blocking_requirement_on_a_terminal_phase_is_reported() -> None:
-    view = _view(phase_ownership=PhaseOwnership.TERMINAL, outcome={"result": "accepted"})
+    view = _view(
+        phase_ownership=PhaseOwnership.TERMINAL, obligations=(), outcome={"result": "accepted"}
+    )
 
     assert _codes(view) == [codes.WORKFLOW_BLOCKING_ON_NON_USER_PHASE]
 
@@ -177,7 +179,7 @@ def test_a_non_blocking_requirement_in_the_blocking_slot_is_reported() -> None:
 
 
 def test_an_outcome_on_a_non_terminal_phase_is_reported() -> None:
-    view = _view(outcome={"result": "accepted"})
+    view = _view(obligations=(), outcome={"result": "accepted"})
 
     assert _codes(view) == [codes.WORKFLOW_OUTCOME_ON_NON_TERMINAL_PHASE]
 
@@ -189,9 +191,54 @@ def test_a_terminal_phase_without_an_outcome_is_reported() -> None:
 
 
 def test_an_empty_outcome_still_counts_as_an_outcome() -> None:
-    view = _view(phase_ownership=PhaseOwnership.TERMINAL, blocking_interaction=None, outcome={})
+    view = _view(
+        phase_ownership=PhaseOwnership.TERMINAL,
+        obligations=(),
+        blocking_interaction=None,
+        outcome={},
+    )
 
     assert check_view(view) == []
+
+
+def test_an_outcome_with_an_open_obligation_is_reported() -> None:
+    view = _view(
+        phase_ownership=PhaseOwnership.TERMINAL,
+        blocking_interaction=None,
+        outcome={"result": "accepted"},
+    )
+
+    assert _codes(view) == [codes.WORKFLOW_OUTCOME_WITH_OBLIGATIONS]
+
+
+def test_an_outcome_is_reported_once_per_open_obligation() -> None:
+    view = _view(
+        phase_ownership=PhaseOwnership.TERMINAL,
+        obligations=(
+            Obligation(key="assign_owner", params={"entry_id": "e1"}),
+            Obligation(key="assign_owner", params={"entry_id": "e2"}),
+            Obligation(key="provide_name"),
+        ),
+        blocking_interaction=None,
+        outcome={"result": "accepted"},
+    )
+
+    assert [(v.code, v.detail) for v in check_view(view)] == [
+        (codes.WORKFLOW_OUTCOME_WITH_OBLIGATIONS, f"obligations[{index}] is open beside an outcome")
+        for index in range(3)
+    ]
+
+
+def test_an_empty_outcome_with_an_open_obligation_is_still_reported() -> None:
+    view = _view(phase_ownership=PhaseOwnership.TERMINAL, blocking_interaction=None, outcome={})
+
+    assert _codes(view) == [codes.WORKFLOW_OUTCOME_WITH_OBLIGATIONS]
+
+
+def test_a_terminal_view_without_an_outcome_reports_no_open_obligation() -> None:
+    view = _view(phase_ownership=PhaseOwnership.TERMINAL, blocking_interaction=None)
+
+    assert codes.WORKFLOW_OUTCOME_WITH_OBLIGATIONS not in _codes(view)
 
 
 def test_every_breach_is_reported_not_just_the_first() -> None:
@@ -208,6 +255,8 @@ def test_every_breach_is_reported_not_just_the_first() -> None:
         codes.WORKFLOW_BLOCKING_ON_NON_USER_PHASE,
         codes.WORKFLOW_NON_BLOCKING_IN_BLOCKING_SLOT,
         codes.WORKFLOW_OUTCOME_ON_NON_TERMINAL_PHASE,
+        codes.WORKFLOW_OUTCOME_WITH_OBLIGATIONS,
+        codes.WORKFLOW_OUTCOME_WITH_OBLIGATIONS,
     ]
 
 

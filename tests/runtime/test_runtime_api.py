@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from turnframe_core import TURN_SCHEMA_VERSION
 from turnframe_test import DeskHarness, act
 
 
@@ -33,3 +34,15 @@ async def test_a_conversation_reloads_as_its_last_turns_exactly_as_returned(
 
     assert [t.to_stored_json() for t in loaded] == [t.to_stored_json() for t in returned[1:]]
     assert await desk.runtime.load_conversation("acct_2", "conv_1") == ()
+
+
+async def test_a_returned_turn_carries_the_schema_version_it_is_stored_with(
+    desk: DeskHarness,
+) -> None:
+    desk.ready_trip()
+    turn = await desk.say("Name Grace", act("a1", "trip.set_name", "h1", "Grace", name="Grace"))
+
+    loaded = await desk.runtime.load_turn("acct_1", turn.turn_id)
+
+    assert turn.schema_version == loaded.schema_version == TURN_SCHEMA_VERSION
+    assert f'"schema_version":"{TURN_SCHEMA_VERSION}"' in loaded.to_stored_json()

@@ -10,6 +10,10 @@ psycopg is imported only when PostgreSQL is used:
 - `_sqlite.SqliteBackend`: aiosqlite in WAL mode; one writer connection used by one task at a time
   (`BEGIN IMMEDIATE` also keeps other processes out), and a read connection beside it.
 
+A backend belongs to the event loop that opened it (the pool, the connections' futures and the
+locks do): every entry point first checks the running loop and raises `ForeignEventLoop` on
+another, at once, rather than waiting on a pool or a lock that loop can never release.
+
 A batch never raises for a statement's own failure: `Batch.failed_at` names the first statement
 that failed and `Batch.error` its store error, so the caller can judge the statements before it
 first (the commit bundle reports the first failing item in its normative order).
@@ -17,13 +21,14 @@ first (the commit bundle reports the first failing item in its normative order).
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 from abc import ABC, abstractmethod
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from turnframe_store.errors import StoreError
+from turnframe_store.errors import ForeignEventLoop, StoreError
 
 __all__ = [
     "Backend",
@@ -99,10 +104,18 @@ class Connection(ABC):
 
 
 class Backend(ABC):
-    """A database the stores run on: its dialect, its time representation and its transactions."""
+    """A database the stores run on: its dialect, its time representation and its transactions.
+    Built inside a running event loop, it belongs to that loop (`on_own_loop`)."""
 
     dialect_name: str
     hooks: Hooks
+    loop: asyncio.AbstractEventLoop
+
+    def on_own_loop(self) -> None:
+        """Raise `ForeignEventLoop` unless the running loop is the one this backend was opened
+        on; every entry point calls it first."""
+        if asyncio.get_running_loop() is not self.loop:
+            raise ForeignEventLoop()
 
     @abstractmethod
     def time_in(self, ms: int) -> Any:

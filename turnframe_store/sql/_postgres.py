@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 from collections.abc import AsyncIterator, Sequence
 from datetime import UTC, datetime, timedelta
@@ -95,6 +96,7 @@ class PostgresBackend(Backend):
     def __init__(self, pool: AsyncConnectionPool[psycopg.AsyncConnection[Any]]) -> None:
         self.pool = pool
         self.hooks = Hooks()
+        self.loop = asyncio.get_running_loop()
 
     @classmethod
     async def open(cls, conninfo: str, config: SqlConfig) -> PostgresBackend:
@@ -130,6 +132,7 @@ class PostgresBackend(Backend):
         return (value - _EPOCH) // _MS
 
     async def _acquire(self) -> psycopg.AsyncConnection[Any]:
+        self.on_own_loop()
         try:
             return await self.pool.getconn()
         except (PoolTimeout, psycopg.Error) as exc:
@@ -169,6 +172,7 @@ class PostgresBackend(Backend):
 
     @contextlib.asynccontextmanager
     async def enlisted(self, raw: Any) -> AsyncIterator[Connection]:
+        self.on_own_loop()
         if not isinstance(raw, psycopg.AsyncConnection):
             raise TypeError("commit_in on PostgreSQL takes a psycopg.AsyncConnection")
         if raw.info.transaction_status is not TransactionStatus.INTRANS:
@@ -177,4 +181,5 @@ class PostgresBackend(Backend):
             yield _PgConnection(raw, transaction=False)
 
     async def aclose(self) -> None:
+        self.on_own_loop()
         await self.pool.close()

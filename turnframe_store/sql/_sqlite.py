@@ -4,13 +4,16 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import threading
 from collections.abc import AsyncIterator, Sequence
+from pathlib import Path
 from typing import Any
 
 import aiosqlite
 import sqlalchemy as sa
 from sqlalchemy.dialects import sqlite as sqlite_dialect
 
+from turnframe_store.errors import InvalidDatabaseUrl
 from turnframe_store.sql import errors
 from turnframe_store.sql._backend import (
     Backend,
@@ -70,6 +73,7 @@ class SqliteBackend(Backend):
         self.writer = writer
         self.reader = reader
         self.hooks = Hooks()
+        self.loop = asyncio.get_running_loop()
         self._write_lock = asyncio.Lock()
         # An in-memory database has one connection: reads then queue behind the writer, so they
         # never see a transaction that is still open.
@@ -78,6 +82,8 @@ class SqliteBackend(Backend):
     @classmethod
     async def open(cls, path: str, config: SqlConfig) -> SqliteBackend:
         in_memory = path in ("", ":memory:")
+        if not in_memory:
+            _require_file_path(path)
         try:
             writer = await _connect(path or ":memory:", config, wal=not in_memory)
         except aiosqlite.Error as exc:
@@ -104,11 +110,13 @@ class SqliteBackend(Backend):
 
     @contextlib.asynccontextmanager
     async def reading(self) -> AsyncIterator[Connection]:
+        self.on_own_loop()
         async with self._read_lock:
             yield _SqliteConnection(self.reader or self.writer, transaction=False)
 
     @contextlib.asynccontextmanager
     async def writing(self) -> AsyncIterator[Connection]:
+        self.on_own_loop()
         async with self._write_lock:
             connection = _SqliteConnection(self.writer, transaction=True)
             try:
@@ -132,6 +140,7 @@ class SqliteBackend(Backend):
 
     @contextlib.asynccontextmanager
     async def enlisted(self, raw: Any) -> AsyncIterator[Connection]:
+        self.on_own_loop()
         if not isinstance(raw, aiosqlite.Connection):
             raise TypeError("commit_in on SQLite takes an aiosqlite.Connection")
         if not raw.in_transaction:
@@ -140,6 +149,7 @@ class SqliteBackend(Backend):
             yield _SqliteConnection(raw, transaction=False)
 
     async def create_tables(self) -> bool:
+        self.on_own_loop()
         if self.reader is not None:
             return False
         # In memory: nothing outlives this connection, so there is no history to migrate. The
@@ -166,14 +176,33 @@ class SqliteBackend(Backend):
         return True
 
     async def aclose(self) -> None:
+        self.on_own_loop()
         for connection in (self.reader, self.writer):
             if connection is not None:
                 with contextlib.suppress(aiosqlite.Error, ValueError):
                     await connection.close()
 
 
+def _require_file_path(path: str) -> None:
+    """A SQLite file path names a file that is, or may be created, in an existing directory."""
+    target = Path(path)
+    if target.is_dir():
+        raise InvalidDatabaseUrl(f"the SQLite database path {path} is a directory")
+    if not target.parent.is_dir():
+        raise InvalidDatabaseUrl(f"the SQLite database's directory {target.parent} does not exist")
+
+
 async def _connect(path: str, config: SqlConfig, *, wal: bool) -> aiosqlite.Connection:
-    connection = await aiosqlite.connect(path, isolation_level=None)
+    connection = aiosqlite.connect(path, isolation_level=None)
+    # aiosqlite runs each connection on a thread of its own, non-daemon by default: a process
+    # whose code failed before `aclose()` would wait for it forever at exit. A daemon worker
+    # ends with the process; what was committed is durable (synchronous = FULL), and an
+    # unfinished transaction is rolled back the next time the file is opened, as after a crash.
+    worker = getattr(connection, "_thread", connection)  # aiosqlite < 0.22: it is the thread
+    if not isinstance(worker, threading.Thread):
+        raise RuntimeError("this aiosqlite version hides its worker thread; pin aiosqlite")
+    worker.daemon = True
+    await connection
     try:
         await connection.execute(f"PRAGMA busy_timeout = {int(config.sqlite_busy_timeout_ms)}")
         if wal:

@@ -7,6 +7,8 @@ from typing import Final
 from sqlalchemy.engine import URL, make_url
 from sqlalchemy.exc import ArgumentError
 
+from turnframe_store.errors import InvalidDatabaseUrl
+
 __all__ = ["parse_url", "sync_url"]
 
 _POSTGRES: Final = ("postgresql", "postgresql+psycopg", "postgres")
@@ -17,7 +19,7 @@ def _url(url: str) -> URL:
     try:
         return make_url(url)
     except ArgumentError:
-        raise ValueError("not a database URL") from None
+        raise InvalidDatabaseUrl("not a database URL") from None
 
 
 def parse_url(url: str) -> tuple[str, str]:
@@ -30,7 +32,7 @@ def parse_url(url: str) -> tuple[str, str]:
         )
     if parsed.drivername in _SQLITE:
         return "sqlite", parsed.database or ""
-    raise ValueError(
+    raise InvalidDatabaseUrl(
         f"unsupported database URL scheme {parsed.drivername!r}: use postgresql+psycopg:// "
         "or sqlite+aiosqlite://"
     )

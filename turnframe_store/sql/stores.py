@@ -24,7 +24,7 @@ from sqlalchemy.engine import make_url
 
 from turnframe_store.bundle import Stores
 from turnframe_store.clock import Clock, system_clock
-from turnframe_store.errors import Conflict
+from turnframe_store.errors import Conflict, MissingExtra
 from turnframe_store.faults import FaultPlan
 from turnframe_store.records import CommitBundle, CommitResult
 from turnframe_store.sql import _migrate
@@ -155,13 +155,22 @@ class SqlStores(Stores):
         faults: FaultPlan | None = None,
     ) -> SqlStores:
         """Open the pool (PostgreSQL) or the connections (SQLite); `Unavailable` when the
-        database cannot be reached. Run `migrate()` before the first use of a new database."""
+        database cannot be reached. Run `migrate()` before the first use of a new database.
+
+        The stores belong to the running event loop: a call from another loop raises
+        `ForeignEventLoop`. A URL or SQLite path that names no database file raises
+        `InvalidDatabaseUrl`; PostgreSQL without the `postgres` extra raises `MissingExtra`.
+        """
         config = config or SqlConfig()
         dialect, target = parse_url(url)
         backend: Backend
         if dialect == "postgresql":
-            from turnframe_store.sql._postgres import PostgresBackend  # needs the postgres extra
-
+            try:
+                from turnframe_store.sql._postgres import PostgresBackend
+            except ImportError as missing:
+                if "psycopg" not in f"{missing.name} {missing}":
+                    raise
+                raise MissingExtra("PostgreSQL", "postgres") from missing
             backend = await PostgresBackend.open(target, config)
         else:
             from turnframe_store.sql._sqlite import SqliteBackend
@@ -188,6 +197,7 @@ class SqlStores(Stores):
         """Bring the tf_* tables to the newest revision (alembic). Safe on every start: two
         processes starting together do not race (an advisory lock on PostgreSQL, the write lock
         on SQLite)."""
+        self.engine.backend.on_own_loop()
         if not await self.engine.backend.create_tables():
             await asyncio.to_thread(_migrate.upgrade, self._url, self.config.schema)
 
