@@ -134,15 +134,21 @@ class CopyRef(FrozenModel):
 # --- model-authored -----------------------------------------------------------------------------
 
 
-def _prose_authorship(block: AnswerBlock | TransitionBlock, info: ValidationInfo) -> None:
-    """Who wrote a prose block is what it says: `server` exactly when it names the server copy
-    it was rendered from. Turns stored before authorship was recorded say `model` with a
-    `copy_ref`; they are still read from storage."""
+def _prose_authorship(block: AnswerBlock | TransitionBlock) -> None:
+    """Server-written prose names the server copy it was rendered from. (The converse, that prose
+    with a `copy_ref` says `server`, is a rule of turns from schema 1.1 on: a 1.0 turn predates
+    recorded authorship and labelled server copy `model`.)"""
     if block.author == "server" and block.copy_ref is None:
         raise ValueError("server-written prose names the copy it was rendered from (copy_ref)")
-    stored = bool((info.context or {}).get("turnframe_stored"))
-    if block.author == "model" and block.copy_ref is not None and not stored:
-        raise ValueError("prose rendered from server copy is server-written (author 'server')")
+
+
+def mislabelled_prose(block: Any) -> bool:
+    """Prose rendered from server copy that says a model wrote it (only 1.0 turns may hold it)."""
+    return (
+        isinstance(block, AnswerBlock | TransitionBlock)
+        and block.author == "model"
+        and block.copy_ref is not None
+    )
 
 
 class AnswerBlock(FrozenModel):
@@ -161,8 +167,8 @@ class AnswerBlock(FrozenModel):
     copy_ref: CopyRef | None = None
 
     @model_validator(mode="after")
-    def _authorship(self, info: ValidationInfo) -> AnswerBlock:
-        _prose_authorship(self, info)
+    def _authorship(self) -> AnswerBlock:
+        _prose_authorship(self)
         return self
 
 
@@ -178,8 +184,8 @@ class TransitionBlock(FrozenModel):
     copy_ref: CopyRef | None = None
 
     @model_validator(mode="after")
-    def _authorship(self, info: ValidationInfo) -> TransitionBlock:
-        _prose_authorship(self, info)
+    def _authorship(self) -> TransitionBlock:
+        _prose_authorship(self)
         return self
 
 

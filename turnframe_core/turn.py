@@ -35,6 +35,7 @@ from turnframe_core.blocks import (
     ResponseBlock,
     UnknownBlock,
     block_rank,
+    mislabelled_prose,
 )
 from turnframe_core.cases import CaseRef
 from turnframe_core.errors import TurnframeError
@@ -268,6 +269,13 @@ class AssistantTurn(FrozenModel):
                 transitions += 1
         if transitions > 1:
             raise ValueError("a turn has at most one transition block")
+        if self.schema_version != UNVERSIONED_SCHEMA_VERSION:
+            for index, block in enumerate(self.blocks):
+                if mislabelled_prose(block):
+                    raise ValueError(
+                        f"blocks[{index}] ({block.kind}) was rendered from server copy but says "
+                        "a model wrote it (author must be 'server')"
+                    )
         return self
 
     @classmethod

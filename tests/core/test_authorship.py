@@ -42,10 +42,27 @@ def test_server_written_prose_must_name_its_copy(cls) -> None:
         cls(author="server", block_id="blk_x", text="Done.")
 
 
+def _turn(*blocks) -> AssistantTurn:
+    return AssistantTurn(
+        turn_id="turn_1",
+        conversation_id="conv_1",
+        account_id="acct_1",
+        status=TurnStatus.COMPLETED,
+        locale="en",
+        blocks=blocks,
+        replay_token=derive_replay_token("turn_1"),
+        created_at=1,
+        completed_at=2,
+    )
+
+
 @pytest.mark.parametrize("cls", [AnswerBlock, TransitionBlock])
-def test_prose_rendered_from_copy_cannot_say_a_model_wrote_it(cls) -> None:
-    with pytest.raises(ValidationError, match="server-written"):
-        cls(block_id="blk_x", text="Done.", copy_ref=copy_ref())
+def test_a_turn_cannot_say_a_model_wrote_prose_rendered_from_copy(cls) -> None:
+    mislabelled = cls(block_id="blk_x", text="Done.", copy_ref=copy_ref())
+    with pytest.raises(ValidationError, match="rendered from server copy"):
+        _turn(mislabelled)
+    honest = mislabelled.model_copy(update={"author": "server"})
+    assert _turn(honest).blocks == (honest,)
 
 
 @pytest.mark.parametrize(
@@ -74,19 +91,10 @@ def _legacy_turn_json() -> str:
         "facts_used": [],
         "copy_ref": copy_ref().model_dump(mode="json"),
     }
-    modern = AssistantTurn(
-        turn_id="turn_1",
-        conversation_id="conv_1",
-        account_id="acct_1",
-        status=TurnStatus.COMPLETED,
-        locale="en",
-        blocks=(),
-        replay_token=derive_replay_token("turn_1"),
-        created_at=1,
-        completed_at=2,
-    )
+    modern = _turn()
     data = json.loads(modern.to_stored_json())
     data["blocks"] = [transition]
+    del data["schema_version"]  # stored before turns carried one: 1.0
     return json.dumps(data, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
 
@@ -96,10 +104,11 @@ def test_a_turn_stored_before_authorship_was_recorded_still_reads_byte_for_byte(
     [block] = turn.blocks
     assert isinstance(block, TransitionBlock) and block.author == "model"
     assert json.loads(turn.to_stored_json()) == json.loads(stored)
-    again = AssistantTurn.model_validate(turn.model_dump(mode="json"), context=STORED_CONTEXT)
-    assert again == turn
-    with pytest.raises(ValidationError):  # outside storage, the mislabel is refused
-        AssistantTurn.model_validate(turn.model_dump(mode="json"))
+    assert turn.schema_version == "1.0"
+    # Its prose keeps the label it was written with, wherever the 1.0 turn is read again.
+    assert AssistantTurn.model_validate(turn.model_dump()) == turn
+    assert AssistantTurn.model_validate(turn.model_dump(), context=STORED_CONTEXT) == turn
+    assert AssistantTurn.model_validate_json(turn.model_dump_json()) == turn
 
 
 def test_the_claim_guard_names_the_author_of_each_violation() -> None:
