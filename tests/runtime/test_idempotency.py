@@ -38,3 +38,34 @@ async def test_the_same_turn_id_with_another_request_is_refused_and_writes_nothi
     stored = await desk.runtime.load_turn("acct_1", "turn_client_1")
     assert stored.to_stored_json() == first.to_stored_json()
     assert await desk.stores.conversations.list_turns("acct_1", "conv_other") == ()
+
+
+@pytest.mark.slow
+async def test_two_requests_racing_on_one_turn_id_get_one_reply_and_one_refusal(
+    desk: DeskHarness,
+) -> None:
+    """Sent at once with one turn id and different words: one is the turn, the other is told the
+    id was reused; the database never answers anything else and no turn is left unfinished."""
+    import asyncio
+
+    from turnframe_core import TurnInput
+    from turnframe_test.understandings import understanding
+
+    desk.ready_trip()
+    for i in range(40):
+        # Only the request that wins the id reaches the interpreter.
+        name = f"Grace {'Abcdefghij'[i % 10]}{'klmnopqrst'[i // 10]}"  # letters only
+        desk.interpreter.then(understanding(act("a1", NAME, "h1", name, name=name)))
+        requests = [
+            TurnInput(
+                account_id="acct_1", conversation_id="conv_1", turn_id=f"turn_r{i}", text=text
+            )
+            for text in (f"Name {name}", f"Call the traveller {name}")
+        ]
+        outcomes = await asyncio.gather(
+            *(desk.runtime.handle_turn(r) for r in requests), return_exceptions=True
+        )
+        kinds = sorted(type(o).__name__ for o in outcomes)
+        assert kinds == ["AssistantTurn", "IdempotencyKeyReused"], (i, outcomes)
+    assert await desk.stores.conversations.list_unfinished_turns(100) == ()
+    assert len(await desk.event_types()) == 40

@@ -34,10 +34,32 @@ _MS: Final = timedelta(milliseconds=1)
 
 
 class _PgConnection(Connection):
-    def __init__(self, connection: psycopg.AsyncConnection[Any], *, transaction: bool) -> None:
+    """One pooled (or, enlisted, the caller's) psycopg connection.
+
+    psycopg prepares a statement on its fifth use. When a pipeline fails, psycopg may still
+    count a statement queued after the failure as prepared although the server skipped it
+    (psycopg 3.3.9): its next use fails with InvalidSqlStatementName. So after a failed
+    pipeline a connection is `tainted`: it prepares nothing more and uses no prepared statement
+    (what runs until the transaction ends), and before it goes back to the pool it forgets
+    every prepared statement. A caller's enlisted connection gets no prepared statement of ours.
+    """
+
+    def __init__(
+        self,
+        connection: psycopg.AsyncConnection[Any],
+        *,
+        transaction: bool,
+        prepare: bool = True,
+    ) -> None:
         self.raw = connection
         self.transaction = transaction
         self.begun = False
+        self.tainted = False
+        self._prepare: bool | None = None if prepare else False
+
+    def taint(self) -> None:
+        self.tainted = True
+        self._prepare = False
 
     async def run(
         self, batch: Sequence[tuple[Statement, Params]], readbacks: frozenset[int] = frozenset()
@@ -51,7 +73,7 @@ class _PgConnection(Connection):
             statement, params = batch[0]
             cursor = connection.cursor()
             try:
-                await cursor.execute(statement.sql, statement.bind(params))
+                await cursor.execute(statement.sql, statement.bind(params), prepare=self._prepare)
             except psycopg.Error as exc:
                 return Batch([], 0, errors.from_postgres(exc))
             return Batch([await _result(cursor, statement)])
@@ -62,22 +84,35 @@ class _PgConnection(Connection):
                 try:
                     if self.transaction and not self.begun:
                         self.begun = True
-                        await connection.execute("BEGIN")
+                        await connection.execute("BEGIN", prepare=self._prepare)
                     for statement, params in batch:
                         cursor = connection.cursor()
                         cursors.append(cursor)
-                        await cursor.execute(statement.sql, statement.bind(params))
+                        await cursor.execute(
+                            statement.sql, statement.bind(params), prepare=self._prepare
+                        )
                     await pipeline.sync()
                 except psycopg.Error as exc:
                     failure = exc
         except psycopg.Error as exc:
             failure = failure or exc
+        if failure is not None:
+            self.taint()
         if failure is None:
             return Batch([await _result(c, s) for c, (s, _) in zip(cursors, batch, strict=True)])
         # The first statement without a result is the one the server refused (or never got).
         failed_at = next((n for n, c in enumerate(cursors) if c.pgresult is None), 0)
         done = [await _result(c, s) for c, (s, _) in zip(cursors[:failed_at], batch, strict=False)]
         return Batch(done, failed_at, errors.from_postgres(failure))
+
+
+async def _forget_prepared(raw: psycopg.AsyncConnection[Any]) -> None:
+    """End any transaction with psycopg's own `rollback()`, which also forgets every prepared
+    statement on both sides (its cache, and DEALLOCATE ALL on the server); outside a
+    transaction, open one to do so."""
+    if raw.info.transaction_status is TransactionStatus.IDLE:
+        await raw.execute("BEGIN", prepare=False)
+    await raw.rollback()
 
 
 async def _result(cursor: psycopg.AsyncCursor[Any], statement: Statement) -> Result:
@@ -138,13 +173,23 @@ class PostgresBackend(Backend):
         except (PoolTimeout, psycopg.Error) as exc:
             raise errors.from_postgres(exc) from None
 
+    async def _release(self, connection: _PgConnection) -> None:
+        """Back to the pool, a tainted connection cleansed first (or closed, if that fails)."""
+        raw = connection.raw
+        if connection.tainted:
+            try:
+                await _forget_prepared(raw)
+            except psycopg.Error:
+                await raw.close()  # the pool replaces a closed connection
+        await self.pool.putconn(raw)
+
     @contextlib.asynccontextmanager
     async def reading(self) -> AsyncIterator[Connection]:
-        raw = await self._acquire()
+        connection = _PgConnection(await self._acquire(), transaction=False)
         try:
-            yield _PgConnection(raw, transaction=False)
+            yield connection
         finally:
-            await self.pool.putconn(raw)
+            await self._release(connection)
 
     @contextlib.asynccontextmanager
     async def writing(self) -> AsyncIterator[Connection]:
@@ -158,17 +203,17 @@ class PostgresBackend(Backend):
                 if self.hooks.before_commit is not None:
                     await self.hooks.before_commit(raw.info.backend_pid)
             except BaseException:
-                if connection.begun:
+                if connection.begun and not connection.tainted:  # tainted: `_release` rolls back
                     with contextlib.suppress(psycopg.Error):
-                        await raw.execute("ROLLBACK")
+                        await raw.execute("ROLLBACK", prepare=False)
                 raise
             if connection.begun:
                 try:
-                    await raw.execute("COMMIT")
+                    await raw.execute("COMMIT", prepare=False)
                 except psycopg.Error as exc:
                     raise errors.from_postgres(exc, committing=True) from None
         finally:
-            await self.pool.putconn(raw)
+            await self._release(connection)
 
     @contextlib.asynccontextmanager
     async def enlisted(self, raw: Any) -> AsyncIterator[Connection]:
@@ -178,7 +223,7 @@ class PostgresBackend(Backend):
         if raw.info.transaction_status is not TransactionStatus.INTRANS:
             raise ValueError("commit_in needs the connection inside an open, healthy transaction")
         async with behind_savepoint(raw.execute, psycopg.Error, errors.from_postgres):
-            yield _PgConnection(raw, transaction=False)
+            yield _PgConnection(raw, transaction=False, prepare=False)
 
     async def aclose(self) -> None:
         self.on_own_loop()

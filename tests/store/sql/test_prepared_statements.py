@@ -1,0 +1,84 @@
+"""A failed pipeline must not leave a PostgreSQL connection whose prepared statements psycopg
+and the server disagree on (psycopg 3.3.9 can count a statement queued after the failure as
+prepared although the server skipped it): every later statement still runs, in the same
+transaction behind a savepoint and on the connections the pool hands out afterwards."""
+
+from __future__ import annotations
+
+import pytest
+from services import Database, Databases
+
+from turnframe_store import SqlStores
+from turnframe_store.sql._backend import Statement
+
+
+@pytest.fixture
+async def database(postgres_databases: Databases) -> Database:
+    return postgres_databases.new()
+
+
+def _statements(stores: SqlStores) -> tuple[Statement, ...]:
+    schema = stores.config.schema
+    table = f'"{schema}".tf_probe' if schema else "tf_probe"
+    return (
+        Statement("probe_create", f"CREATE TABLE IF NOT EXISTS {table} (id int PRIMARY KEY)"),
+        Statement("probe_select", "SELECT %(n)s::int AS n", ("n",)),
+        Statement("probe_insert", f"INSERT INTO {table} VALUES (%(id)s)"),
+        Statement("probe_add", "SELECT %(n)s::int + 1 AS n", ("n",)),
+        Statement("probe_text", "SELECT %(n)s::text AS t", ("t",)),
+    )
+
+
+async def test_failed_pipelines_never_leave_a_statement_the_server_does_not_know(
+    database: Database,
+) -> None:
+    stores = await database.stores()
+    await stores.migrate()
+    try:
+        backend = stores.engine.backend
+        create, select, insert, add, text = _statements(stores)
+        async with backend.writing() as connection:
+            assert (await connection.run([(create, {})])).error is None
+        async with backend.writing() as connection:
+            assert (await connection.run([(insert, {"id": 1}), (select, {"n": 0})])).error is None
+        errors = []
+        for n in range(16):  # past psycopg's threshold of five uses, several times over
+            duplicate = n % 2 == 1  # odd rounds fail in the middle of the pipeline
+            batch = [
+                (select, {"n": n}),
+                (insert, {"id": 1 if duplicate else 100 + n}),
+                (add, {"n": n}),
+                (text, {"n": n}),
+            ]
+            async with backend.writing() as connection:
+                outcome = await connection.run(batch)
+            errors.append(None if outcome.error is None else type(outcome.error).__name__)
+        assert errors == [("Conflict" if n % 2 else None) for n in range(16)]
+    finally:
+        await stores.aclose()
+
+
+async def test_a_transaction_goes_on_after_a_failed_pipeline_behind_a_savepoint(
+    database: Database,
+) -> None:
+    stores = await database.stores()
+    await stores.migrate()
+    try:
+        backend = stores.engine.backend
+        create, select, insert, add, text = _statements(stores)
+        async with backend.writing() as connection:
+            assert (await connection.run([(create, {})])).error is None
+            assert (await connection.run([(insert, {"id": 1})])).error is None
+        savepoint = Statement("probe_sp", "SAVEPOINT probe")
+        back = Statement("probe_back", "ROLLBACK TO SAVEPOINT probe")
+        async with backend.writing() as connection:
+            for n in range(12):
+                failing = [(savepoint, {}), (select, {"n": n}), (insert, {"id": 1}),
+                           (add, {"n": n}), (text, {"n": n})]  # fmt: skip
+                outcome = await connection.run(failing)
+                assert outcome.failed_at == 2, n
+                assert (await connection.run([(back, {})])).error is None
+                after = await connection.run([(add, {"n": n}), (text, {"n": n})])
+                assert after.error is None, (n, after.error)
+    finally:
+        await stores.aclose()
