@@ -103,6 +103,8 @@ class Purpose(StrEnum):
     ANSWER = "answer"
     TRANSITION = "transition"
     REVIEW = "review"
+    #: narration as a whole, when it failed past any one call (the reply fell back to copy)
+    NARRATE = "narrate"
 
 
 @dataclass

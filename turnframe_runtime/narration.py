@@ -22,7 +22,7 @@ from turnframe_core.blocks import (
     parse_model_output,
 )
 from turnframe_runtime.context import AuditTrail, Purpose, TurnContext
-from turnframe_runtime.ports import AnswerRequest, Narrator, TransitionRequest
+from turnframe_runtime.ports import AnswerRequest, Narrator, ReviewVerdict, TransitionRequest
 
 __all__ = ["Narration"]
 
@@ -88,10 +88,12 @@ class Narration:
                 continue
             try:
                 verdict = await narrator.review(block.text, request)
+                if not isinstance(verdict, ReviewVerdict):
+                    raise MalformedModelOutput("a review answers with a ReviewVerdict")
             except Exception as exc:
                 audit.attempt(Purpose.REVIEW, narrator, started, self.clock(), exc)
                 return None
-            if verdict.passed:
+            if verdict.passed is True:
                 return block.model_copy(
                     update={
                         "block_id": derive_block_id(

@@ -22,6 +22,7 @@ from types import MappingProxyType
 
 from turnframe_core import codes
 from turnframe_core.cases import CaseKey
+from turnframe_core.claims import ClaimGuardViolation
 from turnframe_core.events import DomainEvent
 from turnframe_core.ids import IdSource, UlidIdSource
 from turnframe_core.interactions import Interaction, InteractionStatus
@@ -45,7 +46,7 @@ from turnframe_runtime.cards import CardFactory, RaisedCard, persist_card
 from turnframe_runtime.cases import CaseBook
 from turnframe_runtime.compose import Composer, TurnResult
 from turnframe_runtime.config import RuntimeConfig
-from turnframe_runtime.context import AuditTrail, Notes, TurnContext
+from turnframe_runtime.context import AuditTrail, Notes, Purpose, TurnContext
 from turnframe_runtime.copy import CatalogCopy, MissingCopy, ServerCopy, receipt_title
 from turnframe_runtime.errors import (
     IdempotencyKeyReused,
@@ -271,7 +272,15 @@ class TurnRuntime:
         if after_commit is not None:
             raise after_commit
         if assistant is None:
-            assistant = await self._composer(t).compose(result.read(readback))  # Q-T
+            try:
+                assistant = await self._composer(t).compose(result.read(readback))  # Q-T
+            except (StoreError, ClaimGuardViolation):
+                raise
+            except Exception as failure:  # a model port misbehaved past what narration contains
+                now = self._clock()
+                t.audit.attempt(Purpose.NARRATE, self._narrator, now, now, failure)
+                composer = self._composer(t, narrate=False)  # the reply from server copy
+                assistant = await composer.compose(result.read(readback))
             async with self._stores.transaction() as tx:  # durable point 4: U/V
                 await t.recorder.deliver(tx, assistant)
         return assistant
@@ -426,9 +435,9 @@ class TurnRuntime:
             closed=answer if isinstance(answer, Closed) else None,
         )
 
-    def _composer(self, t: _Turn) -> Composer:
+    def _composer(self, t: _Turn, *, narrate: bool = True) -> Composer:
         narration = None
-        if self._narrator is not None:
+        if self._narrator is not None and narrate:
             narration = Narration(self._narrator, t.ctx, self._clock, t.audit)
         return Composer(
             t.ctx, self._workflows, self._copy, self._clock, narration, t.notes, t.audit

@@ -25,14 +25,30 @@ def _surrogate_fact(request: Any) -> dict[str, Any]:
     return {"kind": "transition", "text": "Saved.", "facts_used": [value]}
 
 
+def _deep_object(request: Any) -> dict[str, Any]:
+    """A draft object nested far past any recursion limit (built without recursion)."""
+    nested: Any = "leaf"
+    for _ in range(100_000):
+        nested = [nested]
+    return {"kind": "transition", "text": "Saved.", "facts_used": [nested]}
+
+
 @pytest.mark.parametrize(
     ("reply", "cause"),
     [
         (_deep(100_000), codes.AUTHORSHIP_MALFORMED_OUTPUT),
+        (_deep(1_000), codes.AUTHORSHIP_MALFORMED_OUTPUT),
+        (_deep_object, codes.AUTHORSHIP_MALFORMED_OUTPUT),
         (_surrogate_fact, codes.AUTHORSHIP_MALFORMED_OUTPUT),
         (RuntimeError("the provider fell over"), "RuntimeError"),
     ],
-    ids=["deeply-nested-json", "lone-surrogate-in-a-fact", "provider-raises"],
+    ids=[
+        "json-past-the-length-cap",
+        "json-past-the-depth-cap",
+        "object-past-the-recursion-limit",
+        "lone-surrogate-in-a-fact",
+        "provider-raises",
+    ],
 )
 async def test_a_broken_narration_after_the_commit_still_gives_the_turn_its_reply(
     make_desk, reply: Any, cause: str
@@ -100,3 +116,48 @@ async def test_a_narration_that_is_not_a_draft_still_gives_the_turn_its_reply(ma
     record = await desk.runtime.replay("acct_1", turn.replay_token)
     codes_seen = {a.code for a in record.provider_attempts if a.purpose == "transition"}
     assert codes_seen == {codes.AUTHORSHIP_MALFORMED_OUTPUT}
+
+
+class _ReviewsWithADict(_OffScript):
+    """A narrator whose draft is fine but whose review is not a verdict."""
+
+    async def transition(self, request: Any) -> Any:
+        return {"kind": "transition", "text": "Saved.", "facts_used": []}
+
+    async def review(self, text: str, request: Any) -> Any:
+        return {"passed": True}
+
+
+async def test_a_review_that_is_not_a_verdict_still_gives_the_turn_its_reply(make_desk) -> None:
+    desk: DeskHarness = await make_desk(narrator=_ReviewsWithADict())
+    desk.ready_trip()
+    turn = await desk.say("Name Grace", act("a1", NAME, "h1", "Grace", name="Grace Hopper"))
+    [transition] = [b for b in turn.blocks if b.kind == "transition"]
+    assert transition.author == "server" and transition.text != "Saved."
+    record = await desk.runtime.replay("acct_1", turn.replay_token)
+    assert record.phase is TurnPhase.DELIVERED
+    reviews = [(a.outcome, a.code) for a in record.provider_attempts if a.purpose == "review"]
+    assert reviews == [("failed", codes.AUTHORSHIP_MALFORMED_OUTPUT)]
+
+
+async def test_narration_failing_past_its_own_guards_falls_back_to_server_copy(
+    make_desk, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from turnframe_runtime.narration import Narration
+
+    async def broken(self: Any, request: Any) -> Any:
+        raise RecursionError("maximum recursion depth exceeded")
+
+    monkeypatch.setattr(Narration, "transition", broken)
+    desk: DeskHarness = await make_desk(narrator=_OffScript())
+    desk.ready_trip()
+    turn = await desk.say("Name Grace", act("a1", NAME, "h1", "Grace", name="Grace Hopper"))
+    assert desk.receipt_codes(turn) == ["trip.name_set"]
+    [transition] = [b for b in turn.blocks if b.kind == "transition"]
+    assert transition.author == "server"
+    assert (await desk.runtime.load_turn("acct_1", turn.turn_id)) == turn
+    record = await desk.runtime.replay("acct_1", turn.replay_token)
+    assert record.phase is TurnPhase.DELIVERED
+    assert [(a.purpose, a.code) for a in record.provider_attempts if a.purpose == "narrate"] == [
+        ("narrate", "RecursionError")
+    ]
