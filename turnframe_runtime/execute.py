@@ -176,8 +176,7 @@ class Execution:
             outcome = FailedOutcome(code=failed.message or codes.EXECUTION_FAILED)
             return each(outcome, codes.NOTICE_COMMAND_FAILED)
         except Exception as error:  # it may have landed: not a failure, and nothing was "sent"
-            described = f"{type(error).__name__}: {error}"[:300]
-            return unknown("executor_error", codes.NOTICE_OUTCOME_UNCERTAIN, described)
+            return unknown("executor_error", codes.NOTICE_OUTCOME_UNCERTAIN, _described(error))
         if not self._trusted(case_key, commands, result):
             outcome = FailedOutcome(code=codes.EXECUTION_UNTRUSTED_RESULT)
             return each(outcome, codes.NOTICE_COMMAND_FAILED)
@@ -365,3 +364,15 @@ class Execution:
                     await stores.journal.complete(
                         account_id, command_id, FailedOutcome(code=codes.EXECUTION_CARD_INVALIDATED)
                     )
+
+
+def _described(error: BaseException) -> str:
+    """`Type: message` of an executor's exception, fit for the record whatever it holds: at most
+    300 characters, no NUL, no lone surrogate; a message that cannot be read is said to be so."""
+    try:
+        message = str(error)
+    except Exception:  # its __str__ raised
+        message = "<the message could not be read>"
+    text = f"{type(error).__name__}: {message}".replace("\x00", "\\x00")
+    text = text.encode("utf-8", "backslashreplace").decode("utf-8")
+    return text[:300]

@@ -3,6 +3,8 @@ turn's own commands and the committed ledger before any receipt may cite it."""
 
 from __future__ import annotations
 
+import pytest
+
 from turnframe_core import codes
 from turnframe_core.replay import FailedOutcome, OutcomeUnknown
 from turnframe_runtime import ExecutionResult
@@ -57,6 +59,36 @@ async def test_a_long_executor_error_is_shortened_not_refused(desk):
     assert isinstance(outcome, OutcomeUnknown)
     assert outcome.error is not None and outcome.error.startswith("RuntimeError: xxx")
     assert len(outcome.error) == 300
+
+
+class _Unprintable(Exception):
+    def __str__(self) -> str:
+        raise ValueError("no message")
+
+
+@pytest.mark.parametrize(
+    ("error", "expected"),
+    [
+        (RuntimeError("bad \ud800 byte"), "RuntimeError: bad \\ud800 byte"),
+        (RuntimeError("nul \x00 here"), "RuntimeError: nul \\x00 here"),
+        (_Unprintable(), "_Unprintable: <the message could not be read>"),
+    ],
+    ids=["lone-surrogate", "nul", "str-raises"],
+)
+async def test_an_executor_error_of_any_shape_is_recorded_and_the_turn_replied(
+    desk, error: Exception, expected: str
+):
+    desk.ready_trip()
+
+    async def broken(batch):
+        raise error
+
+    desk.executor.execute = broken  # type: ignore[method-assign]
+    turn = await desk.say("Name Grace Hopper", _set_name("Grace Hopper"))
+    assert desk.notice_codes(turn) == [codes.NOTICE_OUTCOME_UNCERTAIN]
+    [entry] = await desk.journal(turn)
+    assert isinstance(entry.outcome, OutcomeUnknown) and entry.outcome.error == expected
+    assert await desk.stores.conversations.list_unfinished_turns(10) == ()
 
 
 async def test_a_timeout_still_says_the_request_was_sent(desk):
