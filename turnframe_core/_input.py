@@ -75,14 +75,11 @@ class InputModel(FrozenModel):
 
 
 def _refusal(model: str, refused: ValidationError) -> InvalidTurnInput:
-    places: list[str] = []
-    rules: list[str] = []
+    rules: dict[str, str] = {}  # place -> its rule, in order, each place once
     for error in refused.errors(include_url=False, include_context=False, include_input=False):
         place = ".".join(str(part)[:_SHOWN_KEY_CHARS] for part in error["loc"]) or "(the input)"
-        if place not in places:
-            places.append(place)
-            rules.append(f"{place} ({error['type']})")
-    shown = ", ".join(rules[:_SHOWN_ERRORS])
+        rules.setdefault(place, f"{place} ({error['type']})")
+    shown = ", ".join(list(rules.values())[:_SHOWN_ERRORS])
     more = len(rules) - _SHOWN_ERRORS
     suffix = f" and {more} more" if more > 0 else ""
-    return InvalidTurnInput(f"{model} refused at {shown}{suffix}", tuple(places))
+    return InvalidTurnInput(f"{model} refused at {shown}{suffix}", tuple(rules))

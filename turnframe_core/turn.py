@@ -20,6 +20,7 @@ from pydantic import (
     SerializerFunctionWrapHandler,
     StringConstraints,
     ValidationInfo,
+    field_validator,
     model_serializer,
     model_validator,
 )
@@ -102,6 +103,14 @@ class TurnInput(InputModel):
     attachments: tuple[AttachmentRef, ...] = Field(default=(), max_length=MAX_ATTACHMENTS)
     origin_ref: str | None = Field(default=None, max_length=MAX_ORIGIN_REF_CHARS)
     locale: LocaleTag = "en"
+
+    @field_validator("attachments", mode="before")
+    @classmethod
+    def _at_most(cls, value: Any) -> Any:
+        """Too many is refused before any one is judged (refusing each would cost per item)."""
+        if isinstance(value, list | tuple) and len(value) > MAX_ATTACHMENTS:
+            raise ValueError(f"at most {MAX_ATTACHMENTS} attachments")
+        return value
 
     @model_validator(mode="after")
     def _not_empty(self) -> TurnInput:

@@ -140,6 +140,19 @@ def test_a_hundred_thousand_attachments_are_refused() -> None:
         TurnInput.model_validate({**BASE, "attachments": flood})
 
 
+@pytest.mark.parametrize("source", ["python", "json"])
+def test_too_many_bad_attachments_are_refused_as_one_count_not_one_by_one(source: str) -> None:
+    # Judging each would cost per item (and listing the refusals once cost quadratic time).
+    flood = [{"attachment_id": "", "media_type": "x"}] * 100_000
+    data = {**BASE, "attachments": flood}
+    with pytest.raises(InvalidTurnInput) as refused:
+        if source == "json":
+            TurnInput.model_validate_json(json.dumps(data))
+        else:
+            TurnInput.model_validate(data)
+    assert refused.value.fields == ("attachments",)
+
+
 @pytest.mark.parametrize(
     "fields",
     [
