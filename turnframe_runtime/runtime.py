@@ -172,6 +172,9 @@ class TurnRuntime:
         """
         if not isinstance(turn_input, TurnInput):  # e.g. a dict or JSON: the caller validates
             raise InvalidTurnInput("handle_turn takes a TurnInput")
+        # Judged again (a few microseconds): one built with model_construct or changed with
+        # model_copy(update=...) skipped its rules.
+        turn_input = TurnInput.model_validate(turn_input.model_dump(warnings=False))
         t = self._begin(turn_input)
         if not turn_input.is_click_only:  # a click needs only the cases its card names
             await t.cases.load_candidates(t.ctx.conversation_id)  # D/E/F

@@ -62,6 +62,13 @@ async def test_a_refused_input_never_reaches_the_runtime(
     desk.ready_trip()
 
     with pytest.raises(InvalidTurnInput):
-        await desk.runtime.handle_turn(TurnInput.model_validate({**SENT, **changes}))
+        TurnInput.model_validate({**SENT, **changes})
+    # Past its rules (model_copy and model_construct skip them), handle_turn still judges it.
+    for bypassed in (
+        TurnInput.model_validate(SENT).model_copy(update=changes),
+        TurnInput.model_construct(**{**SENT, **changes}),
+    ):
+        with pytest.raises(InvalidTurnInput):
+            await desk.runtime.handle_turn(bypassed)
 
     await _nothing_written(desk)
