@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from enum import StrEnum
 from typing import Annotated, Any, Literal
 
-from pydantic import Field, model_validator
+from pydantic import Field, SerializerFunctionWrapHandler, model_serializer, model_validator
 
 from turnframe_core import codes
 from turnframe_core._canonical import Digest, digest
@@ -136,6 +136,18 @@ class FailedOutcome(FrozenModel):
     code: NonEmptyStr
 
 
+def _without_unset_additions(data: Any, additions: dict[str, Any]) -> Any:
+    """A field added after records were first stored is left out while it holds its default, so
+    a record written before it serializes, and digests, exactly as it did (the replay chain
+    cites those digests)."""
+    if isinstance(data, dict):
+        for name, default in additions.items():
+            value = data.get(name, default)
+            if value == default or (isinstance(default, tuple) and value == list(default)):
+                data.pop(name, None)
+    return data
+
+
 class OutcomeUnknown(FrozenModel):
     """Answer unknown (a timeout after sending, or an executor error that may have landed):
     reconciled, never blindly retried. `error` names an executor's unexpected exception (its
@@ -145,6 +157,10 @@ class OutcomeUnknown(FrozenModel):
     attempt_id: NonEmptyStr
     reason: NonEmptyStr = "timeout"
     error: str | None = Field(default=None, max_length=300)
+
+    @model_serializer(mode="wrap")
+    def _added_later(self, handler: SerializerFunctionWrapHandler) -> Any:
+        return _without_unset_additions(handler(self), {"error": None})
 
 
 class AwaitingConfirmationOutcome(FrozenModel):
@@ -227,6 +243,10 @@ class ReplayRecord(FrozenModel):
         ):
             raise ValueError("the recorded input belongs to another account or conversation")
         return self
+
+    @model_serializer(mode="wrap")
+    def _added_later(self, handler: SerializerFunctionWrapHandler) -> Any:
+        return _without_unset_additions(handler(self), {"understanding_problems": ()})
 
     def digest(self) -> str:
         """Digest of this record's canonical JSON (what the next record of the chain stores)."""
