@@ -31,6 +31,10 @@ from pydantic import (
 from turnframe_core import codes
 from turnframe_core._canonical import Digest
 from turnframe_core._derive import derive_block_id, derive_receipt_id
+from turnframe_core._fit import (
+    MAX_MODEL_OUTPUT_CHARS,
+    json_value_problem,
+)
 from turnframe_core._model import FrozenModel, Millis, NonEmptyStr, Revision
 from turnframe_core.errors import TurnframeError
 from turnframe_core.events import ReceiptSeverity
@@ -364,10 +368,14 @@ class MalformedModelOutput(TurnframeError):
     code = codes.AUTHORSHIP_MALFORMED_OUTPUT
 
 
+#: The length of one model-written text (the JSON a model sends is capped by `_fit`).
+MAX_PROSE_CHARS: Final = 20_000
+
+
 class _AnswerDraft(FrozenModel):
     kind: Literal["answer"]
     question_id: str | None = None
-    text: NonEmptyStr
+    text: NonEmptyStr = Field(max_length=MAX_PROSE_CHARS)
     basis: AnswerBasis = AnswerBasis.CURRENT_COMMITTED_STATE
     status: AnswerStatus = AnswerStatus.ANSWERED
     facts_used: tuple[NarratableFact, ...] = ()
@@ -375,53 +383,8 @@ class _AnswerDraft(FrozenModel):
 
 class _TransitionDraft(FrozenModel):
     kind: Literal["transition"]
-    text: NonEmptyStr
+    text: NonEmptyStr = Field(max_length=MAX_PROSE_CHARS)
     facts_used: tuple[NarratableFact, ...] = ()
-
-
-#: Caps on what a model may send (DESIGN §15: model output is validated at the boundary like
-#: user input): the JSON's length, nesting depth and number of values.
-MAX_MODEL_OUTPUT_CHARS: Final = 100_000
-MAX_JSON_DEPTH: Final = 24
-MAX_JSON_VALUES: Final = 10_000
-
-
-def json_value_problem(value: Any) -> str | None:
-    """Why `value` (parsed JSON, or what a port returned as such) is not fit to keep: nested
-    deeper than `MAX_JSON_DEPTH`, more than `MAX_JSON_VALUES` values, a string with a lone
-    surrogate or NUL, a non-string key, or not JSON at all. None when it is fit."""
-    stack: list[tuple[Any, int]] = [(value, 1)]
-    seen = 0
-    while stack:
-        item, depth = stack.pop()
-        seen += 1
-        if depth > MAX_JSON_DEPTH:
-            return "is nested too deeply"
-        if seen > MAX_JSON_VALUES:
-            return "has too many values"
-        if isinstance(item, str):
-            if _unfit_text(item):
-                return "holds text no store can keep"
-        elif isinstance(item, dict):
-            for key, inner in item.items():
-                if not isinstance(key, str) or _unfit_text(key):
-                    return "has a key no store can keep"
-                stack.append((inner, depth + 1))
-        elif isinstance(item, list | tuple):
-            stack.extend((inner, depth + 1) for inner in item)
-        elif item is not None and not isinstance(item, bool | int | float):
-            return "is not JSON"
-    return None
-
-
-def _unfit_text(text: str) -> bool:
-    if "\x00" in text:
-        return True
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return True
-    return False
 
 
 def parse_model_output(

@@ -97,6 +97,7 @@ UNDERSTANDING_UNKNOWN_INTERACTION = "turnframe.understanding.unknown_interaction
 UNDERSTANDING_UNKNOWN_OPTION = "turnframe.understanding.unknown_option"
 UNDERSTANDING_DUPLICATE_ID = "turnframe.understanding.duplicate_id"
 UNDERSTANDING_DANGLING_REFERENCE = "turnframe.understanding.dangling_reference"
+UNDERSTANDING_UNFIT_VALUE = "turnframe.understanding.unfit_value"
 
 # --- execution (domain executor outcomes) -----------------------------------------------------
 EXECUTION_REVISION_CONFLICT = "turnframe.execution.revision_conflict"

@@ -21,6 +21,7 @@ from pydantic import Field, JsonValue, StringConstraints, field_validator, model
 
 from turnframe_core import codes
 from turnframe_core._canonical import CanonicalJsonError, canonical_json, digest
+from turnframe_core._fit import json_value_problem
 from turnframe_core._model import FrozenModel, NonEmptyStr
 from turnframe_core.cases import WorkflowKey
 from turnframe_core.errors import TurnframeError
@@ -119,6 +120,9 @@ class ArgumentValue(FrozenModel):
     @field_validator("value")
     @classmethod
     def _canonical(cls, value: JsonValue) -> JsonValue:
+        problem = json_value_problem(value)
+        if problem is not None:
+            raise ValueError(f"an argument value {problem}")
         try:
             canonical_json(value)
         except CanonicalJsonError:
@@ -361,6 +365,11 @@ def _problems(understanding: Understanding, brief: Brief) -> Iterator[Problem]:
 def validate_understanding(understanding: Understanding, brief: Brief) -> Understanding:
     """`understanding` itself if every part fits `brief`; else `UnderstandingRejected` listing
     every problem. All or nothing: one bad part rejects the whole understanding."""
+    unfit = json_value_problem(understanding.model_dump(mode="python"))
+    if unfit is not None:  # a string no store can keep, or past the caps: nothing else is read
+        raise UnderstandingRejected(
+            [Problem(code=codes.UNDERSTANDING_UNFIT_VALUE, path="understanding")]
+        )
     problems = list(_problems(understanding, brief))
     if problems:
         raise UnderstandingRejected(problems)

@@ -194,3 +194,15 @@ def test_an_unknown_reading_cannot_disguise_a_known_kind():
 def test_a_notice_code_must_be_a_dotted_lowercase_code():
     with pytest.raises(ValidationError):
         NoticeBlock(block_id="blk_n", code="Command Failed", text="x", copy_ref=copy_ref())
+
+
+def test_a_draft_handed_over_as_an_object_has_its_text_capped_too() -> None:
+    import pytest
+
+    from turnframe_core.blocks import MAX_PROSE_CHARS, MalformedModelOutput, parse_model_output
+
+    fits = {"kind": "transition", "text": "x" * MAX_PROSE_CHARS}
+    assert parse_model_output(fits, turn_id="turn_1", account_id="acct_1")
+    with pytest.raises(MalformedModelOutput):
+        parse_model_output({**fits, "text": "x" * (MAX_PROSE_CHARS + 1)}, turn_id="turn_1",
+                           account_id="acct_1")  # fmt: skip

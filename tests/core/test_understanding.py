@@ -571,3 +571,14 @@ def test_a_valid_understanding_round_trips_through_json_with_a_stable_hash(
 
     assert restored == understanding
     assert restored.hash() == understanding.hash() == understanding.hash()
+
+
+def test_an_argument_value_no_store_can_keep_is_refused_where_it_is_built() -> None:
+    import pytest
+    from pydantic import ValidationError
+
+    from turnframe_core import ArgumentValue, Evidence
+
+    for value in ("Grace\ud800", "a\x00b", {"k\ud800": 1}):
+        with pytest.raises(ValidationError, match="argument value"):
+            ArgumentValue(name="name", value=value, evidence=Evidence(quote="Grace"))

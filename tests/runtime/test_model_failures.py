@@ -161,3 +161,42 @@ async def test_narration_failing_past_its_own_guards_falls_back_to_server_copy(
     assert [(a.purpose, a.code) for a in record.provider_attempts if a.purpose == "narrate"] == [
         ("narrate", "RecursionError")
     ]
+
+
+def _nested(depth: int) -> Any:
+    value: Any = "x"
+    for _ in range(depth):
+        value = [value]
+    return value
+
+
+def _with_value(part: Any, value: Any) -> Any:
+    """`part` (an act) whose one argument holds `value`, past the argument's own rules (as an
+    interpreter that builds its proposal with model_construct would hand it over)."""
+    from turnframe_core import ArgumentValue
+
+    [argument] = part.arguments
+    forged = ArgumentValue.model_construct(
+        name=argument.name, value=value, evidence=argument.evidence
+    )
+    return part.model_copy(update={"arguments": (forged,)})
+
+
+@pytest.mark.parametrize(
+    "value",
+    ["Grace\ud800", "Grace\x00", _nested(30)],
+    ids=["lone-surrogate", "nul", "past-the-depth-cap"],
+)
+async def test_an_unfit_value_from_the_interpreter_is_refused_before_anything_runs(
+    desk: DeskHarness, value: Any
+) -> None:
+    desk.ready_trip()
+    part = _with_value(act("a1", NAME, "h1", "Grace", name="Grace"), value)
+    turn = await desk.say("Name Grace", part, turn_id="turn_unfit")
+    assert await desk.events() == []
+    assert desk.notice_codes(turn) == [codes.NOTICE_NOT_UNDERSTOOD]
+    record = await desk.runtime.replay("acct_1", turn.replay_token)
+    assert record.phase is TurnPhase.DELIVERED
+    assert [p.code for p in record.understanding_problems] == [codes.UNDERSTANDING_UNFIT_VALUE]
+    again = await desk.say("Name Grace", turn_id="turn_unfit")  # a retry gets the same reply
+    assert again == turn
