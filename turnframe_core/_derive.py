@@ -2,7 +2,7 @@
 rows, replay tokens), each a domain string and the canonical JSON of its inputs, hashed
 (DESIGN §3). Internal: the runtime and the stores derive them; adopters never need to.
 
-Every id that keys or names a record includes the account (decision 0007): two accounts may use
+Every id that keys or names a record includes the account (decision 0010): two accounts may use
 the same client turn id and the same case ids without ever sharing a command, a card or an
 outbox row. A receipt's id derives from the events it cites, which are the account's own; the
 replay token from its turn, looked up only within its account."""

@@ -11,6 +11,7 @@ from __future__ import annotations
 NOTICE_COMMAND_FAILED = "turnframe.notice.command_failed"
 NOTICE_VERIFICATION_IN_PROGRESS = "turnframe.notice.verification_in_progress"
 NOTICE_OUTCOME_UNCERTAIN = "turnframe.notice.outcome_uncertain"
+NOTICE_RESULT_UNCONFIRMED = "turnframe.notice.result_unconfirmed"
 NOTICE_REVISION_CONFLICT = "turnframe.notice.revision_conflict"
 NOTICE_INTERACTION_UNAVAILABLE = "turnframe.notice.interaction_unavailable"
 NOTICE_CASE_REFRESH_UNAVAILABLE = "turnframe.notice.case_refresh_unavailable"

@@ -42,7 +42,7 @@ from turnframe_core.facts import (
     StateValue,
 )
 from turnframe_core.interactions import Interaction, InteractionKind, InteractionStatus
-from turnframe_core.replay import CommittedOutcome, OutcomeUnknown
+from turnframe_core.replay import CommittedOutcome, FailedOutcome, OutcomeUnknown
 from turnframe_core.turn import AssistantTurn, Expectation, ExpectationKind, Offer, TurnStatus
 from turnframe_core.understanding import Question, Understanding
 from turnframe_core.workflow import WorkflowDefinition
@@ -58,6 +58,8 @@ __all__ = ["Composer", "TurnResult"]
 
 _NOTICE_SEVERITY = {
     codes.NOTICE_COMMAND_FAILED: NoticeSeverity.ERROR,
+    codes.NOTICE_RESULT_UNCONFIRMED: NoticeSeverity.ERROR,
+    codes.NOTICE_OUTCOME_UNCERTAIN: NoticeSeverity.WARNING,
     codes.NOTICE_INTERACTION_UNAVAILABLE: NoticeSeverity.ERROR,
     codes.NOTICE_CASE_REFRESH_UNAVAILABLE: NoticeSeverity.ERROR,
     codes.NOTICE_REVISION_CONFLICT: NoticeSeverity.WARNING,
@@ -415,7 +417,7 @@ class Composer:
         parts: list[RenderedCopy] = []
         done = [r for r in receipts if any(ev in result.readback for ev in r.event_ids)]
         executed = self.audit.executed
-        unknown = any(isinstance(e.outcome, OutcomeUnknown) for e in executed)
+        unknown = any(_may_have_landed(e.outcome) for e in executed)
         if done:
             parts.append(
                 self._render("turnframe.transition.done", items="; ".join(r.title for r in done))
@@ -470,4 +472,11 @@ def _already_answered(card: Interaction) -> NarratableFact:
         interaction_id=card.interaction_id,
         option_id=card.resolved_option_id,
         progress=_PROGRESS.get(card.status, AnswerProgress.CLOSED),
+    )
+
+
+def _may_have_landed(outcome: object) -> bool:
+    """An outcome after which nobody may say that nothing changed."""
+    return isinstance(outcome, OutcomeUnknown) or (
+        isinstance(outcome, FailedOutcome) and outcome.code == codes.EXECUTION_UNTRUSTED_RESULT
     )

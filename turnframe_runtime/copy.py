@@ -81,6 +81,9 @@ LIBRARY_CATALOGS: dict[str, dict[str, str]] = {
         codes.NOTICE_OUTCOME_UNCERTAIN: (
             "It is not yet known whether that went through. It is being checked."
         ),
+        codes.NOTICE_RESULT_UNCONFIRMED: (
+            "The result of that could not be confirmed, so nothing is shown as done."
+        ),
         codes.NOTICE_INTERACTION_UNAVAILABLE: (
             "The confirmation could not be prepared, so nothing is waiting for an answer."
         ),
@@ -147,6 +150,9 @@ LIBRARY_CATALOGS: dict[str, dict[str, str]] = {
         ),
         codes.NOTICE_OUTCOME_UNCERTAIN: (
             "Non si sa ancora se è andato a buon fine. È in verifica."
+        ),
+        codes.NOTICE_RESULT_UNCONFIRMED: (
+            "Non è stato possibile confermarne l'esito, quindi nulla risulta fatto."
         ),
         codes.NOTICE_INTERACTION_UNAVAILABLE: (
             "Non è stato possibile preparare la conferma, quindi nulla attende una risposta."

@@ -178,8 +178,10 @@ class Execution:
         except Exception as error:  # it may have landed: not a failure, and nothing was "sent"
             return unknown("executor_error", codes.NOTICE_OUTCOME_UNCERTAIN, _described(error))
         if not self._trusted(case_key, commands, result):
+            # Failed as far as this turn goes (nothing of it is cited), but its effect may have
+            # landed: the user is not told that nothing changed.
             outcome = FailedOutcome(code=codes.EXECUTION_UNTRUSTED_RESULT)
-            return each(outcome, codes.NOTICE_COMMAND_FAILED)
+            return each(outcome, codes.NOTICE_RESULT_UNCONFIRMED)
         executed = []
         for command in commands:
             own = tuple(e for e in result.events if e.command_id == command.envelope.command_id)
@@ -248,7 +250,7 @@ class Execution:
             executed.outcome = FailedOutcome(code=codes.EXECUTION_UNTRUSTED_RESULT)
             executed.events = ()
         if untrusted:
-            self.notes.notice(codes.NOTICE_COMMAND_FAILED)
+            self.notes.notice(codes.NOTICE_RESULT_UNCONFIRMED)
 
     def _outbox(self) -> list[OutboxEntry]:
         rows: list[OutboxEntry] = []
