@@ -135,3 +135,24 @@ def test_a_malformed_id_is_refused():
     with pytest.raises(InvalidId):
         require_prefixed("turn", "conv_1")
     assert require_prefixed("turn", "turn_1") == "turn_1"
+
+
+def test_every_derived_id_that_keys_a_record_changes_with_the_account() -> None:
+    from turnframe_core._derive import (
+        derive_batch_id,
+        derive_block_id,
+        derive_command_id,
+        derive_interaction_id,
+        derive_outbox_id,
+    )
+
+    derivations = {
+        "block": lambda a: derive_block_id(a, "turn_1", "transition"),
+        "command": lambda a: derive_command_id(a, "turn_1", "a1", 0),
+        "batch": lambda a: derive_batch_id(a, "turn_1", "trip", "T-1", "per_case"),
+        "interaction": lambda a: derive_interaction_id(a, "turn_1", "confirm:a1"),
+        "outbox": lambda a: derive_outbox_id(a, "cmd_1"),
+    }
+    for name, derive in derivations.items():
+        assert derive("acct_a") != derive("acct_b"), name
+        assert derive("acct_a") == derive("acct_a"), name
