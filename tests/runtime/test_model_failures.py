@@ -88,8 +88,10 @@ async def test_a_refused_understanding_records_why_and_changes_nothing(desk: Des
     assert desk.notice_codes(turn) == [codes.NOTICE_NOT_UNDERSTOOD]
     record = await desk.runtime.replay("acct_1", turn.replay_token)
     assert record.understanding is None
-    assert record.understanding_problems  # which handle, operation or argument failed
-    assert all(p.path and p.code for p in record.understanding_problems)
+    # Which handle, operation or argument failed: by code and path, never by value.
+    assert [(p.code, p.path) for p in record.understanding_problems] == [
+        (codes.UNDERSTANDING_UNKNOWN_HANDLE, "acts[0].target.handle")
+    ]
     [attempt] = record.provider_attempts
     assert (attempt.outcome, attempt.code) == ("failed", codes.UNDERSTANDING_REJECTED)
 
