@@ -14,6 +14,7 @@ from typing import Annotated, Any, Final
 from pydantic import (
     StringConstraints,
     ValidationError,
+    ValidationInfo,
     ValidatorFunctionWrapHandler,
     model_validator,
 )
@@ -58,20 +59,36 @@ _judging: ContextVar[bool] = ContextVar("turnframe_input_judging", default=False
 
 
 class InputModel(FrozenModel):
-    """A model built from what a client sent: every refusal raises `InvalidTurnInput`."""
+    """A model built from what a client sent: every refusal raises `InvalidTurnInput`.
+
+    Read from storage (validation context `STORED_CONTEXT`), what an earlier version accepted
+    and stored still reads: a model that refuses it under today's rules gets `_as_stored`."""
 
     @model_validator(mode="wrap")
     @classmethod
-    def _typed_refusal(cls, data: Any, handler: ValidatorFunctionWrapHandler) -> Any:
+    def _typed_refusal(
+        cls, data: Any, handler: ValidatorFunctionWrapHandler, info: ValidationInfo
+    ) -> Any:
         if _judging.get():
             return handler(data)
         token = _judging.set(True)
         try:
             return handler(data)
         except ValidationError as refused:
+            stored = bool((info.context or {}).get("turnframe_stored"))
+            if stored and isinstance(data, dict):
+                kept = cls._as_stored(data)
+                if kept is not None:
+                    return kept
             raise _refusal(cls.__name__, refused) from None
         finally:
             _judging.reset(token)
+
+    @classmethod
+    def _as_stored(cls, data: dict[str, Any]) -> Any:
+        """This model as an earlier version's rules stored it, or None when those refuse it too
+        (then the data is damaged)."""
+        return None
 
 
 def _refusal(model: str, refused: ValidationError) -> InvalidTurnInput:

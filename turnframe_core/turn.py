@@ -19,6 +19,7 @@ from pydantic import (
     SerializationInfo,
     SerializerFunctionWrapHandler,
     StringConstraints,
+    ValidationError,
     ValidationInfo,
     field_validator,
     model_serializer,
@@ -90,6 +91,33 @@ class AttachmentRef(InputModel):
     size_bytes: Whole | None = None
 
 
+class _AttachmentBefore(FrozenModel):
+    attachment_id: NonEmptyStr
+    media_type: NonEmptyStr
+    filename: str | None = None
+    size_bytes: int | None = Field(default=None, ge=0)
+
+
+class _AnswerBefore(FrozenModel):
+    interaction_id: NonEmptyStr
+    option_id: NonEmptyStr
+    expected_case_revision: int = Field(ge=0)
+    freeform_input: str | None = Field(default=None, max_length=10_000)
+
+
+class _TurnInputBefore(FrozenModel):
+    """The rules a user's turn was stored under before input became strict (decision 0008)."""
+
+    account_id: NonEmptyStr
+    conversation_id: NonEmptyStr
+    turn_id: NonEmptyStr | None = None
+    text: str | None = Field(default=None, max_length=MAX_TEXT_CHARS)
+    interaction_response: _AnswerBefore | None = None
+    attachments: tuple[_AttachmentBefore, ...] = ()
+    origin_ref: str | None = Field(default=None, max_length=500)
+    locale: str = Field(default="en", min_length=1, max_length=35)
+
+
 class TurnInput(InputModel):
     """A user's turn: text and/or a card answer (both together is legal), never anything that
     defines a card's meaning. `turn_id` is the client's idempotency handle; the runtime assigns
@@ -103,6 +131,25 @@ class TurnInput(InputModel):
     attachments: tuple[AttachmentRef, ...] = Field(default=(), max_length=MAX_ATTACHMENTS)
     origin_ref: str | None = Field(default=None, max_length=MAX_ORIGIN_REF_CHARS)
     locale: LocaleTag = "en"
+
+    @classmethod
+    def _as_stored(cls, data: dict[str, Any]) -> Any:
+        """A user's turn stored before today's input rules (a locale such as `en_US`, more than
+        `MAX_ATTACHMENTS` attachments, a looser attachment): read as the rules then in force
+        accepted it, value for value, so its records (and their digests) stay as they were."""
+        try:
+            then = _TurnInputBefore.model_validate(data)
+        except ValidationError:
+            return None
+        answer = then.interaction_response
+        return cls.model_construct(
+            **{name: getattr(then, name) for name in then.model_fields_set if name != "attachments"
+               and name != "interaction_response"},
+            interaction_response=(
+                None if answer is None else InteractionResponse.model_construct(**dict(answer))
+            ),
+            attachments=tuple(AttachmentRef.model_construct(**dict(a)) for a in then.attachments),
+        )  # fmt: skip
 
     @field_validator("attachments", mode="before")
     @classmethod

@@ -15,6 +15,7 @@ from typing import Any, Final, TypeVar
 from pydantic import TypeAdapter, ValidationError
 
 from turnframe_core._canonical import CanonicalJsonError, canonical_json
+from turnframe_core.blocks import STORED_CONTEXT
 from turnframe_core.errors import TurnframeError
 from turnframe_core.events import DomainEvent
 from turnframe_core.interactions import Interaction, InteractionStatus
@@ -93,7 +94,7 @@ class Codec:
                 conversation_id=row["conversation_id"],
                 turn_id=row["turn_id"],
                 received_at=self.time_out(row["received_at"]),
-                input=TurnInput.model_validate_json(row["user_input"]),
+                input=TurnInput.model_validate_json(row["user_input"], context=STORED_CONTEXT),
             ),
         )
 
@@ -284,7 +285,10 @@ class Codec:
 
     @staticmethod
     def replay(row: Row) -> ReplayRecord:
-        return _reading("replay record", lambda: ReplayRecord.model_validate_json(row["record"]))
+        return _reading(
+            "replay record",
+            lambda: ReplayRecord.model_validate_json(row["record"], context=STORED_CONTEXT),
+        )
 
     def replay_params(self, record: ReplayRecord, text: str) -> dict[str, Any]:
         recorded_at = self.time_in(record.recorded_at)
