@@ -9,6 +9,7 @@ from turnframe_runtime.copy import CatalogCopy, MissingCopy, RenderedCopy, Serve
 from turnframe_runtime.errors import (
     IdempotencyKeyReused,
     StoresWithoutTransactions,
+    TurnFailed,
     TurnInProgress,
     UnknownWorkflow,
 )
@@ -51,6 +52,7 @@ __all__ = [
     "ServerCopy",
     "StoresWithoutTransactions",
     "TransitionRequest",
+    "TurnFailed",
     "TurnInProgress",
     "TurnRuntime",
     "UnknownWorkflow",

@@ -15,7 +15,7 @@ from turnframe_core._derive import derive_replay_token
 from turnframe_core.replay import ReplayRecord, TurnPhase, WorkflowVersion
 from turnframe_core.turn import AssistantTurn, TurnInput
 from turnframe_runtime.context import TurnContext
-from turnframe_runtime.errors import IdempotencyKeyReused, TurnInProgress
+from turnframe_runtime.errors import IdempotencyKeyReused, TurnFailed, TurnInProgress
 from turnframe_runtime.reduce import CaseInView
 from turnframe_store.bundle import Stores
 from turnframe_store.errors import NotFound
@@ -24,6 +24,7 @@ from turnframe_store.records import UserTurnRecord
 __all__ = ["accept_turn", "prior_reply"]
 
 _IN_PROGRESS = "this turn was accepted before and has no reply yet"
+_FAILED = "this turn failed before any effect; send the request again with a new turn id"
 
 
 async def prior_reply(
@@ -31,7 +32,8 @@ async def prior_reply(
 ) -> AssistantTurn | None:
     """The reply stored for a turn id seen before with this same request; None for a new turn
     id. The same id with another request is `IdempotencyKeyReused`; the same request still
-    running (or awaiting recovery) is `TurnInProgress`."""
+    running (or awaiting recovery) is `TurnInProgress`, and one that ended `failed` before any
+    effect is `TurnFailed`."""
     try:
         stored = await stores.conversations.get_user_turn(account_id, turn_id)
     except NotFound:
@@ -41,7 +43,15 @@ async def prior_reply(
     try:
         return await stores.conversations.get_assistant_turn(account_id, turn_id)
     except NotFound:
-        raise TurnInProgress(_IN_PROGRESS) from None
+        pass
+    try:
+        failed = (await stores.conversations.get_phase(account_id, turn_id)).phase
+        if failed is TurnPhase.FAILED:  # it never had an effect: a retry needs a new id
+            record = await stores.replay.get(account_id, turn_id)
+            raise TurnFailed(_FAILED, record.failure_code)
+    except NotFound:
+        pass
+    raise TurnInProgress(_IN_PROGRESS)
 
 
 async def accept_turn(

@@ -8,6 +8,7 @@ from turnframe_core.errors import TurnframeError
 __all__ = [
     "IdempotencyKeyReused",
     "StoresWithoutTransactions",
+    "TurnFailed",
     "TurnInProgress",
     "UnknownWorkflow",
 ]
@@ -18,6 +19,18 @@ class TurnInProgress(TurnframeError):
     recovery); nothing new was written."""
 
     code = codes.RUNTIME_TURN_IN_PROGRESS
+
+
+class TurnFailed(TurnframeError):
+    """The client's turn id names a turn that ended `failed` before any effect; nothing new was
+    written. `failure_code` is the code its replay record keeps. Send the request again with a
+    new turn id."""
+
+    code = codes.RUNTIME_TURN_FAILED
+
+    def __init__(self, message: str, failure_code: str | None = None) -> None:
+        super().__init__(message)
+        self.failure_code = failure_code
 
 
 class UnknownWorkflow(TurnframeError):

@@ -69,3 +69,23 @@ async def test_two_requests_racing_on_one_turn_id_get_one_reply_and_one_refusal(
         assert kinds == ["AssistantTurn", "IdempotencyKeyReused"], (i, outcomes)
     assert await desk.stores.conversations.list_unfinished_turns(100) == ()
     assert len(await desk.event_types()) == 40
+
+
+async def test_a_retry_of_a_turn_that_failed_before_any_effect_is_told_so(
+    desk: DeskHarness,
+) -> None:
+    from turnframe_runtime import TurnFailed
+    from turnframe_store import FaultPoint, Unavailable
+
+    desk.ready_trip()
+    desk.stores.faults.arm(FaultPoint.BEFORE_JOURNAL_INSERT, error=Unavailable("down"))
+    with pytest.raises(Unavailable):
+        await desk.say("Name Grace", act("a1", NAME, "h1", "Grace", name="Grace Hopper"),
+                       turn_id="turn_client_9")  # fmt: skip
+    with pytest.raises(TurnFailed) as failed:  # not "in progress" forever
+        await desk.say("Name Grace", act("a1", NAME, "h1", "Grace", name="Grace Hopper"),
+                       turn_id="turn_client_9")  # fmt: skip
+    assert failed.value.failure_code == Unavailable.code
+    assert await desk.events() == []
+    fresh = await desk.say("Name Grace", act("a1", NAME, "h1", "Grace", name="Grace Hopper"))
+    assert desk.receipt_codes(fresh) == ["trip.name_set"]
