@@ -76,6 +76,9 @@ class _PgConnection(Connection):
                 await cursor.execute(statement.sql, statement.bind(params), prepare=self._prepare)
             except psycopg.Error as exc:
                 return Batch([], 0, errors.from_postgres(exc))
+            except BaseException:  # cancelled mid-statement: nothing it did is trusted again
+                self.taint()
+                raise
             return Batch([await _result(cursor, statement)])
         cursors: list[psycopg.AsyncCursor[Any]] = []
         failure: psycopg.Error | None = None
@@ -96,6 +99,9 @@ class _PgConnection(Connection):
                     failure = exc
         except psycopg.Error as exc:
             failure = failure or exc
+        except BaseException:  # cancelled mid-pipeline: as untrusted as a failed one
+            self.taint()
+            raise
         if failure is not None:
             self.taint()
         if failure is None:
@@ -174,14 +180,20 @@ class PostgresBackend(Backend):
             raise errors.from_postgres(exc) from None
 
     async def _release(self, connection: _PgConnection) -> None:
-        """Back to the pool, a tainted connection cleansed first (or closed, if that fails)."""
+        """Back to the pool, always; a tainted connection cleansed first, or closed when that
+        does not finish (an error, a cancellation): the pool replaces a closed connection."""
         raw = connection.raw
-        if connection.tainted:
-            try:
-                await _forget_prepared(raw)
-            except psycopg.Error:
-                await raw.close()  # the pool replaces a closed connection
-        await self.pool.putconn(raw)
+        try:
+            if connection.tainted:
+                try:
+                    await _forget_prepared(raw)
+                except psycopg.Error:
+                    raw.pgconn.finish()
+                except BaseException:
+                    raw.pgconn.finish()
+                    raise
+        finally:
+            await self.pool.putconn(raw)
 
     @contextlib.asynccontextmanager
     async def reading(self) -> AsyncIterator[Connection]:

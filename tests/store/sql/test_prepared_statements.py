@@ -82,3 +82,75 @@ async def test_a_transaction_goes_on_after_a_failed_pipeline_behind_a_savepoint(
                 assert after.error is None, (n, after.error)
     finally:
         await stores.aclose()
+
+
+async def test_a_pipeline_cancelled_midway_leaves_no_statement_the_server_does_not_know(
+    postgres_databases: Databases,
+) -> None:
+    import asyncio
+
+    stores = await postgres_databases.new(pool_size=1, pool_min_size=1).stores()
+    await stores.migrate()
+    try:
+        backend = stores.engine.backend
+        _, select, _, add, text = _statements(stores)
+        sleep = Statement("probe_sleep", "SELECT pg_sleep(%(d)s::float) AS x", ("x",))
+        # A rolled-back transaction (psycopg then starts counting uses afresh), then enough uses
+        # that sleep and add are prepared before and text in the pipeline that is cancelled.
+        with pytest.raises(KeyError):
+            async with backend.writing() as connection:
+                await connection.run([(sleep, {"d": 0}), (add, {"n": 0})])
+                raise KeyError("rolled back")
+        for n in range(5):
+            async with backend.writing() as connection:
+                batch = [(sleep, {"d": 0}), (add, {"n": n}), (text, {"n": n})]
+                assert (await connection.run(batch)).error is None
+
+        async def cancelled() -> None:
+            async with backend.writing() as connection:
+                await connection.run([(sleep, {"d": 5}), (add, {"n": 9}), (text, {"n": 9})])
+
+        task = asyncio.create_task(cancelled())
+        await asyncio.sleep(0.3)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        for n in range(3):  # the one pooled connection, after the cancellation
+            async with backend.writing() as connection:
+                outcome = await connection.run([(select, {"n": n}), (add, {"n": n}),
+                                                (text, {"n": n})])  # fmt: skip
+                assert outcome.error is None, (n, outcome.error)
+    finally:
+        await stores.aclose()
+
+
+async def test_a_tainted_connection_cancelled_on_its_way_back_still_returns_to_the_pool(
+    postgres_databases: Databases,
+) -> None:
+    import asyncio
+
+    stores = await postgres_databases.new(
+        pool_size=1, pool_min_size=1, acquire_timeout_s=2
+    ).stores()
+    await stores.migrate()
+    try:
+        backend = stores.engine.backend
+        create, select, insert, _, _ = _statements(stores)
+        async with backend.writing() as connection:
+            assert (await connection.run([(create, {}), (insert, {"id": 1})])).error is None
+
+        async def doomed() -> None:
+            me = asyncio.current_task()
+            assert me is not None
+            async with backend.writing() as connection:
+                failed = await connection.run([(select, {"n": 1}), (insert, {"id": 1})])
+                assert failed.error is not None  # the pipeline failed: the connection is tainted
+                asyncio.get_running_loop().call_soon(me.cancel)  # cancelled while it is released
+                raise RuntimeError("the conflict, raised by the store")
+
+        with pytest.raises((asyncio.CancelledError, RuntimeError)):
+            await asyncio.create_task(doomed())
+        async with backend.reading() as connection:  # the pool's one slot came back
+            assert (await connection.run([(select, {"n": 7})])).results[0].rows == [{"n": 7}]
+    finally:
+        await stores.aclose()
