@@ -156,19 +156,16 @@ class AuditTrail:
         now: int,
         failure: BaseException | None = None,
     ) -> None:
-        """Record one model call and how it ended."""
+        """Record one model call and how it ended (whatever the port says its model is)."""
+        model = getattr(port, "model_name", None)
         self.provider_attempts.append(
             ProviderAttempt(
                 attempt=1 + sum(1 for a in self.provider_attempts if a.purpose == purpose),
                 purpose=purpose,
                 provider=type(port).__name__,
-                model=getattr(port, "model_name", "unspecified"),
+                model=_label(model) if isinstance(model, str) else "unspecified",
                 outcome="failed" if failure is not None else "succeeded",
-                code=(
-                    (getattr(failure, "code", None) or type(failure).__name__)
-                    if failure is not None
-                    else None
-                ),
+                code=None if failure is None else _failure_code(failure),
                 latency_ms=max(0, now - started),
             )
         )
@@ -181,3 +178,18 @@ class AuditTrail:
     @property
     def committed_anything(self) -> bool:
         return any(isinstance(e.outcome, CommittedOutcome) for e in self.executed)
+
+
+def _label(text: str) -> str:
+    """A port's self-description, fit for the record: at most 200 characters of keepable text,
+    "unspecified" when nothing is left."""
+    kept = text.replace("\x00", "").encode("utf-8", "ignore").decode("utf-8").strip()[:200]
+    return kept or "unspecified"
+
+
+def _failure_code(failure: BaseException) -> str:
+    """A Turnframe error's code; otherwise (a provider's own `code` may be anything) its type."""
+    code = getattr(failure, "code", None)
+    if isinstance(code, str) and code:
+        return _label(code)
+    return type(failure).__name__

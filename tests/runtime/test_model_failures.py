@@ -202,3 +202,27 @@ async def test_an_unfit_value_from_the_interpreter_is_refused_before_anything_ru
     assert [p.code for p in record.understanding_problems] == [codes.UNDERSTANDING_UNFIT_VALUE]
     again = await desk.say("Name Grace", turn_id="turn_unfit")  # a retry gets the same reply
     assert again == turn
+
+
+class _OddlyLabelled(_OffScript):
+    """A narrator whose description of itself, and whose error, are not what a record holds."""
+
+    model_name = None
+
+    async def transition(self, request: Any) -> Any:
+        error = RuntimeError("the provider answered 503")
+        error.code = 503  # type: ignore[attr-defined]  # an HTTP library's own kind of code
+        raise error
+
+
+async def test_a_port_that_describes_itself_oddly_still_gets_the_turn_its_reply(
+    make_desk,
+) -> None:
+    desk: DeskHarness = await make_desk(narrator=_OddlyLabelled())
+    desk.ready_trip()
+    turn = await desk.say("Name Grace", act("a1", NAME, "h1", "Grace", name="Grace Hopper"))
+    assert desk.receipt_codes(turn) == ["trip.name_set"]
+    record = await desk.runtime.replay("acct_1", turn.replay_token)
+    assert record.phase is TurnPhase.DELIVERED
+    [attempt] = [a for a in record.provider_attempts if a.purpose == "transition"]
+    assert (attempt.model, attempt.code) == ("unspecified", "RuntimeError")
