@@ -10,7 +10,9 @@ what that minor added opaque (docs/decisions/0007-turn-schema-version.md).
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from enum import StrEnum
+from itertools import islice
 from typing import Annotated, Any, Final
 
 from pydantic import (
@@ -41,7 +43,14 @@ from turnframe_core.blocks import (
 )
 from turnframe_core.cases import CaseRef
 from turnframe_core.errors import TurnframeError
-from turnframe_core.ids import AccountId, ConversationId, ReplayToken, TurnId
+from turnframe_core.ids import (
+    AccountId,
+    ConversationId,
+    InteractionId,
+    OptionId,
+    ReplayToken,
+    TurnId,
+)
 from turnframe_core.interactions import InteractionResponse
 
 __all__ = [
@@ -99,8 +108,8 @@ class _AttachmentBefore(FrozenModel):
 
 
 class _AnswerBefore(FrozenModel):
-    interaction_id: NonEmptyStr
-    option_id: NonEmptyStr
+    interaction_id: InteractionId
+    option_id: OptionId
     expected_case_revision: int = Field(ge=0)
     freeform_input: str | None = Field(default=None, max_length=10_000)
 
@@ -108,9 +117,9 @@ class _AnswerBefore(FrozenModel):
 class _TurnInputBefore(FrozenModel):
     """The rules a user's turn was stored under before input became strict (decision 0008)."""
 
-    account_id: NonEmptyStr
-    conversation_id: NonEmptyStr
-    turn_id: NonEmptyStr | None = None
+    account_id: AccountId
+    conversation_id: ConversationId
+    turn_id: TurnId | None = None
     text: str | None = Field(default=None, max_length=MAX_TEXT_CHARS)
     interaction_response: _AnswerBefore | None = None
     attachments: tuple[_AttachmentBefore, ...] = ()
@@ -142,7 +151,7 @@ class TurnInput(InputModel):
         except ValidationError:
             return None
         answer = then.interaction_response
-        return cls.model_construct(
+        kept = cls.model_construct(
             **{name: getattr(then, name) for name in then.model_fields_set if name != "attachments"
                and name != "interaction_response"},
             interaction_response=(
@@ -150,12 +159,23 @@ class TurnInput(InputModel):
             ),
             attachments=tuple(AttachmentRef.model_construct(**dict(a)) for a in then.attachments),
         )  # fmt: skip
+        # Value for value, or not at all: anything the earlier rules would have coerced (a
+        # revision of `true`, a size of 1.0) is damage, not an earlier turn.
+        try:
+            same = canonical_json(kept) == canonical_json(data)
+        except Exception:  # what the data holds has no canonical form
+            return None
+        return kept if same else None
 
     @field_validator("attachments", mode="before")
     @classmethod
     def _at_most(cls, value: Any) -> Any:
         """Too many is refused before any one is judged (refusing each would cost per item)."""
-        if isinstance(value, list | tuple) and len(value) > MAX_ATTACHMENTS:
+        if isinstance(value, str | bytes | dict) or not isinstance(value, Iterable):
+            return value  # not a sequence: the field's own rule refuses it
+        if not isinstance(value, list | tuple):  # a generator, a deque…: never read past the cap
+            value = list(islice(value, MAX_ATTACHMENTS + 1))
+        if len(value) > MAX_ATTACHMENTS:
             raise ValueError(f"at most {MAX_ATTACHMENTS} attachments")
         return value
 

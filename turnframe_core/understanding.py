@@ -21,7 +21,7 @@ from pydantic import Field, JsonValue, StringConstraints, field_validator, model
 
 from turnframe_core import codes
 from turnframe_core._canonical import CanonicalJsonError, canonical_json, digest
-from turnframe_core._fit import json_value_problem
+from turnframe_core._fit import MAX_JSON_DEPTH, json_value_problem
 from turnframe_core._model import FrozenModel, NonEmptyStr
 from turnframe_core.cases import WorkflowKey
 from turnframe_core.errors import TurnframeError
@@ -362,10 +362,17 @@ def _problems(understanding: Understanding, brief: Brief) -> Iterator[Problem]:
         yield from _evidence_problems(answer.evidence, path, brief.text)
 
 
+#: understanding -> acts -> [i] -> arguments -> [j] -> value: what a value sits inside
+_WRAPPING_LEVELS = 6
+
+
 def validate_understanding(understanding: Understanding, brief: Brief) -> Understanding:
     """`understanding` itself if every part fits `brief`; else `UnderstandingRejected` listing
     every problem. All or nothing: one bad part rejects the whole understanding."""
-    unfit = json_value_problem(understanding.model_dump(mode="python"))
+    # The caps of one value, plus the levels an understanding wraps its values in.
+    unfit = json_value_problem(
+        understanding.model_dump(mode="python"), max_depth=MAX_JSON_DEPTH + _WRAPPING_LEVELS
+    )
     if unfit is not None:  # a string no store can keep, or past the caps: nothing else is read
         raise UnderstandingRejected(
             [Problem(code=codes.UNDERSTANDING_UNFIT_VALUE, path="understanding")]

@@ -371,10 +371,9 @@ class Execution:
 def _described(error: BaseException) -> str:
     """`Type: message` of an executor's exception, fit for the record whatever it holds: at most
     300 characters, no NUL, no lone surrogate; a message that cannot be read is said to be so."""
+    name = type(error).__name__
     try:
-        message = str(error)
-    except Exception:  # its __str__ raised
-        message = "<the message could not be read>"
-    text = f"{type(error).__name__}: {message}".replace("\x00", "\\x00")
-    text = text.encode("utf-8", "backslashreplace").decode("utf-8")
-    return text[:300]
+        text = f"{name}: {str(error)!s}".replace("\x00", "\\x00")
+        return text.encode("utf-8", "backslashreplace").decode("utf-8")[:300]
+    except Exception:  # its __str__ (or what that returned) raised
+        return f"{name}: <the message could not be read>"[:300]

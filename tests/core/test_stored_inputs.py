@@ -43,7 +43,18 @@ def test_its_replay_records_read_and_their_chain_is_intact() -> None:
     assert verify_chain(records) == []
 
 
-def test_damaged_stored_input_is_still_refused() -> None:
-    text = _golden()["user_inputs"][1].replace('"locale":"en_US"', '"locale":""')
+@pytest.mark.parametrize(
+    ("index", "before", "after"),
+    [
+        (1, '"locale":"en_US"', '"locale":""'),
+        (1, '"account_id":"acct_1"', '"account_id":"../acct"'),
+        (0, '"size_bytes":null', '"size_bytes":1.0'),
+        (0, '"size_bytes":null', '"size_bytes":true'),
+    ],
+    ids=["empty-locale", "account-id-pattern", "float-size", "bool-size"],
+)
+def test_damaged_stored_input_is_still_refused(index: int, before: str, after: str) -> None:
+    text = _golden()["user_inputs"][index]
+    assert before in text
     with pytest.raises(InvalidTurnInput):
-        TurnInput.model_validate_json(text, context=STORED_CONTEXT)
+        TurnInput.model_validate_json(text.replace(before, after, 1), context=STORED_CONTEXT)

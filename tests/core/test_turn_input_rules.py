@@ -218,3 +218,17 @@ def test_a_refusal_names_the_fields_but_never_the_values() -> None:
     assert "locale" in message and "expected_case_revision" in message
     assert secret not in message and "71234" not in message
     assert set(raised.value.fields) == {"locale", "interaction_response.expected_case_revision"}
+
+
+def test_too_many_attachments_from_a_generator_are_refused_without_reading_them_all() -> None:
+    read = []
+
+    def flood():
+        for i in range(100_000):
+            read.append(i)
+            yield {"attachment_id": "", "media_type": "x"}
+
+    with pytest.raises(InvalidTurnInput) as refused:
+        TurnInput.model_validate({**BASE, "attachments": flood()})
+    assert refused.value.fields == ("attachments",)
+    assert len(read) == MAX_ATTACHMENTS + 1

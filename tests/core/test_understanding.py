@@ -585,3 +585,25 @@ def test_an_argument_value_no_store_can_keep_is_refused_where_it_is_built() -> N
     for value in ("Grace\ud800", "a\x00b", {"k\ud800": 1}):
         with pytest.raises(ValidationError, match="argument value"):
             ArgumentValue(name="name", value=value, evidence=Evidence(quote="Grace"))
+
+
+def test_an_argument_value_is_capped_the_same_alone_and_inside_an_understanding() -> None:
+    import pytest
+    from pydantic import ValidationError
+
+    from turnframe_core import ArgumentValue, Evidence
+    from turnframe_core._fit import MAX_JSON_DEPTH, MAX_MODEL_OUTPUT_CHARS
+
+    deepest: object = "x"
+    for _ in range(MAX_JSON_DEPTH - 1):
+        deepest = [deepest]
+    name = ArgumentValue(name="name", value="Blue Harbor", evidence=Evidence(quote="Blue Harbor"))
+    note = ArgumentValue(name="note", value=deepest, evidence=Evidence(quote="Blue Harbor"))
+    understood = Understanding(acts=(_act(arguments=(name, note)),))
+    assert validate_understanding(understood, _brief()) is understood
+    with pytest.raises(ValidationError, match="too much text"):
+        ArgumentValue(
+            name="note",
+            value=["x" * 1000] * (MAX_MODEL_OUTPUT_CHARS // 1000 + 1),
+            evidence=Evidence(quote="Blue Harbor"),
+        )
