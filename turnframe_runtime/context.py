@@ -29,7 +29,7 @@ from turnframe_core.workflow import DomainRefusal
 from turnframe_runtime.copy import ServerCopy
 from turnframe_runtime.reduce import Plan, PlannedCommand
 
-__all__ = ["AuditTrail", "Executed", "Notes", "Notice", "Purpose", "TurnContext"]
+__all__ = ["AuditTrail", "Executed", "Notes", "Notice", "Purpose", "TurnContext", "failure_code"]
 
 
 @dataclass(frozen=True)
@@ -165,7 +165,7 @@ class AuditTrail:
                 provider=type(port).__name__,
                 model=_label(model) if isinstance(model, str) else "unspecified",
                 outcome="failed" if failure is not None else "succeeded",
-                code=None if failure is None else _failure_code(failure),
+                code=None if failure is None else failure_code(failure),
                 latency_ms=max(0, now - started),
             )
         )
@@ -187,7 +187,7 @@ def _label(text: str) -> str:
     return kept or "unspecified"
 
 
-def _failure_code(failure: BaseException) -> str:
+def failure_code(failure: BaseException) -> str:
     """A Turnframe error's code; otherwise (a provider's own `code` may be anything) its type."""
     code = getattr(failure, "code", None)
     if isinstance(code, str) and code:

@@ -21,7 +21,7 @@ from turnframe_core.blocks import (
     TransitionBlock,
     parse_model_output,
 )
-from turnframe_runtime.context import AuditTrail, Purpose, TurnContext
+from turnframe_runtime.context import AuditTrail, Purpose, TurnContext, failure_code
 from turnframe_runtime.ports import AnswerRequest, Narrator, ReviewVerdict, TransitionRequest
 
 __all__ = ["Narration"]
@@ -79,7 +79,7 @@ class Narration:
                     raise MalformedModelOutput("not a single transition draft")
                 within = _facts_within(block.facts_used, request.allowed_facts)
             except Exception as rejected:  # whatever a model sent: never the turn's failure
-                audit.discard_last_attempt(_code(rejected))
+                audit.discard_last_attempt(failure_code(rejected))
                 findings = ("the reply was not a single transition draft",)
                 continue
             if not within:
@@ -112,11 +112,6 @@ def _as_draft(draft: Mapping[str, Any] | str) -> dict[str, Any] | str:
     if not isinstance(draft, Mapping):
         raise MalformedModelOutput("a draft is a JSON object or its text")
     return dict(draft)
-
-
-def _code(error: BaseException) -> str:
-    code = getattr(error, "code", None)
-    return code if isinstance(code, str) else type(error).__name__
 
 
 def _facts_within(used: Sequence[Any], allowed: Sequence[Any]) -> bool:

@@ -21,7 +21,7 @@ from turnframe_core.understanding import (
     UnderstandingRejected,
     validate_understanding,
 )
-from turnframe_runtime.context import AuditTrail, Notes, Purpose, TurnContext
+from turnframe_runtime.context import AuditTrail, Notes, Purpose, TurnContext, failure_code
 from turnframe_runtime.ports import Interpreter
 from turnframe_runtime.reduce import CaseInView
 
@@ -93,9 +93,9 @@ async def understand(
         notes.notice(codes.NOTICE_NOT_UNDERSTOOD)
         return Understanding()
     except Exception as unjudged:  # a proposal no rule could even read: never an effect
-        code = getattr(unjudged, "code", None) or type(unjudged).__name__
-        audit.discard_last_attempt(str(code))
-        audit.understanding_problems.append(Problem(code=str(code), path="understanding"))
+        code = failure_code(unjudged)
+        audit.discard_last_attempt(code)
+        audit.understanding_problems.append(Problem(code=code, path="understanding"))
         notes.notice(codes.NOTICE_NOT_UNDERSTOOD)
         return Understanding()
     audit.understanding = understood
