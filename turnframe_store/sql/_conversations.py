@@ -188,17 +188,15 @@ class SqlConversations(ConversationRole):
             raise
 
     def accept_steps(self, record: UserTurnRecord) -> list[Step]:
-        """The bundle's user turn: its conversation created if missing, the turn, its marker."""
-        created = rules.new_conversation(
-            record.account_id, record.conversation_id, self._core.clock()
-        )
+        """The bundle's user turn (its ids validated with it): its conversation created if
+        missing, the turn, its marker."""
         return [
             Step(
                 self._st.conversation_insert,
                 {
                     "account_id": record.account_id,
                     "conversation_id": record.conversation_id,
-                    "created_at": self._core.backend.time_in(created.created_at),
+                    "created_at": self._core.now(),
                 },
             ),
             Step(self._st.turn_insert, self._core.codec.user_turn_params(record)),

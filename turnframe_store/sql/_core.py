@@ -121,7 +121,6 @@ class SqlCore:
         self.clock = clock
         self.faults = faults
         self.codec = Codec(backend.time_in, backend.time_out)
-        self.postgres = backend.dialect_name == "postgresql"
 
     def now(self) -> Any:
         """The store clock's time as the database stores it."""
@@ -192,24 +191,7 @@ class SqlCore:
             at += 1
         if stop is not None:
             raise _Aborted(steps, outcome, readbacks=False)
-        return await self._judge_plain(steps, results, None)
-
-    @staticmethod
-    async def _judge_plain(
-        steps: Sequence[Step], results: Sequence[Result], stop_at: int | None
-    ) -> list[Any]:
-        """`_judge` for a batch sent without read-backs (no judge needs one)."""
-        values: list[Any] = []
-        at = 0
-        for step in steps:
-            if step.statement is None:
-                values.append(await step.judge(None, None))
-                continue
-            if stop_at is not None and at >= stop_at:
-                break
-            values.append(await step.judge(results[at], None))
-            at += 1
-        return values
+        return await self._judge(steps, results, None, readbacks=False)
 
     async def _apply_eagerly(self, connection: Connection, steps: Sequence[Step]) -> list[Any]:
         batch: list[tuple[Statement, Params]] = []
@@ -228,20 +210,26 @@ class SqlCore:
 
     @staticmethod
     async def _judge(
-        steps: Sequence[Step], results: Sequence[Result], stop_at: int | None
+        steps: Sequence[Step],
+        results: Sequence[Result],
+        stop_at: int | None,
+        *,
+        readbacks: bool = True,
     ) -> list[Any]:
         """Judge the steps in order on their results; with `stop_at`, only the steps whose
-        statements all ran before the statement at that index."""
+        statements all ran before the statement at that index. Without `readbacks` the batch
+        was sent without them (no judge needed one)."""
         values: list[Any] = []
         at = 0
         for step in steps:
             if step.statement is None:
                 values.append(await step.judge(None, None))
                 continue
-            width = 1 if step.read is None else 2
+            read = readbacks and step.read is not None
+            width = 2 if read else 1
             if stop_at is not None and at + width > stop_at:
                 break
-            prior = None if step.read is None else first(results[at + 1].rows)
+            prior = first(results[at + 1].rows) if read else None
             values.append(await step.judge(results[at], prior))
             at += width
         return values
@@ -273,10 +261,9 @@ class SqlCore:
         and raise the first failure among them, else the refused statement's own error."""
         batch = aborted.batch
         assert batch.failed_at is not None and batch.error is not None
-        if aborted.readbacks:
-            await self._judge(aborted.steps, batch.results, batch.failed_at)
-        else:
-            await self._judge_plain(aborted.steps, batch.results, batch.failed_at)
+        await self._judge(
+            aborted.steps, batch.results, batch.failed_at, readbacks=aborted.readbacks
+        )
         raise batch.error from None
 
     async def write(self, steps: Sequence[Step]) -> list[Any]:
@@ -358,7 +345,6 @@ class TxCore(SqlCore):
         self.clock = parent.clock
         self.faults = parent.faults
         self.codec = parent.codec
-        self.postgres = parent.postgres
         self._connection = _Prepending(connection)
         self._tx = tx
         self._savepoints = 0

@@ -125,7 +125,7 @@ class SqlEvents(EventRole):
     ) -> tuple[DomainEvent, ...]:
         if not event_ids:
             return ()
-        listed = list(event_ids) if self._core.postgres else event_id_list(event_ids)
+        listed = list(event_ids) if self._core.sql.postgres else event_id_list(event_ids)
         rows = await self._core.fetch(
             self._st.events_by_id, {"account_id": account_id, "event_ids": listed}
         )
