@@ -8,6 +8,7 @@ sha256 and rendered in lowercase base32. Never random where replay needs the sam
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import os
 import threading
@@ -146,13 +147,10 @@ class SequentialIdSource:
 # --- derived ids --------------------------------------------------------------------------------
 
 
-_B32: Final = "abcdefghijklmnopqrstuvwxyz234567"
-
-
 def derive_id(prefix: IdPrefix, domain: str, inputs: Any) -> str:
     """`{prefix}_` + 26 lowercase base32 chars (130 bits) of sha256(domain NUL canonical_json)."""
     material = domain.encode("utf-8") + b"\x00" + canonical_bytes(inputs)
-    # The first 130 bits of the hash as 26 base32 characters (RFC 4648 alphabet, lowercase).
-    bits = int.from_bytes(hashlib.sha256(material).digest()[:17], "big") >> 6
-    body = "".join(_B32[(bits >> shift) & 31] for shift in range(125, -1, -5))
-    return f"{prefix}_{body}"
+    # The first 130 bits of the hash as 26 base32 characters (RFC 4648 alphabet, lowercase):
+    # 17 bytes are enough for them, and encoding fewer bytes is faster.
+    body = base64.b32encode(hashlib.sha256(material).digest()[:17]).decode("ascii").lower()
+    return f"{prefix}_{body[:26]}"
