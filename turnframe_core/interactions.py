@@ -370,6 +370,15 @@ class InteractionPayload(FrozenModel):
                 return option
         return None
 
+    def confirmed_command_ids(self) -> tuple[str, ...]:
+        """The journaled commands this card's options confirm, in option order."""
+        return tuple(
+            command_id
+            for option in self.options
+            if isinstance(option.action, ConfirmCommands)
+            for command_id in option.action.command_ids
+        )
+
 
 class InvalidInteraction(TurnframeError):
     """A card that could not be answered as specified; nothing is persisted."""

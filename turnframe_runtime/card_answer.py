@@ -17,7 +17,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from turnframe_core import codes
-from turnframe_core._derive import derive_command_id
 from turnframe_core.commands import (
     CommandEnvelope,
     ConfirmedInteraction,
@@ -52,6 +51,7 @@ from turnframe_runtime.reduce import (
     CaseInView,
     PlannedCommand,
     blocking_constraint,
+    envelope_for,
     reduce_on_case,
 )
 from turnframe_store.bundle import Stores
@@ -223,11 +223,6 @@ class CardPlan:
     #: the policy decisions made while planning; recorded only if this answer wins the card
     decisions: tuple[PolicyDecisionRecord, ...] = ()
 
-    @property
-    def claims_resolution(self) -> bool:
-        """Whether claiming the card moves it to `resolving` (its commands may then run)."""
-        return isinstance(self.effect, RunJournaled | Apply | RunDeferred | ResolveOnly)
-
 
 def plan_card_answer(
     admitted: Admitted,
@@ -345,16 +340,9 @@ def _compile_for_card(
     planned: list[PlannedCommand] = []
     for position, command in enumerate(compiled):
         policy = case.workflow.policy(command.command_type)
-        envelope = CommandEnvelope.build(
-            command_id=derive_command_id(
-                turn.account_id, turn.turn_id, f"card:{accepted.interaction_id}", position
-            ),
-            turn_id=turn.turn_id,
-            account_id=turn.account_id,
-            case_ref=case.case_ref,
-            origin=origin,
-            command_type=command.command_type,
-            payload=dict(command.payload),
+        card_act = f"card:{accepted.interaction_id}"
+        envelope = envelope_for(
+            turn.account_id, turn.turn_id, card_act, position, case.case_ref, origin, command
         )
         allowed = origin_satisfies(origin, policy)
         audit.decided(envelope, policy, allowed)
@@ -421,7 +409,9 @@ async def _claim(
         await interactions.begin_resolution(account_id, card.interaction_id, option_id)
         return ClaimedCard(card, option_id, resolves=True, commands=commands)
     if isinstance(effect, Decline):
-        declines = await _journaled_awaiting(stores, account_id, _confirm_ids(card))
+        declines = await _journaled_awaiting(
+            stores, account_id, card.payload.confirmed_command_ids()
+        )
         await interactions.decline(account_id, card.interaction_id, option_id)
         return ClaimedCard(
             card, option_id, resolves=False, commands=effect.record, declines=declines
@@ -447,15 +437,6 @@ def _effect_commands(effect: AnswerEffect) -> tuple[PlannedCommand, ...]:
     if isinstance(effect, RunDeferred):
         return effect.ready
     return ()
-
-
-def _confirm_ids(card: Interaction) -> list[str]:
-    return [
-        command_id
-        for option in card.payload.options
-        if isinstance(option.action, ConfirmCommands)
-        for command_id in option.action.command_ids
-    ]
 
 
 async def _journaled_awaiting(

@@ -7,7 +7,7 @@ is absent, exactly like one that does not exist.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 
 from turnframe_core.cases import CaseKey, CaseRef
 from turnframe_core.workflow import ViewInvariantViolation, WorkflowDefinition, check_view
@@ -15,7 +15,12 @@ from turnframe_runtime.errors import UnknownWorkflow
 from turnframe_runtime.ports import CaseDirectory
 from turnframe_runtime.reduce import CaseInView
 
-__all__ = ["CaseBook", "workflow_for"]
+__all__ = ["CaseBook", "in_key_order", "workflow_for"]
+
+
+def in_key_order(keys: Iterable[CaseKey]) -> list[CaseKey]:
+    """Case keys by workflow, then case id: the order a turn lists its cases in."""
+    return sorted(keys, key=lambda key: (key.workflow, key.case_id))
 
 
 def workflow_for(workflows: Mapping[str, WorkflowDefinition], key: str) -> WorkflowDefinition:

@@ -47,7 +47,7 @@ from turnframe_core.turn import AssistantTurn, Expectation, ExpectationKind, Off
 from turnframe_core.understanding import Question, Understanding
 from turnframe_core.workflow import WorkflowDefinition
 from turnframe_runtime.card_answer import Closed
-from turnframe_runtime.cases import CaseBook, workflow_for
+from turnframe_runtime.cases import CaseBook, in_key_order, workflow_for
 from turnframe_runtime.context import AuditTrail, Notes, TurnContext
 from turnframe_runtime.copy import MissingCopy, RenderedCopy, ServerCopy, receipt_title
 from turnframe_runtime.narration import Narration
@@ -71,10 +71,6 @@ _NOTICE_SEVERITY = {
 }
 
 
-def _by_key(key: CaseKey) -> tuple[str, str]:
-    return (key.workflow, key.case_id)
-
-
 @dataclass(frozen=True)
 class TurnResult:
     """What the turn did, as composition needs it."""
@@ -91,7 +87,7 @@ class TurnResult:
     closed: Closed | None = None
 
     def touched_cases(self) -> list[CaseInView]:
-        found = (self.cases.get(key) for key in sorted(self.touched, key=_by_key))
+        found = (self.cases.get(key) for key in in_key_order(self.touched))
         return [case for case in found if case is not None]
 
 
@@ -387,7 +383,7 @@ class Composer:
                 unchanged = self._render("turnframe.act.changed_nothing").text
                 facts.extend(
                     ActChangedNothing(case_ref=case_ref, operation=operation, explanation=unchanged)
-                    for _act_id, case_ref, operation in result.plan.unchanged
+                    for case_ref, operation in result.plan.unchanged
                 )
             if result.answered_before is not None:
                 facts.append(_already_answered(result.answered_before))

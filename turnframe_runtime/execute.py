@@ -21,7 +21,7 @@ from turnframe_core._derive import derive_batch_id, derive_outbox_id
 from turnframe_core.cases import CaseKey
 from turnframe_core.commands import CommandBatch, ExternalSaga, PerCase, scope_key
 from turnframe_core.events import DomainEvent
-from turnframe_core.interactions import ConfirmCommands, InteractionStatus
+from turnframe_core.interactions import InteractionStatus
 from turnframe_core.replay import (
     CommandOutcome,
     CommittedOutcome,
@@ -47,7 +47,7 @@ from turnframe_runtime.ports import (
 from turnframe_runtime.record import Recorder
 from turnframe_runtime.reduce import PlannedCommand, group_by_case
 from turnframe_store.bundle import Stores
-from turnframe_store.errors import StoreError
+from turnframe_store.errors import NotFound, StoreError
 from turnframe_store.records import (
     CaseInvalidation,
     CommitBundle,
@@ -357,15 +357,14 @@ class Execution:
     async def _settle_card(self, stores: Stores, interaction_id: str) -> None:
         account_id = self.turn.account_id
         card = await stores.interactions.get(account_id, interaction_id)
-        for option in card.payload.options:
-            if not isinstance(option.action, ConfirmCommands):
-                continue
-            for command_id in option.action.command_ids:
+        invalidated = FailedOutcome(code=codes.EXECUTION_CARD_INVALIDATED)
+        for command_id in card.payload.confirmed_command_ids():
+            try:
                 entry = await stores.journal.get(account_id, command_id)
-                if entry.status is JournalStatus.AWAITING_CONFIRMATION:
-                    await stores.journal.complete(
-                        account_id, command_id, FailedOutcome(code=codes.EXECUTION_CARD_INVALIDATED)
-                    )
+            except NotFound:  # never journaled: nothing waits on it
+                continue
+            if entry.status is JournalStatus.AWAITING_CONFIRMATION:
+                await stores.journal.complete(account_id, command_id, invalidated)
 
 
 def _described(error: BaseException) -> str:

@@ -19,7 +19,7 @@ from turnframe_core.cases import CaseKey
 from turnframe_core.interactions import Interaction, InteractionStatus
 from turnframe_core.understanding import Understanding
 from turnframe_runtime.cards import CardFactory, RaisedCard, persist_card, requirement_key
-from turnframe_runtime.cases import CaseBook
+from turnframe_runtime.cases import CaseBook, in_key_order
 from turnframe_runtime.context import AuditTrail, Notes, TurnContext
 from turnframe_runtime.reduce import CaseInView, PlannedCommand, reduce_on_case
 from turnframe_store.bundle import Stores
@@ -28,10 +28,6 @@ from turnframe_store.errors import StoreError
 __all__ = ["FollowUp"]
 
 _ANSWERED = (InteractionStatus.RESOLVED, InteractionStatus.DECLINED, InteractionStatus.DISMISSED)
-
-
-def _by_key(key: CaseKey) -> tuple[str, str]:
-    return (key.workflow, key.case_id)
 
 
 @dataclass
@@ -54,7 +50,7 @@ class FollowUp:
         """O: load again every touched case and every case whose card was answered late."""
         self._late = {card.case_ref.key for card in answered_late}
         refreshed: list[CaseInView] = []
-        for key in sorted(self.touched | self._late, key=_by_key):
+        for key in in_key_order(self.touched | self._late):
             try:
                 case = await self.cases.refresh(key)
             except StoreError:

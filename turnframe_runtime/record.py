@@ -59,10 +59,12 @@ class Recorder:
         audit = self._audit
         if self._once is None and audit.plan is not None:  # final now: digest them once
             understanding = audit.understanding
-            summary = audit.plan.summary() if audit.plan else None
+            dumped = understanding.model_dump(mode="json") if understanding else None
+            summary = audit.plan.summary()
             self._once = {
-                "understanding": understanding.model_dump(mode="json") if understanding else None,
-                "understanding_hash": understanding.hash() if understanding else None,
+                "understanding": dumped,
+                # the same as `understanding.hash()`, without dumping it again
+                "understanding_hash": digest(dumped) if dumped is not None else None,
                 "reduction_plan": summary,
                 "plan_hash": digest(summary) if summary is not None else None,
             }

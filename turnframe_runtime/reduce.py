@@ -70,6 +70,7 @@ __all__ = [
     "Plan",
     "PlannedCommand",
     "blocking_constraint",
+    "envelope_for",
     "group_by_case",
     "reduce_on_case",
     "reduce_turn",
@@ -143,8 +144,8 @@ class Plan:
     refusals: list[tuple[str, CaseRef | None, DomainRefusal]] = field(default_factory=list)
     blocked_notices: list[str] = field(default_factory=list)
     policy_refusals: list[tuple[str, str]] = field(default_factory=list)
-    #: (act id, case, operation) of acts that would change nothing: the case is already so
-    unchanged: list[tuple[str, CaseRef, str]] = field(default_factory=list)
+    #: (case, operation) of acts that would change nothing: the case is already so
+    unchanged: list[tuple[CaseRef, str]] = field(default_factory=list)
 
     def summary(self) -> dict[str, Any]:
         """The plan as recorded for audit (no user text; commands by id and key)."""
@@ -369,7 +370,7 @@ def _reduce_act(
         return
     if not compiled:
         plan.act_results[act.act_id] = ActResult.NO_CHANGE
-        plan.unchanged.append((act.act_id, case.case_ref, act.operation))
+        plan.unchanged.append((case.case_ref, act.operation))
         return
     direct = DirectSafeUserAct(evidence_digest=evidence)
     policies = [case.workflow.policy(c.command_type) for c in compiled]
@@ -386,7 +387,7 @@ def _reduce_act(
             plan.ready.append(
                 PlannedCommand(
                     act.act_id,
-                    _envelope(
+                    envelope_for(
                         account_id, turn_id, scoped, position, case.case_ref, direct, command
                     ),
                     policy,
@@ -414,7 +415,7 @@ def _reduce_act(
     waiting = tuple(
         PlannedCommand(
             act.act_id,
-            _envelope(account_id, turn_id, scoped, position, case.case_ref, origin, command),
+            envelope_for(account_id, turn_id, scoped, position, case.case_ref, origin, command),
             policy,
         )
         for position, (command, policy) in enumerate(zip(compiled, policies, strict=True))
@@ -437,7 +438,7 @@ def _would_click(policy: CommandPolicy) -> CommandOrigin:
     )
 
 
-def _envelope(
+def envelope_for(
     account_id: str,
     turn_id: str,
     act_id: str,
@@ -446,6 +447,8 @@ def _envelope(
     origin: CommandOrigin,
     command: CompiledCommand,
 ) -> CommandEnvelope:
+    """The envelope of a compiled command: its id derived from the turn, the act and its
+    position, its idempotency key from what it does."""
     return CommandEnvelope.build(
         command_id=derive_command_id(account_id, turn_id, act_id, position),
         turn_id=turn_id,

@@ -48,8 +48,7 @@ from turnframe_runtime.compose import Composer, TurnResult
 from turnframe_runtime.config import RuntimeConfig
 from turnframe_runtime.context import AuditTrail, Notes, Purpose, TurnContext
 from turnframe_runtime.copy import CatalogCopy, MissingCopy, ServerCopy, receipt_title
-from turnframe_runtime.errors import (
-    IdempotencyKeyReused,
+from turnframe_runtime.errors import (  # the last two are also named here, as they always were
     StoresWithoutTransactions,
     TurnInProgress,
     UnknownWorkflow,
@@ -71,13 +70,7 @@ from turnframe_store.bundle import Stores
 from turnframe_store.errors import Conflict, StoreError, Timeout
 from turnframe_store.records import UserTurnRecord
 
-__all__ = [
-    "IdempotencyKeyReused",
-    "StoresWithoutTransactions",
-    "TurnInProgress",
-    "TurnRuntime",
-    "UnknownWorkflow",
-]
+__all__ = ["TurnInProgress", "TurnRuntime", "UnknownWorkflow"]
 
 
 class TurnRuntime:
@@ -197,13 +190,12 @@ class TurnRuntime:
                         return prior
                 answer = await admit_card_answer(tx, t.cases, t.ctx)  # C
                 user_turn, t.recorder.record = await accept_turn(tx, t.ctx, t.cases.cases.values())
-                admitted = answer if isinstance(answer, Admitted) else None
+                accepted = _Accepted(answer)
                 if turn_input.is_click_only:  # J-L and M's journal, with the user turn
-                    planned = self._plan(t, admitted, Understanding())
-                    started = await self._start(tx, t, planned, user_turn)
-                    return _Accepted(answer, admitted, started)
+                    planned = self._plan(t, accepted.admitted, Understanding())
+                    return _Accepted(answer, await self._start(tx, t, planned, user_turn))
                 await tx.commits.commit(t.recorder.accepted(user_turn))  # A/B
-                return _Accepted(answer, admitted)
+                return accepted
         except Conflict:
             # A request with the same turn id may have raced this one past the prior-reply check.
             if turn_input.turn_id is not None:
@@ -258,11 +250,11 @@ class TurnRuntime:
                 readback = await t.execution.commit(tx, started.claimed, record=not fold)  # N
                 try:
                     result = await self._raise_cards(
-                        tx, t, started, answer, answered, follow_up, refreshed
+                        tx, t, started, answer, answered, follow_up, refreshed, readback
                     )
                     if fold:
                         async with tx.savepoint():
-                            assistant = await self._composer(t).compose(result.read(readback))
+                            assistant = await self._composer(t).compose(result)
                             await t.recorder.deliver(tx, assistant)  # U/V
                 except BaseException as failure:
                     after_commit = failure
@@ -276,14 +268,14 @@ class TurnRuntime:
             raise after_commit
         if assistant is None:
             try:
-                assistant = await self._composer(t).compose(result.read(readback))  # Q-T
+                assistant = await self._composer(t).compose(result)  # Q-T
             except (StoreError, ClaimGuardViolation):
                 raise
             except Exception as failure:  # a model port misbehaved past what narration contains
                 now = self._clock()
                 t.audit.attempt(Purpose.NARRATE, self._narrator, now, now, failure)
                 composer = self._composer(t, narrate=False)  # the reply from server copy
-                assistant = await composer.compose(result.read(readback))
+                assistant = await composer.compose(result)
             async with self._stores.transaction() as tx:  # durable point 4: U/V
                 await t.recorder.deliver(tx, assistant)
         return assistant
@@ -417,7 +409,8 @@ class TurnRuntime:
         answered_before: Interaction | None,
         follow_up: FollowUp,
         refreshed: Sequence[CaseInView],
-    ) -> _Composable:
+        readback: Mapping[str, DomainEvent],
+    ) -> TurnResult:
         """P inside the commit's transaction, behind a savepoint: a failure here undoes only its
         own writes, never the commit."""
         planned = started.planned
@@ -428,9 +421,11 @@ class TurnRuntime:
                 answered_events = await stores.events.get_by_ids(
                     t.ctx.account_id, list(answered_before.resolution_event_ids)
                 )
-        return _Composable(
-            planned=planned,
+        return TurnResult(
+            understanding=planned.understanding,
+            plan=planned.plan,
             cases=t.cases,
+            readback=readback,
             shown=follow_up.shown,
             touched=frozenset(follow_up.touched),
             answered_before=answered_before,
@@ -482,35 +477,11 @@ class _Accepted:
     start made in the same transaction."""
 
     answer: CardAnswer | None
-    admitted: Admitted | None
     started: _Started | None = None
 
-
-@dataclass(frozen=True)
-class _Composable:
-    """What the turn did, once its follow-up cards are raised; `read` adds the events the
-    commit read back."""
-
-    planned: _Planned
-    cases: CaseBook
-    shown: Sequence[Interaction]
-    touched: frozenset[CaseKey]
-    answered_before: Interaction | None
-    answered_events: Sequence[DomainEvent]
-    closed: Closed | None
-
-    def read(self, readback: Mapping[str, DomainEvent]) -> TurnResult:
-        return TurnResult(
-            understanding=self.planned.understanding,
-            plan=self.planned.plan,
-            cases=self.cases,
-            readback=readback,
-            shown=self.shown,
-            touched=self.touched,
-            answered_before=self.answered_before,
-            answered_events=self.answered_events,
-            closed=self.closed,
-        )
+    @property
+    def admitted(self) -> Admitted | None:
+        return self.answer if isinstance(self.answer, Admitted) else None
 
 
 @dataclass(frozen=True)
