@@ -186,6 +186,11 @@ class DeskHarness:
         return [b.code for b in turn.blocks if b.kind == "notice"]  # type: ignore[union-attr]
 
     @staticmethod
+    def texts(turn: AssistantTurn) -> str:
+        """Every text the turn shows (prose and notices), joined: for what it must never say."""
+        return " ".join(str(getattr(b, "text", "") or "") for b in turn.blocks)
+
+    @staticmethod
     def receipt_codes(turn: AssistantTurn) -> list[str]:
         return [b.status_code for b in turn.blocks if b.kind == "receipt"]  # type: ignore[union-attr]
 

@@ -9,8 +9,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from turnframe_core import InteractionStatus, codes
-from turnframe_core.replay import OutcomeUnknown, TurnPhase
-from turnframe_store import FaultPoint, JournalStatus, NotFound, Timeout, Unavailable
+from turnframe_core.replay import TurnPhase
+from turnframe_runtime import RuntimeConfig
+from turnframe_store import FaultPoint, JournalStatus, Timeout, Unavailable
 from turnframe_test.harness import DeskHarness
 from turnframe_test.understandings import act, ambiguous_act, question
 
@@ -24,7 +25,9 @@ async def _card(desk: DeskHarness):
     return desk.card(turn)
 
 
-async def test_a_card_whose_command_has_an_unknown_outcome_cannot_be_answered_again(desk):
+async def test_a_card_whose_command_has_an_unknown_outcome_cannot_be_answered_again(make_desk):
+    # The second click waits (boundedly) for the card to settle; here it never does.
+    desk = await make_desk(config=RuntimeConfig(locales=("en", "it"), settle_wait_ms=50))
     desk.ready_trip()
     card = await _card(desk)
     desk.executor.timeouts.add("trip.confirm_rebooking")
@@ -35,23 +38,6 @@ async def test_a_card_whose_command_has_an_unknown_outcome_cannot_be_answered_ag
     assert "trip.confirm_rebooking" not in desk.executor.executed  # never blindly retried
     stored = await desk.stores.interactions.get("acct_1", card.interaction_id)
     assert stored.status is InteractionStatus.RESOLVING  # held until reconciliation settles it
-
-
-async def test_an_unexpected_executor_error_is_an_unknown_outcome_not_a_failure(desk):
-    desk.ready_trip()
-
-    async def broken(batch):
-        raise ConnectionResetError("the domain database went away mid-call")
-
-    desk.executor.execute = broken  # type: ignore[method-assign]
-    turn = await desk.say(
-        "Name Grace Hopper", act("a1", "trip.set_name", "h1", "Grace Hopper", name="Grace Hopper")
-    )
-    [entry] = await desk.journal(turn)
-    assert entry.status is JournalStatus.OUTCOME_UNKNOWN
-    assert isinstance(entry.outcome, OutcomeUnknown)
-    assert desk.notice_codes(turn) == [codes.NOTICE_OUTCOME_UNCERTAIN]
-    assert "Nothing was changed" not in " ".join(getattr(b, "text", "") for b in turn.blocks)
 
 
 async def test_a_deferred_act_cannot_collide_with_an_act_of_the_turn_that_answers_its_card(desk):
@@ -92,30 +78,13 @@ async def test_two_concurrent_clicks_on_one_card_execute_once(desk):
     desk.ready_trip()
     card = await _card(desk)
     first, second = await asyncio.gather(
-        desk.click(card, "opt_rebook"), desk.click(card, "opt_rebook"), return_exceptions=True
+        desk.click(card, "opt_rebook"), desk.click(card, "opt_rebook")
     )
     assert (await desk.event_types()).count("trip.rebooking_sent") == 1
-    turns = [t for t in (first, second) if not isinstance(t, BaseException)]
-    assert turns, (first, second)
-    assert sorted(code for t in turns for code in desk.receipt_codes(t)) in (
-        ["trip.rebooking_sent"],
-        ["trip.rebooking_sent", "trip.rebooking_sent"],
-    )
-
-
-async def test_the_replay_record_never_says_delivered_for_a_turn_that_was_not_stored(desk):
-    desk.ready_trip()
-    desk.stores.faults.arm(FaultPoint.BEFORE_RESPONSE_PERSISTENCE, error=Unavailable("down"))
-    with pytest.raises(Unavailable):
-        await desk.say(
-            "Name Grace Hopper",
-            act("a1", "trip.set_name", "h1", "Grace Hopper", name="Grace Hopper"),
-        )
-    [marker] = await desk.stores.conversations.list_unfinished_turns(10)
-    record = await desk.stores.replay.get("acct_1", marker.turn_id)
-    assert record.phase is not TurnPhase.DELIVERED
-    with pytest.raises(NotFound):
-        await desk.stores.conversations.get_assistant_turn("acct_1", marker.turn_id)
+    # Both show what committed; exactly one says the card was answered already.
+    assert [desk.receipt_codes(t) for t in (first, second)] == [["trip.rebooking_sent"]] * 2
+    answered = [t for t in (first, second) if codes.NOTICE_ALREADY_ANSWERED in desk.notice_codes(t)]
+    assert len(answered) == 1
 
 
 async def test_a_turn_that_fails_before_any_effect_ends_failed(desk):
