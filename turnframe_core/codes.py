@@ -37,6 +37,20 @@ CLAIM_DUPLICATE_RECEIPT_ID = "turnframe.claim.duplicate_receipt_id"
 CLAIM_UNBACKED_OUTCOME = "turnframe.claim.unbacked_operational_outcome"
 CLAIM_INTERACTION_NOT_IN_TURN = "turnframe.claim.interaction_not_in_turn"
 CLAIM_VIOLATION = "turnframe.claim.violation"
+# the wording guard: a model-written sentence claims what no block of the turn backs
+CLAIM_PROSE_CREATION = "turnframe.claim.prose_creation"
+CLAIM_PROSE_UPDATE = "turnframe.claim.prose_update"
+CLAIM_PROSE_DELETION = "turnframe.claim.prose_deletion"
+CLAIM_PROSE_SUBMISSION = "turnframe.claim.prose_submission"
+CLAIM_PROSE_ACCEPTANCE = "turnframe.claim.prose_acceptance"
+CLAIM_PROSE_DELIVERY = "turnframe.claim.prose_delivery"
+CLAIM_PROSE_COMPLETION = "turnframe.claim.prose_completion"
+CLAIM_PROSE_INTERACTION_VISIBILITY = "turnframe.claim.prose_interaction_visibility"
+CLAIM_PROSE_FUTURE_NOTIFICATION = "turnframe.claim.prose_future_notification"
+CLAIM_UNKNOWN_ID = "turnframe.claim.unknown_id"
+CLAIM_UNJUDGED_LANGUAGE = "turnframe.claim.unjudged_language"
+#: an independent claim review refused a model-written block
+CLAIM_REVIEW_FAILED = "turnframe.claim.review_failed"
 
 # --- blocks, authorship and turns ---------------------------------------------------------------
 AUTHORSHIP_FORBIDDEN_KIND = "turnframe.authorship.forbidden_kind"
@@ -99,6 +113,8 @@ UNDERSTANDING_UNKNOWN_OPTION = "turnframe.understanding.unknown_option"
 UNDERSTANDING_DUPLICATE_ID = "turnframe.understanding.duplicate_id"
 UNDERSTANDING_DANGLING_REFERENCE = "turnframe.understanding.dangling_reference"
 UNDERSTANDING_UNFIT_VALUE = "turnframe.understanding.unfit_value"
+UNDERSTANDING_VALUE_NOT_GROUNDED = "turnframe.understanding.value_not_grounded"
+UNDERSTANDING_VALUE_NOT_PARSED = "turnframe.understanding.value_not_parsed"
 
 # --- execution (domain executor outcomes) -----------------------------------------------------
 EXECUTION_REVISION_CONFLICT = "turnframe.execution.revision_conflict"
@@ -118,6 +134,7 @@ RUNTIME_INTERPRETER_FAILED = "turnframe.runtime.interpreter_failed"
 RUNTIME_TURN_FAILED = "turnframe.runtime.turn_failed"
 RUNTIME_STORES_WITHOUT_TRANSACTIONS = "turnframe.runtime.stores_without_transactions"
 RUNTIME_IDEMPOTENCY_KEY_REUSED = "turnframe.runtime.idempotency_key_reused"
+RUNTIME_REVIEWER_REQUIRED = "turnframe.runtime.reviewer_required"
 
 OPERATION_NOT_PROPOSABLE = "turnframe.operation.not_proposable"
 

@@ -32,6 +32,7 @@ from turnframe_core.ids import (
 )
 from turnframe_core.turn import TurnInput
 from turnframe_core.understanding import Problem
+from turnframe_core.wording import ClaimClass
 
 __all__ = [
     "AwaitingConfirmationOutcome",
@@ -43,6 +44,7 @@ __all__ = [
     "IdempotentReplayOutcome",
     "OutcomeUnknown",
     "PolicyDecisionRecord",
+    "ProseFinding",
     "ProviderAttempt",
     "RejectedOutcome",
     "ReplayRecord",
@@ -202,6 +204,27 @@ class ProviderAttempt(FrozenModel):
     latency_ms: int | None = Field(default=None, ge=0)
 
 
+class ProseFinding(FrozenModel):
+    """Why a model-written draft was kept out: which block, which check refused it (`review`:
+    the independent reviewer; `guard`: the wording guard; `facts`: it cited facts it was not
+    given; `final`: the guard over the composed turn), the code and rule, and what replaced the
+    draft (`rewrite`: the narrator's second draft; `server_copy`: the server's own sentence).
+
+    The record names the draft by digest and the flagged words by `span` (offsets into the
+    draft, NFKC-normalised and lower-cased), never by the words themselves: a claim nothing
+    backs leaves no trace of its wording in the record."""
+
+    block: Literal["answer", "transition"]
+    question_id: str | None = None
+    check: Literal["review", "guard", "facts", "final"]
+    code: NonEmptyStr
+    rule: NonEmptyStr
+    claim_class: ClaimClass | None = None
+    draft_digest: Digest | None = None
+    span: tuple[int, int] | None = None
+    replaced_by: Literal["rewrite", "server_copy"]
+
+
 class ReplayRecord(FrozenModel):
     """Everything needed to answer the audit questions about one turn, without re-running it."""
 
@@ -231,6 +254,8 @@ class ReplayRecord(FrozenModel):
     provider_attempts: tuple[ProviderAttempt, ...] = ()
     #: claim-guard codes of model prose that was discarded (server copy replaced it)
     claim_violations: tuple[str, ...] = ()
+    #: what the review and the wording guard kept out of the reply, and what replaced it
+    prose_findings: tuple[ProseFinding, ...] = ()
     failure_code: str | None = None
 
     @model_validator(mode="after")
@@ -246,7 +271,9 @@ class ReplayRecord(FrozenModel):
 
     @model_serializer(mode="wrap")
     def _added_later(self, handler: SerializerFunctionWrapHandler) -> Any:
-        return _without_unset_additions(handler(self), {"understanding_problems": ()})
+        return _without_unset_additions(
+            handler(self), {"understanding_problems": (), "prose_findings": ()}
+        )
 
     def digest(self) -> str:
         """Digest of this record's canonical JSON (what the next record of the chain stores)."""

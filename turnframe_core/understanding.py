@@ -7,15 +7,26 @@ on offer with their argument names, the card on screen. `validate_understanding`
 against its brief and either accepts all of it or rejects all of it, listing every problem by code
 and path. A problem never quotes the user's text or the model's values.
 
+A value the Interpreter chose must be grounded: a free-text value (every string and number in it)
+occurs in the user's text, compared case- and space-insensitively, unless the operation types the
+argument (`ValueRule`: an email address, an ISO date, one of a set of choices, an amount) and the
+value parses as that type. So a model cannot put words in the user's mouth that server copy then
+quotes.
+
 Missing required arguments are not a rejection: the reducer turns them into a question for the
 user. The brief lists them so the Interpreter knows what to look for.
 """
 
 from __future__ import annotations
 
+import datetime
+import math
+import re
+import unicodedata
 from collections.abc import Iterator, Sequence
+from decimal import Decimal, InvalidOperation
 from enum import StrEnum
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import Field, JsonValue, StringConstraints, field_validator, model_validator
 
@@ -50,6 +61,8 @@ __all__ = [
     "Target",
     "Understanding",
     "UnderstandingRejected",
+    "ValueKind",
+    "ValueRule",
     "validate_understanding",
 ]
 
@@ -193,12 +206,82 @@ class Understanding(FrozenModel):
 # --- the offer ----------------------------------------------------------------------------------
 
 
+class ValueKind(StrEnum):
+    """How an argument's value is read: free text (grounded in the user's words) or a type."""
+
+    TEXT = "text"
+    EMAIL = "email"
+    #: an ISO 8601 calendar date, YYYY-MM-DD
+    DATE = "date"
+    #: one of the rule's `choices`, exactly
+    ENUM = "enum"
+    #: a decimal number, as a JSON number or its text ("12.50")
+    AMOUNT = "amount"
+
+
+class ValueRule(FrozenModel):
+    """The type an argument's value must parse as; `choices` lists an enum's values."""
+
+    kind: ValueKind = ValueKind.TEXT
+    choices: tuple[NonEmptyStr, ...] = ()
+
+    @model_validator(mode="after")
+    def _choices_for_enums(self) -> ValueRule:
+        if (self.kind is ValueKind.ENUM) != bool(self.choices):
+            raise ValueError("choices are given for an enum, and only for an enum")
+        return self
+
+    def accepts(self, value: Any) -> bool:
+        """Whether `value` parses as this rule's type (free text accepts any value; whether it
+        is grounded is judged against the user's words)."""
+        if self.kind is ValueKind.TEXT:
+            return True
+        if self.kind is ValueKind.ENUM:
+            return isinstance(value, str) and value in self.choices
+        if self.kind is ValueKind.AMOUNT:
+            return _amount(value)
+        if not isinstance(value, str):
+            return False
+        if self.kind is ValueKind.EMAIL:
+            return len(value) <= 254 and _EMAIL.fullmatch(value) is not None
+        if _ISO_DATE.fullmatch(value) is None:
+            return False
+        try:
+            datetime.date.fromisoformat(value)
+        except ValueError:
+            return False
+        return True
+
+
+_EMAIL = re.compile(r"[^@\s\x00-\x1f]{1,64}@[^@\s\x00-\x1f.]+(?:\.[^@\s\x00-\x1f.]+)+")
+_ISO_DATE = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}")
+_AMOUNT = re.compile(r"-?[0-9]{1,15}(?:\.[0-9]{1,6})?")
+
+
+def _amount(value: Any) -> bool:
+    if isinstance(value, bool):
+        return False
+    if isinstance(value, int):
+        return abs(value) < 10**15
+    if isinstance(value, float):
+        return math.isfinite(value) and abs(value) < 10**15
+    if isinstance(value, str) and _AMOUNT.fullmatch(value):
+        try:
+            Decimal(value)
+        except InvalidOperation:  # pragma: no cover - the pattern admits decimals only
+            return False
+        return True
+    return False
+
+
 class OfferedOperation(FrozenModel):
-    """An operation on offer this turn and the argument names it takes."""
+    """An operation on offer this turn, the argument names it takes and the typed ones' rules
+    (an argument without a rule is free text)."""
 
     operation: NonEmptyStr
     arguments: tuple[NonEmptyStr, ...] = ()
     required: tuple[NonEmptyStr, ...] = ()
+    rules: dict[NonEmptyStr, ValueRule] = Field(default_factory=dict)
 
     @model_validator(mode="after")
     def _required_are_arguments(self) -> OfferedOperation:
@@ -206,6 +289,8 @@ class OfferedOperation(FrozenModel):
             raise ValueError("argument names of an offered operation are unique")
         if not set(self.required) <= set(self.arguments):
             raise ValueError("required arguments are among the operation's arguments")
+        if not set(self.rules) <= set(self.arguments):
+            raise ValueError("value rules name the operation's arguments")
         return self
 
 
@@ -315,6 +400,8 @@ def _act_problems(
             yield Problem(code=codes.UNDERSTANDING_DUPLICATE_ARGUMENT, path=arg_path)
         seen_names.add(argument.name)
         yield from _evidence_problems(argument.evidence, arg_path, brief.text)
+        if offered is not None and argument.name in offered.arguments:
+            yield from _value_problems(argument, offered.rules.get(argument.name), arg_path, brief)
     yield from _evidence_problems(act.evidence, path, brief.text)
     for field, reference in (("corrects", act.corrects), ("cancels", act.cancels)):
         if reference is not None and reference not in earlier_acts:
@@ -360,6 +447,38 @@ def _problems(understanding: Understanding, brief: Brief) -> Iterator[Problem]:
             yield Problem(code=codes.UNDERSTANDING_DUPLICATE_ID, path=f"{path}.interaction_id")
         answered.add(answer.interaction_id)
         yield from _evidence_problems(answer.evidence, path, brief.text)
+
+
+def _value_problems(
+    argument: ArgumentValue, rule: ValueRule | None, path: str, brief: Brief
+) -> Iterator[Problem]:
+    """A typed value parses as its type; any other value is grounded in the user's words."""
+    if rule is not None and rule.kind is not ValueKind.TEXT:
+        if not rule.accepts(argument.value):
+            yield Problem(code=codes.UNDERSTANDING_VALUE_NOT_PARSED, path=f"{path}.value")
+    elif not _grounded(argument.value, _folded(brief.text or "")):
+        yield Problem(code=codes.UNDERSTANDING_VALUE_NOT_GROUNDED, path=f"{path}.value")
+
+
+def _folded(text: str) -> str:
+    """Text as grounding compares it: NFKC, case-folded, runs of space as one space."""
+    return " ".join(unicodedata.normalize("NFKC", text).casefold().split())
+
+
+def _grounded(value: Any, folded_text: str) -> bool:
+    """Every string and number in a free-text value occurs in the user's (folded) text."""
+    if isinstance(value, bool) or value is None:
+        return True
+    if isinstance(value, str):
+        words = _folded(value)
+        return not words or words in folded_text
+    if isinstance(value, int | float):
+        return _folded(str(value)) in folded_text
+    if isinstance(value, list):
+        return all(_grounded(item, folded_text) for item in value)
+    if isinstance(value, dict):
+        return all(_grounded(item, folded_text) for item in value.values())
+    return False
 
 
 #: understanding -> acts -> [i] -> arguments -> [j] -> value: what a value sits inside

@@ -26,9 +26,11 @@ from turnframe_core.commands import CommandPolicy, RiskClass
 from turnframe_core.errors import TurnframeError
 from turnframe_core.events import DomainEvent, ReceiptSpec
 from turnframe_core.interactions import InteractionKind, InteractionPayload
+from turnframe_core.understanding import ValueRule
 
 __all__ = [
     "ArgumentName",
+    "DeclaresFollowUps",
     "DeclaresReceiptTemplates",
     "ArgumentSpec",
     "CompiledCommand",
@@ -218,11 +220,14 @@ def ensure_view(view: WorkflowView) -> WorkflowView:
 
 
 class ArgumentSpec(FrozenModel):
-    """One argument an operation takes; `description` is what an Interpreter reads about it."""
+    """One argument an operation takes; `description` is what an Interpreter reads about it.
+    `value` types it: free text (the default) must occur in the user's words; a typed value
+    (email, date, enum, amount) must parse as its type."""
 
     name: ArgumentName
     description: NonEmptyStr
     required: bool = True
+    value: ValueRule = Field(default_factory=ValueRule)
 
 
 class OperationSpec(FrozenModel):
@@ -345,4 +350,15 @@ class DeclaresReceiptTemplates(Protocol):
 
     def receipt_templates(self) -> Sequence[str]:
         """Every `template_id` that `receipts` may put in a `ReceiptSpec`."""
+        ...
+
+
+@runtime_checkable
+class DeclaresFollowUps(Protocol):
+    """A workflow whose receipts may say that a follow-up is scheduled (the other side will
+    answer, and the user will hear of it). Only such a receipt lets model prose promise to let
+    the user know; without this declaration no prose may promise it."""
+
+    def follow_up_receipts(self) -> Sequence[str]:
+        """The receipt `status_code`s that say a follow-up is scheduled."""
         ...

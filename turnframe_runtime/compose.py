@@ -4,8 +4,9 @@ Order (DESIGN §4): receipts in the order of the acts that produced them, notice
 question order, the transition, then cards, so the text that introduces a card precedes it.
 Receipts render from events read back from the committed ledger. Prose comes from the narrator
 when one is wired and its draft passes; otherwise server copy stands in (it never carries an
-operational claim of its own). The structural claim guard runs last: prose that rests on anything
-the turn lacks is replaced by server copy, and a turn that still violates it is never returned.
+operational claim of its own). The claim guards run last over the composed turn: model prose that
+rests on a fact the turn lacks, or whose words claim what no block backs, is replaced by server
+copy, and a turn whose server blocks break a rule is never returned.
 """
 
 from __future__ import annotations
@@ -45,12 +46,19 @@ from turnframe_core.interactions import Interaction, InteractionKind, Interactio
 from turnframe_core.replay import CommittedOutcome, FailedOutcome, OutcomeUnknown
 from turnframe_core.turn import AssistantTurn, Expectation, ExpectationKind, Offer, TurnStatus
 from turnframe_core.understanding import Question, Understanding
+from turnframe_core.wording import TurnBacking, check_wording
 from turnframe_core.workflow import WorkflowDefinition
 from turnframe_runtime.card_answer import Closed
 from turnframe_runtime.cases import CaseBook, in_key_order, workflow_for
 from turnframe_runtime.context import AuditTrail, Notes, TurnContext
-from turnframe_runtime.copy import MissingCopy, RenderedCopy, ServerCopy, receipt_title
-from turnframe_runtime.narration import Narration
+from turnframe_runtime.copy import (
+    MissingCopy,
+    RenderedCopy,
+    ServerCopy,
+    as_data,
+    receipt_title,
+)
+from turnframe_runtime.narration import Narration, forbidden_claims, wording_findings
 from turnframe_runtime.ports import AnswerRequest, TransitionRequest
 from turnframe_runtime.reduce import CaseInView, Plan
 
@@ -102,6 +110,8 @@ class Composer:
     narration: Narration | None
     notes: Notes
     audit: AuditTrail
+    #: receipt status codes that say a follow-up is scheduled (`DeclaresFollowUps`)
+    follow_up_codes: frozenset[str] = frozenset()
 
     def _render(self, template_id: str, **params: object) -> RenderedCopy:
         return self.copy.render(template_id, self.turn.locale, params)
@@ -129,28 +139,35 @@ class Composer:
             )
             for c in result.shown
         ]
-        answers = await self._answers(result)
+        backing = TurnBacking.of([*receipts, *notices, *cards], self.follow_up_codes)
+        answers = await self._answers(result, backing)
         ask = self._ask(result, cards)
         offers = self._offers(result) if not cards and ask is None else ()
         acted = bool(result.understanding.acts) or turn.input.interaction_response is not None
         answers_only = bool(answers) and not (acted or receipts or notices or cards)
         transition = None
         if not answers_only:
-            transition = await self._transition(result, receipts, notices, cards, ask, offers)
-        blocks: list[ResponseBlock] = [*receipts, *notices, *answers]
+            transition = await self._transition(
+                result, receipts, notices, cards, ask, offers, backing
+            )
+        prose: list[AnswerBlock | TransitionBlock] = list(answers)
         if transition is not None:
-            blocks.append(transition)
-        blocks.extend(cards)
+            prose.append(transition)
+        refused = self._refused(prose, [*receipts, *notices, *cards], backing)
+        if refused:  # model prose the turn does not back: server copy replaces it
+            questions = {q.question_id: q for q in result.understanding.questions}
+            prose = [
+                block
+                if block.block_id not in refused
+                else (
+                    self._server_answer(result, questions[block.question_id])
+                    if isinstance(block, AnswerBlock) and block.question_id in questions
+                    else self._server_transition(result, receipts, cards, ask, offers)
+                )
+                for block in prose
+            ]
+        blocks: list[ResponseBlock] = [*receipts, *notices, *prose, *cards]
         violations = check_claims(blocks)
-        discarded = [v for v in violations if v.author == "model"]
-        if discarded:  # model prose rests on something the turn lacks: server copy replaces it
-            self.audit.claim_violations.extend(v.code for v in discarded)
-            blocks = [*receipts, *notices]
-            blocks.extend(self._server_answer(result, q) for q in result.understanding.questions)
-            if transition is not None:
-                blocks.append(self._server_transition(result, receipts, cards, ask, offers))
-            blocks.extend(cards)
-            violations = check_claims(blocks)
         if violations:  # what the server wrote breaks a rule: a bug; the turn is never returned
             raise ClaimGuardViolation(tuple(violations))
         return AssistantTurn(
@@ -175,6 +192,34 @@ class Composer:
             offers=offers,
             subjects=tuple(case.case_ref for case in result.touched_cases()),
         )
+
+    def _refused(
+        self,
+        prose: Sequence[AnswerBlock | TransitionBlock],
+        server: Sequence[ResponseBlock],
+        backing: TurnBacking,
+    ) -> set[str]:
+        """The model-written blocks that break a claim rule over the composed turn: a structural
+        one (a fact it cites that the turn lacks) or a wording one (the guard, run again whatever
+        the review said). Their findings go to the record."""
+        refused: set[str] = set()
+        for violation in check_claims([*server, *prose]):
+            if violation.author == "model":
+                refused.add(violation.block_id)
+                self.audit.claim_violations.append(violation.code)
+        for block in prose:
+            if block.author != "model":
+                continue
+            flagged = check_wording(block.text, self.turn.locale, backing)
+            if flagged:
+                refused.add(block.block_id)
+                question_id = block.question_id if isinstance(block, AnswerBlock) else None
+                self.audit.prose_findings.extend(
+                    wording_findings(
+                        flagged, block.text, block.kind, question_id, "final", "server_copy"
+                    )
+                )
+        return refused
 
     # --- server blocks ---------------------------------------------------------------------------
 
@@ -213,8 +258,9 @@ class Composer:
         """The receipt's own title; a template the start check could not see (a workflow that
         does not declare its receipt templates) falls back to a generic one, since the events
         committed and the turn must still get its reply."""
+        quoted = {k: as_data(v) if isinstance(v, str) else v for k, v in params.items()}
         try:
-            return self.copy.render(receipt_title(template_id), self.turn.locale, params)
+            return self.copy.render(receipt_title(template_id), self.turn.locale, quoted)
         except (MissingCopy, KeyError, ValueError):  # no template, or params it cannot format
             return self._render("turnframe.receipt.recorded")
 
@@ -272,7 +318,7 @@ class Composer:
             )
         return facts
 
-    async def _answers(self, result: TurnResult) -> list[AnswerBlock]:
+    async def _answers(self, result: TurnResult, backing: TurnBacking) -> list[AnswerBlock]:
         blocks: list[AnswerBlock] = []
         for question in result.understanding.questions:
             cases = self._question_cases(result, question)
@@ -285,7 +331,9 @@ class Composer:
                         question=question.text,
                         basis=self._basis(),
                         allowed_facts=tuple(f for case in cases for f in self._case_facts(case)),
-                    )
+                        forbidden_claims=forbidden_claims(backing),
+                    ),
+                    backing,
                 )
             blocks.append(answer or self._server_answer(result, question))
         return blocks
@@ -317,10 +365,12 @@ class Composer:
             ]
             facts.extend(StateValue(case_ref=case.case_ref, field=n, value=v) for n, v in values)
             if values:
-                listed = ", ".join(f"{n.replace('_', ' ')} {v}" for n, v in values)
-                rendered = self._render("turnframe.answer.record", label=case.label, values=listed)
+                listed = ", ".join(f"{n.replace('_', ' ')} {as_data(v)}" for n, v in values)
+                rendered = self._render(
+                    "turnframe.answer.record", label=as_data(case.label), values=listed
+                )
             else:
-                rendered = self._render("turnframe.answer.nothing_known", label=case.label)
+                rendered = self._render("turnframe.answer.nothing_known", label=as_data(case.label))
             lines.append(rendered.text)
             copy_ref = rendered.copy_ref
         return AnswerBlock(
@@ -372,6 +422,7 @@ class Composer:
         cards: Sequence[InteractionBlock],
         ask: str | None,
         offers: Sequence[Offer],
+        backing: TurnBacking,
     ) -> TransitionBlock:
         if self.narration is not None:
             facts: list[NarratableFact] = [*_outcomes(receipts), *_available(cards)]
@@ -394,8 +445,9 @@ class Composer:
                 notice_texts=tuple(n.text for n in notices),
                 card_title=cards[0].title if cards else None,
                 ask=ask,
+                forbidden_claims=forbidden_claims(backing),
             )
-            written = await self.narration.transition(request)
+            written = await self.narration.transition(request, backing)
             if written is not None:
                 return written
         return self._server_transition(result, receipts, cards, ask, offers)

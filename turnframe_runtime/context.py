@@ -20,6 +20,7 @@ from turnframe_core.replay import (
     CommandOutcome,
     CommittedOutcome,
     PolicyDecisionRecord,
+    ProseFinding,
     ProviderAttempt,
     TargetResolutionRecord,
 )
@@ -132,6 +133,7 @@ class AuditTrail:
     executed: list[Executed] = field(default_factory=list)
     outbox_ids: list[str] = field(default_factory=list)
     claim_violations: list[str] = field(default_factory=list)
+    prose_findings: list[ProseFinding] = field(default_factory=list)
 
     def decided(self, envelope: CommandEnvelope, policy: CommandPolicy, allowed: bool) -> None:
         """Record the policy decision for one command (what authorized it, or why not)."""
@@ -172,8 +174,12 @@ class AuditTrail:
 
     def discard_last_attempt(self, code: str) -> None:
         """The last call answered, but its answer was discarded (and why)."""
-        last = self.provider_attempts[-1]
-        self.provider_attempts[-1] = last.model_copy(update={"outcome": "failed", "code": code})
+        self.discard_attempt(len(self.provider_attempts) - 1, code)
+
+    def discard_attempt(self, index: int, code: str) -> None:
+        """The call at `index` answered, but its answer was discarded (and why)."""
+        kept = self.provider_attempts[index]
+        self.provider_attempts[index] = kept.model_copy(update={"outcome": "failed", "code": code})
 
     @property
     def committed_anything(self) -> bool:

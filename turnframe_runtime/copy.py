@@ -9,6 +9,7 @@ placeholders); a localized jinja2/babel implementation can replace it behind the
 from __future__ import annotations
 
 import string
+import unicodedata
 from collections.abc import Iterable, Mapping
 from typing import Any, Protocol
 
@@ -23,6 +24,7 @@ __all__ = [
     "MissingCopy",
     "RenderedCopy",
     "ServerCopy",
+    "as_data",
     "receipt_title",
 ]
 
@@ -297,3 +299,28 @@ def _language(locale: str) -> str:
 def receipt_title(template_id: str) -> str:
     """The template a receipt's title renders from: `<ReceiptSpec.template_id>.title`."""
     return f"{template_id}.title"
+
+
+#: the longest value server copy quotes whole
+MAX_QUOTED_CHARS = 60
+
+
+def as_data(value: object) -> str:
+    """A value from outside the server's own words (a user's, a domain's, a model's), fit to
+    stand inside a sentence of server copy as data: one line, no control or direction marks, at
+    most `MAX_QUOTED_CHARS` characters, and, if it holds a space (so it could end the sentence and
+    start another), inside quotation marks it cannot close."""
+    text = str(value)
+    kept = "".join(
+        " " if ch.isspace() else ch
+        for ch in text
+        if ch.isspace() or unicodedata.category(ch) not in ("Cc", "Cf", "Cs", "Co", "Cn")
+    )
+    text = " ".join(kept.split())
+    if len(text) > MAX_QUOTED_CHARS:
+        text = text[: MAX_QUOTED_CHARS - 1].rstrip() + "\u2026"
+    if " " not in text:
+        return text
+    for mark in '"\u201c\u201d\u201e\u00ab\u00bb':
+        text = text.replace(mark, "'")
+    return f"\u201c{text}\u201d"

@@ -7,6 +7,7 @@ from turnframe_core.errors import TurnframeError
 
 __all__ = [
     "IdempotencyKeyReused",
+    "ReviewerRequired",
     "StoresWithoutTransactions",
     "TurnFailed",
     "TurnInProgress",
@@ -51,3 +52,10 @@ class IdempotencyKeyReused(TurnframeError):
     words or another card answer); nothing was written. A retry must send the same request."""
 
     code = codes.RUNTIME_IDEMPOTENCY_KEY_REUSED
+
+
+class ReviewerRequired(TurnframeError):
+    """A narrator was wired without a `ClaimReviewer`: model-written prose is always reviewed by
+    a port other than the one that wrote it."""
+
+    code = codes.RUNTIME_REVIEWER_REQUIRED

@@ -1,16 +1,19 @@
-"""Step S: model-written prose through the `Narrator` port.
+"""Step S: model-written prose through the `Narrator` port, reviewed before it may be shown.
 
-A draft is parsed like any model output (answer and transition drafts only) and may cite only the
-facts it was given; a transition is also reviewed, and a failed check or review gets one rewrite
-with the findings. Every call is recorded as a provider attempt. Whenever no draft passes, the
-caller's server copy stands in: these functions return None.
+Every draft, answer or transition alike, passes four checks in order: it parses as one draft of
+its kind (model output yields only answer and transition drafts), it cites only the facts it was
+given, an independent `ClaimReviewer` passes it, and the deterministic wording guard finds no
+claim the turn's server blocks do not back. A draft refused by any check gets one rewrite with
+the findings; whenever no draft passes, the caller's server copy stands in (these functions
+return None). Every call is recorded as a provider attempt, and every refusal as a prose finding
+of the replay record.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 from turnframe_core import codes
 from turnframe_core._canonical import digest
@@ -21,89 +24,229 @@ from turnframe_core.blocks import (
     TransitionBlock,
     parse_model_output,
 )
+from turnframe_core.replay import ProseFinding
+from turnframe_core.wording import ClaimClass, TurnBacking, WordingFinding, check_wording
 from turnframe_runtime.context import AuditTrail, Purpose, TurnContext, failure_code
-from turnframe_runtime.ports import AnswerRequest, Narrator, ReviewVerdict, TransitionRequest
+from turnframe_runtime.ports import (
+    AnswerRequest,
+    ClaimReviewer,
+    Narrator,
+    ReviewRequest,
+    ReviewVerdict,
+    TransitionRequest,
+)
 
-__all__ = ["Narration"]
+__all__ = ["Narration", "forbidden_claims", "wording_findings"]
+
+Kind = Literal["answer", "transition"]
+
+
+def forbidden_claims(backing: TurnBacking) -> tuple[ClaimClass, ...]:
+    """The claim classes nothing in the turn backs (what the narrator and reviewer are told)."""
+    return tuple(claim for claim in ClaimClass if not backing.backs(claim))
+
+
+def wording_findings(
+    findings: Sequence[WordingFinding],
+    draft: str,
+    block: Kind,
+    question_id: str | None,
+    check: Literal["guard", "final"],
+    replaced_by: Literal["rewrite", "server_copy"],
+) -> list[ProseFinding]:
+    """The wording guard's findings on `draft` as the replay record keeps them (by rule and
+    span, never by the words)."""
+    drafted = digest(draft)
+    return [
+        ProseFinding(
+            block=block,
+            question_id=question_id,
+            check=check,
+            code=f.code,
+            rule=f.rule,
+            claim_class=f.claim_class,
+            draft_digest=drafted,
+            span=f.span,
+            replaced_by=replaced_by,
+        )
+        for f in findings
+    ]
 
 
 @dataclass(frozen=True)
 class Narration:
-    """One turn's calls to the narrator."""
+    """One turn's calls to the narrator and the reviewer."""
 
     narrator: Narrator
+    reviewer: ClaimReviewer
     turn: TurnContext
     clock: Callable[[], int]
     audit: AuditTrail
 
-    async def answer(self, request: AnswerRequest) -> AnswerBlock | None:
-        """The narrator's answer to one question, if it fits the question and its facts."""
-        started = self.clock()
-        try:
-            draft = await self.narrator.answer(request)
-            parsed = parse_model_output(
-                _as_draft(draft), turn_id=self.turn.turn_id, account_id=self.turn.account_id
-            )
-            answer = parsed[0] if len(parsed) == 1 else None
-            if (
-                not isinstance(answer, AnswerBlock)
-                or answer.question_id != request.question_id
-                or not _facts_within(answer.facts_used, request.allowed_facts)
-            ):
-                raise MalformedModelOutput("the answer does not fit its question")
-        except Exception as exc:
-            self.audit.attempt(Purpose.ANSWER, self.narrator, started, self.clock(), exc)
-            return None
-        self.audit.attempt(Purpose.ANSWER, self.narrator, started, self.clock())
-        return answer.model_copy(update={"basis": request.basis})
+    async def answer(self, request: AnswerRequest, backing: TurnBacking) -> AnswerBlock | None:
+        """The narrator's reviewed answer to one question, if it fits the question and its
+        facts."""
 
-    async def transition(self, request: TransitionRequest) -> TransitionBlock | None:
-        """A reviewed transition within the request's facts; one rewrite after a failed check or
-        review."""
+        async def draft(findings: tuple[str, ...]) -> Mapping[str, Any] | str:
+            return await self.narrator.answer(request.model_copy(update={"findings": findings}))
+
+        def shaped(parsed: Sequence[Any]) -> AnswerBlock:
+            answer = parsed[0] if len(parsed) == 1 else None
+            if not isinstance(answer, AnswerBlock) or answer.question_id != request.question_id:
+                raise MalformedModelOutput("the answer does not fit its question")
+            return answer
+
+        review = ReviewRequest(
+            kind="answer",
+            locale=request.locale,
+            text="",
+            allowed_facts=request.allowed_facts,
+            question=request.question,
+            forbidden_claims=request.forbidden_claims,
+        )
+        block = await self._reviewed(
+            "answer", request.question_id, draft, shaped, request.allowed_facts, review, backing
+        )
+        if not isinstance(block, AnswerBlock):
+            return None
+        return block.model_copy(update={"basis": request.basis})
+
+    async def transition(
+        self, request: TransitionRequest, backing: TurnBacking
+    ) -> TransitionBlock | None:
+        """A reviewed transition within the request's facts."""
+
+        async def draft(findings: tuple[str, ...]) -> Mapping[str, Any] | str:
+            return await self.narrator.transition(request.model_copy(update={"findings": findings}))
+
+        def shaped(parsed: Sequence[Any]) -> TransitionBlock:
+            block = parsed[0] if len(parsed) == 1 else None
+            if not isinstance(block, TransitionBlock):
+                raise MalformedModelOutput("not a single transition draft")
+            return block
+
+        review = ReviewRequest(
+            kind="transition",
+            locale=request.locale,
+            text="",
+            allowed_facts=request.allowed_facts,
+            receipt_titles=request.receipt_titles,
+            notice_texts=request.notice_texts,
+            card_title=request.card_title,
+            forbidden_claims=request.forbidden_claims,
+        )
+        block = await self._reviewed(
+            "transition", None, draft, shaped, request.allowed_facts, review, backing
+        )
+        if not isinstance(block, TransitionBlock):
+            return None
+        turn = self.turn
+        return block.model_copy(
+            update={"block_id": derive_block_id(turn.account_id, turn.turn_id, "transition")}
+        )
+
+    async def _reviewed(
+        self,
+        kind: Kind,
+        question_id: str | None,
+        draft: Callable[[tuple[str, ...]], Awaitable[Mapping[str, Any] | str]],
+        shaped: Callable[[Sequence[Any]], AnswerBlock | TransitionBlock],
+        allowed: Sequence[Any],
+        review: ReviewRequest,
+        backing: TurnBacking,
+    ) -> AnswerBlock | TransitionBlock | None:
+        """The first draft of two that passes every check, or None."""
+        purpose = Purpose.ANSWER if kind == "answer" else Purpose.TRANSITION
+        audit, clock, turn = self.audit, self.clock, self.turn
         findings: tuple[str, ...] = ()
-        narrator, audit = self.narrator, self.audit
+        refused: list[ProseFinding] = []  # the current round's, until we know what replaces it
         for _round in range(2):
-            started = self.clock()
+            audit.prose_findings.extend(
+                f.model_copy(update={"replaced_by": "rewrite"}) for f in refused
+            )
+            refused = []
+            started = clock()
             try:
-                draft = await narrator.transition(request.model_copy(update={"findings": findings}))
+                reply = await draft(findings)
             except Exception as exc:
-                audit.attempt(Purpose.TRANSITION, narrator, started, self.clock(), exc)
-                return None
-            audit.attempt(Purpose.TRANSITION, narrator, started, self.clock())
+                audit.attempt(purpose, self.narrator, started, clock(), exc)
+                break
+            audit.attempt(purpose, self.narrator, started, clock())
+            drafted = len(audit.provider_attempts) - 1
             try:
-                parsed = parse_model_output(
-                    _as_draft(draft), turn_id=self.turn.turn_id, account_id=self.turn.account_id
+                block = shaped(
+                    parse_model_output(
+                        _as_draft(reply), turn_id=turn.turn_id, account_id=turn.account_id
+                    )
                 )
-                block = parsed[0] if len(parsed) == 1 else None
-                if not isinstance(block, TransitionBlock):
-                    raise MalformedModelOutput("not a single transition draft")
-                within = _facts_within(block.facts_used, request.allowed_facts)
             except Exception as rejected:  # whatever a model sent: never the turn's failure
-                audit.discard_last_attempt(failure_code(rejected))
-                findings = ("the reply was not a single transition draft",)
+                audit.discard_attempt(drafted, failure_code(rejected))
+                findings = (f"the reply was not a single {kind} draft",)
                 continue
-            if not within:
-                audit.discard_last_attempt(codes.CLAIM_UNBACKED_OUTCOME)
+            if not _facts_within(block.facts_used, allowed):
+                audit.discard_attempt(drafted, codes.CLAIM_UNBACKED_OUTCOME)
+                refused.append(
+                    ProseFinding(
+                        block=kind,
+                        question_id=question_id,
+                        check="facts",
+                        code=codes.CLAIM_UNBACKED_OUTCOME,
+                        rule="facts.not_given",
+                        draft_digest=digest(block.text),
+                        replaced_by="server_copy",
+                    )
+                )
                 findings = ("the reply rests on facts it was not given",)
                 continue
-            try:
-                verdict = await narrator.review(block.text, request)
-                if not isinstance(verdict, ReviewVerdict):
-                    raise MalformedModelOutput("a review answers with a ReviewVerdict")
-            except Exception as exc:
-                audit.attempt(Purpose.REVIEW, narrator, started, self.clock(), exc)
-                return None
-            if verdict.passed is True:
-                return block.model_copy(
-                    update={
-                        "block_id": derive_block_id(
-                            self.turn.account_id, self.turn.turn_id, "transition"
-                        )
-                    }
+            verdict = await self._review(review.model_copy(update={"text": block.text}))
+            if verdict is None:  # the reviewer failed: nothing unreviewed is ever shown
+                break
+            if not verdict.passed:
+                audit.discard_attempt(drafted, codes.CLAIM_REVIEW_FAILED)
+                refused.append(
+                    ProseFinding(
+                        block=kind,
+                        question_id=question_id,
+                        check="review",
+                        code=codes.CLAIM_REVIEW_FAILED,
+                        rule="review",
+                        draft_digest=digest(block.text),
+                        replaced_by="server_copy",
+                    )
                 )
-            audit.discard_last_attempt("review_failed")
-            findings = verdict.findings or ("the review failed",)
+                findings = verdict.findings or ("the review failed",)
+                continue
+            flagged = check_wording(block.text, turn.locale, backing)
+            if flagged:
+                audit.discard_attempt(drafted, flagged[0].code)
+                refused.extend(
+                    wording_findings(flagged, block.text, kind, question_id, "guard", "server_copy")
+                )
+                findings = tuple(_described(f) for f in flagged)
+                continue
+            return block
+        audit.prose_findings.extend(refused)
         return None
+
+    async def _review(self, request: ReviewRequest) -> ReviewVerdict | None:
+        started = self.clock()
+        try:
+            verdict = await self.reviewer.review(request)
+            if not isinstance(verdict, ReviewVerdict):
+                raise MalformedModelOutput("a review answers with a ReviewVerdict")
+        except Exception as exc:
+            self.audit.attempt(Purpose.REVIEW, self.reviewer, started, self.clock(), exc)
+            return None
+        self.audit.attempt(Purpose.REVIEW, self.reviewer, started, self.clock())
+        return verdict
+
+
+def _described(finding: WordingFinding) -> str:
+    """A wording finding as the narrator's rewrite reads it."""
+    if finding.claim_class is None:
+        return f"{finding.rule}: {finding.excerpt}"
+    claimed = finding.claim_class.value.replace("_", " ")
+    return f"claims {claimed} with nothing in this turn to back it: {finding.excerpt}"
 
 
 def _as_draft(draft: Mapping[str, Any] | str) -> dict[str, Any] | str:

@@ -4,7 +4,7 @@ interpreter, the narrator. Documented `Protocol`s; the runtime never imports an 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol
 
 from pydantic import Field
 
@@ -17,10 +17,12 @@ from turnframe_core.errors import TurnframeError
 from turnframe_core.events import DomainEvent
 from turnframe_core.facts import NarratableFact
 from turnframe_core.understanding import Brief, Understanding
+from turnframe_core.wording import ClaimClass
 
 __all__ = [
     "AnswerRequest",
     "CaseCandidate",
+    "ClaimReviewer",
     "CaseDirectory",
     "ExecutionFailed",
     "ExecutionRejected",
@@ -29,6 +31,7 @@ __all__ = [
     "Interpreter",
     "LoadedCase",
     "Narrator",
+    "ReviewRequest",
     "ReviewVerdict",
     "RevisionConflict",
     "TransitionRequest",
@@ -140,7 +143,9 @@ class Interpreter(Protocol):
 
 
 class TransitionRequest(FrozenModel):
-    """What the narrator may say in the transition: these facts and nothing else."""
+    """What the narrator may say in the transition: these facts and nothing else.
+    `forbidden_claims` are the claim classes nothing in this turn backs; `findings` say why the
+    previous draft was refused."""
 
     locale: NonEmptyStr
     allowed_facts: tuple[NarratableFact, ...] = ()
@@ -148,17 +153,36 @@ class TransitionRequest(FrozenModel):
     notice_texts: tuple[str, ...] = ()
     card_title: str | None = None
     ask: str | None = None
+    forbidden_claims: tuple[ClaimClass, ...] = ()
     findings: tuple[str, ...] = ()
 
 
 class AnswerRequest(FrozenModel):
-    """One question, with the facts its answer may rest on."""
+    """One question, with the facts its answer may rest on (and, as for a transition, the claim
+    classes it may not make and why a previous draft was refused)."""
 
     locale: NonEmptyStr
     question_id: NonEmptyStr
     question: str
     basis: AnswerBasis
     allowed_facts: tuple[NarratableFact, ...] = ()
+    forbidden_claims: tuple[ClaimClass, ...] = ()
+    findings: tuple[str, ...] = ()
+
+
+class ReviewRequest(FrozenModel):
+    """One model-written block to review, with everything the turn lets it state."""
+
+    kind: Literal["answer", "transition"]
+    locale: NonEmptyStr
+    text: str
+    allowed_facts: tuple[NarratableFact, ...] = ()
+    receipt_titles: tuple[str, ...] = ()
+    notice_texts: tuple[str, ...] = ()
+    card_title: str | None = None
+    #: the question an answer answers
+    question: str | None = None
+    forbidden_claims: tuple[ClaimClass, ...] = ()
 
 
 class ReviewVerdict(FrozenModel):
@@ -168,7 +192,8 @@ class ReviewVerdict(FrozenModel):
 
 class Narrator(Protocol):
     """Writes prose around the server's blocks. Its output is parsed like any model output: only
-    answer and transition drafts, citing only allowed facts."""
+    answer and transition drafts, citing only allowed facts. It never grades its own drafts: a
+    `ClaimReviewer` does, then the wording guard."""
 
     async def transition(self, request: TransitionRequest) -> Mapping[str, Any] | str:
         """A transition draft: `{"kind": "transition", "text": …, "facts_used": […]}`."""
@@ -178,6 +203,11 @@ class Narrator(Protocol):
         """An answer draft: `{"kind": "answer", "question_id": …, "text": …, …}`."""
         ...
 
-    async def review(self, text: str, request: TransitionRequest) -> ReviewVerdict:
-        """Does `text` state only what the request holds? A failed review is rewritten once."""
-        ...
+
+class ClaimReviewer(Protocol):
+    """Reviews every model-written block before it may be shown, independently of the narrator
+    that wrote it: does the text state only what the request holds, and claim nothing of
+    `forbidden_claims`? A failed review gets one rewrite with its findings, then server copy.
+    The deterministic wording guard runs after it whatever it answers."""
+
+    async def review(self, request: ReviewRequest) -> ReviewVerdict: ...

@@ -93,6 +93,7 @@ class Recorder:
             outbox_ids=tuple(audit.outbox_ids),
             provider_attempts=tuple(audit.provider_attempts),
             claim_violations=tuple(audit.claim_violations),
+            prose_findings=tuple(audit.prose_findings),
             **extra,
         )
 

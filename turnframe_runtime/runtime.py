@@ -29,7 +29,11 @@ from turnframe_core.interactions import Interaction, InteractionStatus
 from turnframe_core.replay import ReplayRecord, TurnPhase
 from turnframe_core.turn import AssistantTurn, InvalidTurnInput, TurnInput
 from turnframe_core.understanding import Understanding
-from turnframe_core.workflow import DeclaresReceiptTemplates, WorkflowDefinition
+from turnframe_core.workflow import (
+    DeclaresFollowUps,
+    DeclaresReceiptTemplates,
+    WorkflowDefinition,
+)
 from turnframe_runtime.accept import accept_turn, prior_reply
 from turnframe_runtime.card_answer import (
     Admitted,
@@ -49,6 +53,7 @@ from turnframe_runtime.config import RuntimeConfig
 from turnframe_runtime.context import AuditTrail, Notes, Purpose, TurnContext
 from turnframe_runtime.copy import CatalogCopy, MissingCopy, ServerCopy, receipt_title
 from turnframe_runtime.errors import (  # the last two are also named here, as they always were
+    ReviewerRequired,
     StoresWithoutTransactions,
     TurnInProgress,
     UnknownWorkflow,
@@ -56,7 +61,13 @@ from turnframe_runtime.errors import (  # the last two are also named here, as t
 from turnframe_runtime.execute import Execution
 from turnframe_runtime.follow_up import FollowUp
 from turnframe_runtime.narration import Narration
-from turnframe_runtime.ports import CaseDirectory, Interpreter, Narrator, WorkflowExecutor
+from turnframe_runtime.ports import (
+    CaseDirectory,
+    ClaimReviewer,
+    Interpreter,
+    Narrator,
+    WorkflowExecutor,
+)
 from turnframe_runtime.record import Recorder
 from turnframe_runtime.reduce import (
     CaseInView,
@@ -86,6 +97,7 @@ class TurnRuntime:
         executor: WorkflowExecutor,
         interpreter: Interpreter | None = None,
         narrator: Narrator | None = None,
+        reviewer: ClaimReviewer | None = None,
         copy: ServerCopy | None = None,
         config: RuntimeConfig | None = None,
         clock: Callable[[], int] | None = None,
@@ -104,7 +116,18 @@ class TurnRuntime:
         self._directory = directory
         self._executor = executor
         self._interpreter = interpreter
+        if narrator is not None and reviewer is None:
+            raise ReviewerRequired(
+                "a narrator's prose is reviewed by a separate ClaimReviewer; pass reviewer="
+            )
         self._narrator = narrator
+        self._reviewer = reviewer
+        self._follow_up_codes = frozenset(
+            code
+            for workflow in workflows
+            if isinstance(workflow, DeclaresFollowUps)
+            for code in workflow.follow_up_receipts()
+        )
         self._copy: ServerCopy = copy or CatalogCopy()
         self._config = config or RuntimeConfig()
         self._clock = clock or (lambda: time.time_ns() // 1_000_000)
@@ -435,10 +458,17 @@ class TurnRuntime:
 
     def _composer(self, t: _Turn, *, narrate: bool = True) -> Composer:
         narration = None
-        if self._narrator is not None and narrate:
-            narration = Narration(self._narrator, t.ctx, self._clock, t.audit)
+        if self._narrator is not None and self._reviewer is not None and narrate:
+            narration = Narration(self._narrator, self._reviewer, t.ctx, self._clock, t.audit)
         return Composer(
-            t.ctx, self._workflows, self._copy, self._clock, narration, t.notes, t.audit
+            t.ctx,
+            self._workflows,
+            self._copy,
+            self._clock,
+            narration,
+            t.notes,
+            t.audit,
+            follow_up_codes=self._follow_up_codes,
         )
 
     async def _fail_before_effects(self, t: _Turn, failure: BaseException) -> None:

@@ -40,6 +40,7 @@ def brief_for(
                     operation=spec.operation,
                     arguments=tuple(a.name for a in spec.arguments),
                     required=tuple(a.name for a in spec.arguments if a.required),
+                    rules={a.name: a.value for a in spec.arguments if a.value.kind != "text"},
                 )
     card_on_screen = None
     if card is not None:

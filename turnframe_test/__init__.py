@@ -17,6 +17,7 @@ from turnframe_test.harness import DeskHarness
 from turnframe_test.scripted import (
     ScriptedInterpreter,
     ScriptedNarrator,
+    ScriptedReviewer,
     ScriptExhausted,
     UnexpectedCall,
 )
@@ -27,6 +28,7 @@ __all__ = [
     "ScriptExhausted",
     "ScriptedInterpreter",
     "ScriptedNarrator",
+    "ScriptedReviewer",
     "StoreBackend",
     "UnexpectedCall",
     "act",

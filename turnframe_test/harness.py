@@ -16,7 +16,14 @@ from turnframe_core import (
     TurnInput,
     WorkflowDefinition,
 )
-from turnframe_runtime import CatalogCopy, Narrator, RuntimeConfig, ServerCopy, TurnRuntime
+from turnframe_runtime import (
+    CatalogCopy,
+    ClaimReviewer,
+    Narrator,
+    RuntimeConfig,
+    ServerCopy,
+    TurnRuntime,
+)
 from turnframe_store import EventCursor, JournalEntry, ManualClock, MemoryStores, Stores
 from turnframe_test.backends import StoreBackend
 from turnframe_test.domains.travel import (
@@ -47,6 +54,7 @@ class DeskHarness:
         stores: Stores | None = None,
         clock: ManualClock | None = None,
         narrator: Narrator | None = None,
+        reviewer: ClaimReviewer | None = None,
         account_id: str = "acct_1",
         conversation_id: str = "conv_1",
         config: RuntimeConfig | None = None,
@@ -61,6 +69,7 @@ class DeskHarness:
             stores=stores if stores is not None else await backend.stores(clock=clock),
             clock=clock,
             narrator=narrator,
+            reviewer=reviewer,
             account_id=account_id,
             conversation_id=conversation_id,
             config=config,
@@ -74,6 +83,7 @@ class DeskHarness:
         *,
         stores: Stores | None = None,
         narrator: Narrator | None = None,
+        reviewer: ClaimReviewer | None = None,
         account_id: str = "acct_1",
         conversation_id: str = "conv_1",
         config: RuntimeConfig | None = None,
@@ -87,6 +97,8 @@ class DeskHarness:
         self.desk = TripDesk()
         self.interpreter = ScriptedInterpreter()
         self.narrator = narrator
+        # A scripted narrator's script also holds its reviews; any other narrator needs one.
+        self.reviewer = reviewer if reviewer is not None else getattr(narrator, "reviewer", None)
         self.executor = TripExecutor(self.desk, clock_ms=self.clock)
         self.account_id = account_id
         self.conversation_id = conversation_id
@@ -104,6 +116,7 @@ class DeskHarness:
             executor=self.executor,
             interpreter=self.interpreter,
             narrator=self.narrator,
+            reviewer=self.reviewer,
             copy=self.copy,
             config=self.config,
             clock=self.clock,

@@ -1,5 +1,5 @@
-"""Scripted model ports: an Interpreter and a Narrator that do exactly what the script says and
-fail loudly on anything else, so a test proves which model calls a turn made."""
+"""Scripted model ports: an Interpreter, a Narrator and a ClaimReviewer that do exactly what the
+script says and fail loudly on anything else, so a test proves which model calls a turn made."""
 
 from __future__ import annotations
 
@@ -9,9 +9,15 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from turnframe_core import Brief, Understanding
-from turnframe_runtime import AnswerRequest, ReviewVerdict, TransitionRequest
+from turnframe_runtime import AnswerRequest, ReviewRequest, ReviewVerdict, TransitionRequest
 
-__all__ = ["ScriptExhausted", "ScriptedInterpreter", "ScriptedNarrator", "UnexpectedCall"]
+__all__ = [
+    "ScriptExhausted",
+    "ScriptedInterpreter",
+    "ScriptedNarrator",
+    "ScriptedReviewer",
+    "UnexpectedCall",
+]
 
 InterpreterStep = Understanding | Callable[[Brief], Understanding] | BaseException
 
@@ -69,7 +75,10 @@ class _Expected:
 class ScriptedNarrator:
     """Expects calls in a declared order (`transition`, `answer`, `review`) and answers each with
     its scripted reply. Any call out of script raises `UnexpectedCall`, so a test that forgets
-    a model call, or a pipeline that makes one too many, fails."""
+    a model call, or a pipeline that makes one too many, fails.
+
+    The `review` steps are answered by `reviewer`, a separate `ClaimReviewer` that reads the
+    same script: one list says in which order the narrator writes and the reviewer judges."""
 
     _script: deque[_Expected] = field(default_factory=deque)
     calls: list[tuple[str, Any]] = field(default_factory=list)
@@ -128,10 +137,10 @@ class ScriptedNarrator:
         assert isinstance(reply, Mapping | str)
         return reply
 
-    async def review(self, text: str, request: TransitionRequest) -> ReviewVerdict:
-        reply = self._next("review", (text, request))
-        assert isinstance(reply, ReviewVerdict)
-        return reply
+    @property
+    def reviewer(self) -> _ScriptReviewer:
+        """The `ClaimReviewer` that answers this script's `review` steps."""
+        return _ScriptReviewer(self)
 
     def calls_for(self, purpose: str) -> list[Any]:
         return [request for p, request in self.calls if p == purpose]
@@ -143,3 +152,42 @@ class ScriptedNarrator:
         if self._script:
             left = ", ".join(e.purpose for e in self._script)
             raise AssertionError(f"scripted narrator calls never made: {left}")
+
+
+@dataclass(frozen=True)
+class _ScriptReviewer:
+    """A `ClaimReviewer` reading a `ScriptedNarrator`'s `review` steps."""
+
+    script: ScriptedNarrator
+
+    @property
+    def model_name(self) -> str:
+        return "scripted-reviewer"
+
+    async def review(self, request: ReviewRequest) -> ReviewVerdict:
+        reply = self.script._next("review", request)
+        assert isinstance(reply, ReviewVerdict)
+        return reply
+
+
+class ScriptedReviewer:
+    """A `ClaimReviewer` on its own: answers with its verdicts in order, or with `always` for
+    every review. Records every request it was shown."""
+
+    def __init__(self, *verdicts: ReviewVerdict, always: ReviewVerdict | None = None) -> None:
+        self._verdicts: deque[ReviewVerdict] = deque(verdicts)
+        self._always = always
+        self.requests: list[ReviewRequest] = []
+
+    @classmethod
+    def passing(cls) -> ScriptedReviewer:
+        """Passes everything: leaves the wording guard as the only check of what a draft says."""
+        return cls(always=ReviewVerdict(passed=True))
+
+    async def review(self, request: ReviewRequest) -> ReviewVerdict:
+        self.requests.append(request)
+        if self._verdicts:
+            return self._verdicts.popleft()
+        if self._always is not None:
+            return self._always
+        raise ScriptExhausted("the reviewer was called with no verdict left in its script")

@@ -30,6 +30,9 @@ from turnframe_core.understanding import (
     Target,
     Understanding,
     UnderstandingRejected,
+    ValueKind,
+    ValueRule,
+    _folded,
     validate_understanding,
 )
 
@@ -211,7 +214,8 @@ def test_argument_evidence_not_in_the_text_is_rejected() -> None:
     understanding = Understanding(acts=(_act(arguments=(argument,)),))
 
     assert _rejection(understanding) == [
-        _problem(codes.UNDERSTANDING_EVIDENCE_NOT_IN_TEXT, "acts[0].arguments[0].evidence")
+        _problem(codes.UNDERSTANDING_EVIDENCE_NOT_IN_TEXT, "acts[0].arguments[0].evidence"),
+        _problem(codes.UNDERSTANDING_VALUE_NOT_GROUNDED, "acts[0].arguments[0].value"),
     ]
 
 
@@ -500,10 +504,33 @@ def _offered(draw: st.DrawFn) -> tuple[Brief, Understanding]:
         handles=tuple(
             OfferedHandle(handle=h, label=f"Record {h}", workflow="sample") for h in handles
         ),
-        operations=(OfferedOperation(operation="rename", arguments=arguments, required=("name",)),),
+        operations=(
+            OfferedOperation(
+                operation="rename",
+                arguments=arguments,
+                required=("name",),
+                rules={"amount": ValueRule(kind=ValueKind.AMOUNT)},
+            ),
+        ),
         card_on_screen=card,
         new_record_workflows=("sample",),
     )
+    # Free-text values are grounded in the text (any string in them is a span of it); the
+    # amount is typed, so any number will do.
+    spans = st.builds(
+        lambda a, b: text[min(a, b) : max(a, b)],
+        st.integers(0, len(text)),
+        st.integers(0, len(text)),
+    ).filter(lambda span: _folded(span) in _folded(text))  # not a piece of a composed letter
+    grounded: st.SearchStrategy[JsonValue] = st.recursive(
+        st.none() | st.booleans() | spans,
+        lambda children: (
+            st.lists(children, max_size=3)
+            | st.dictionaries(st.text(_keepable, max_size=5), children, max_size=3)
+        ),
+        max_leaves=8,
+    )
+    amounts = st.integers(-(10**14), 10**14) | st.floats(-1e14, 1e14, allow_nan=False)
 
     targets: list[st.SearchStrategy[Target]] = [st.just(NewRecord(workflow="sample"))]
     if handles:
@@ -527,7 +554,11 @@ def _offered(draw: st.DrawFn) -> tuple[Brief, Understanding]:
                 operation="rename",
                 target=draw(st.one_of(targets)),
                 arguments=tuple(
-                    ArgumentValue(name=name, value=draw(_json_values), evidence=evidence())
+                    ArgumentValue(
+                        name=name,
+                        value=draw(amounts if name == "amount" else grounded),
+                        evidence=evidence(),
+                    )
                     for name in names
                 ),
                 evidence=evidence(),
@@ -594,7 +625,7 @@ def test_an_argument_value_is_capped_the_same_alone_and_inside_an_understanding(
     from turnframe_core import ArgumentValue, Evidence
     from turnframe_core._fit import MAX_JSON_DEPTH, MAX_MODEL_OUTPUT_CHARS
 
-    deepest: object = "x"
+    deepest: object = "Blue"
     for _ in range(MAX_JSON_DEPTH - 1):
         deepest = [deepest]
     name = ArgumentValue(name="name", value="Blue Harbor", evidence=Evidence(quote="Blue Harbor"))

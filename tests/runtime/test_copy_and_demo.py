@@ -53,7 +53,7 @@ async def test_a_turn_in_italian_renders_italian_server_copy(desk):
         locale="it",
     )
     [receipt] = [b for b in turn.blocks if b.kind == "receipt"]
-    assert receipt.title == "Nome del viaggiatore impostato: Grace Hopper"
+    assert receipt.title == "Nome del viaggiatore impostato: \u201cGrace Hopper\u201d"
     assert receipt.copy_ref.locale == "it"
 
 

@@ -46,7 +46,7 @@ async def test_a_delivery_that_fails_leaves_the_commit_and_a_record_that_says_so
     desk.ready_trip()
     desk.stores.faults.arm(FaultPoint.BEFORE_RESPONSE_PERSISTENCE, error=Unavailable("down"))
     with pytest.raises(Unavailable):
-        await desk.say("Name Ada", act("a1", "trip.set_name", "h1", "Ada", name="Ada Byron"))
+        await desk.say("Name Ada Byron", act("a1", "trip.set_name", "h1", "Ada", name="Ada Byron"))
     [marker] = await desk.stores.conversations.list_unfinished_turns(10)
     assert marker.phase is TurnPhase.COMMITTED
     record = await desk.stores.replay.get("acct_1", marker.turn_id)

@@ -13,9 +13,9 @@ NAME = "trip.set_name"
 
 async def test_the_same_turn_id_and_request_return_the_stored_turn(desk: DeskHarness) -> None:
     desk.ready_trip()
-    first = await desk.say("Name Grace", act("a1", NAME, "h1", "Grace", name="Grace Hopper"),
+    first = await desk.say("Name Grace Hopper", act("a1", NAME, "h1", "Grace", name="Grace Hopper"),
                            turn_id="turn_client_1")  # fmt: skip
-    again = await desk.say("Name Grace", act("a1", NAME, "h1", "Grace", name="Grace Hopper"),
+    again = await desk.say("Name Grace Hopper", act("a1", NAME, "h1", "Grace", name="Grace Hopper"),
                            turn_id="turn_client_1")  # fmt: skip
     assert again.to_stored_json() == first.to_stored_json()
     assert await desk.event_types() == ["trip.name_set"]
@@ -26,11 +26,11 @@ async def test_the_same_turn_id_with_another_request_is_refused_and_writes_nothi
     desk: DeskHarness, change: str
 ) -> None:
     desk.ready_trip()
-    first = await desk.say("Name Grace", act("a1", NAME, "h1", "Grace", name="Grace Hopper"),
+    first = await desk.say("Name Grace Hopper", act("a1", NAME, "h1", "Grace", name="Grace Hopper"),
                            turn_id="turn_client_1")  # fmt: skip
     if change == "another conversation":
         desk.conversation_id = "conv_other"
-    text = "Name Ada" if change == "other words" else "Name Grace"
+    text = "Name Ada Lovelace" if change == "other words" else "Name Grace Hopper"
     with pytest.raises(IdempotencyKeyReused):
         await desk.say(text, act("a1", NAME, "h1", "Ada", name="Ada Lovelace"),
                        turn_id="turn_client_1")  # fmt: skip
@@ -80,12 +80,12 @@ async def test_a_retry_of_a_turn_that_failed_before_any_effect_is_told_so(
     desk.ready_trip()
     desk.stores.faults.arm(FaultPoint.BEFORE_JOURNAL_INSERT, error=Unavailable("down"))
     with pytest.raises(Unavailable):
-        await desk.say("Name Grace", act("a1", NAME, "h1", "Grace", name="Grace Hopper"),
+        await desk.say("Name Grace Hopper", act("a1", NAME, "h1", "Grace", name="Grace Hopper"),
                        turn_id="turn_client_9")  # fmt: skip
     with pytest.raises(TurnFailed) as failed:  # not "in progress" forever
-        await desk.say("Name Grace", act("a1", NAME, "h1", "Grace", name="Grace Hopper"),
+        await desk.say("Name Grace Hopper", act("a1", NAME, "h1", "Grace", name="Grace Hopper"),
                        turn_id="turn_client_9")  # fmt: skip
     assert failed.value.failure_code == Unavailable.code
     assert await desk.events() == []
-    fresh = await desk.say("Name Grace", act("a1", NAME, "h1", "Grace", name="Grace Hopper"))
+    fresh = await desk.say("Name Grace Hopper", act("a1", NAME, "h1", "Grace", name="Grace Hopper"))
     assert desk.receipt_codes(fresh) == ["trip.name_set"]

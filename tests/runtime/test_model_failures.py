@@ -58,7 +58,7 @@ async def test_a_broken_narration_after_the_commit_still_gives_the_turn_its_repl
         narrator.expect("transition", reply)
     desk: DeskHarness = await make_desk(narrator=narrator)
     desk.ready_trip()
-    turn = await desk.say("Name Grace", act("a1", NAME, "h1", "Grace", name="Grace Hopper"))
+    turn = await desk.say("Name Grace Hopper", act("a1", NAME, "h1", "Grace", name="Grace Hopper"))
     assert desk.receipt_codes(turn) == ["trip.name_set"]
     [transition] = [b for b in turn.blocks if b.kind == "transition"]
     assert transition.copy_ref is not None  # server copy stood in
@@ -72,18 +72,21 @@ async def test_a_broken_narration_after_the_commit_still_gives_the_turn_its_repl
 
 async def test_a_broken_answer_draft_is_replaced_by_a_server_answer(make_desk) -> None:
     narrator = ScriptedNarrator().expect("answer", _deep(100_000))
+    narrator.expect("answer", _deep(100_000))  # a refused draft gets one rewrite
     desk: DeskHarness = await make_desk(narrator=narrator)
     desk.ready_trip()
     turn = await desk.say("When do I fly?", question("q1", "When do I fly?", "h1"))
     [answer] = [b for b in turn.blocks if b.kind == "answer"]
     assert answer.copy_ref is not None
     record = await desk.runtime.replay("acct_1", turn.replay_token)
-    assert [a.outcome for a in record.provider_attempts if a.purpose == "answer"] == ["failed"]
+    answers = [a.outcome for a in record.provider_attempts if a.purpose == "answer"]
+    assert answers == ["failed", "failed"]
+    narrator.verify()
 
 
 async def test_a_refused_understanding_records_why_and_changes_nothing(desk: DeskHarness) -> None:
     desk.ready_trip()
-    turn = await desk.say("Name Grace", act("a1", NAME, "h9", "Grace", name="Grace Hopper"))
+    turn = await desk.say("Name Grace Hopper", act("a1", NAME, "h9", "Grace", name="Grace Hopper"))
     assert await desk.events() == []
     assert desk.notice_codes(turn) == [codes.NOTICE_NOT_UNDERSTOOD]
     record = await desk.runtime.replay("acct_1", turn.replay_token)
@@ -105,14 +108,16 @@ class _OffScript:
     async def answer(self, request: Any) -> Any:
         raise AssertionError("no question was asked")
 
-    async def review(self, text: str, request: Any) -> Any:
+
+class _NeverReviews:
+    async def review(self, request: Any) -> Any:
         raise AssertionError("nothing passed the checks, so nothing is reviewed")
 
 
 async def test_a_narration_that_is_not_a_draft_still_gives_the_turn_its_reply(make_desk) -> None:
-    desk: DeskHarness = await make_desk(narrator=_OffScript())
+    desk: DeskHarness = await make_desk(narrator=_OffScript(), reviewer=_NeverReviews())
     desk.ready_trip()
-    turn = await desk.say("Name Grace", act("a1", NAME, "h1", "Grace", name="Grace Hopper"))
+    turn = await desk.say("Name Grace Hopper", act("a1", NAME, "h1", "Grace", name="Grace Hopper"))
     [transition] = [b for b in turn.blocks if b.kind == "transition"]
     assert transition.copy_ref is not None
     record = await desk.runtime.replay("acct_1", turn.replay_token)
@@ -120,20 +125,24 @@ async def test_a_narration_that_is_not_a_draft_still_gives_the_turn_its_reply(ma
     assert codes_seen == {codes.AUTHORSHIP_MALFORMED_OUTPUT}
 
 
-class _ReviewsWithADict(_OffScript):
-    """A narrator whose draft is fine but whose review is not a verdict."""
+class _Saves(_OffScript):
+    """A narrator whose draft is fine."""
 
     async def transition(self, request: Any) -> Any:
         return {"kind": "transition", "text": "Saved.", "facts_used": []}
 
-    async def review(self, text: str, request: Any) -> Any:
+
+class _ReviewsWithADict:
+    """A reviewer whose verdict is not a verdict."""
+
+    async def review(self, request: Any) -> Any:
         return {"passed": True}
 
 
 async def test_a_review_that_is_not_a_verdict_still_gives_the_turn_its_reply(make_desk) -> None:
-    desk: DeskHarness = await make_desk(narrator=_ReviewsWithADict())
+    desk: DeskHarness = await make_desk(narrator=_Saves(), reviewer=_ReviewsWithADict())
     desk.ready_trip()
-    turn = await desk.say("Name Grace", act("a1", NAME, "h1", "Grace", name="Grace Hopper"))
+    turn = await desk.say("Name Grace Hopper", act("a1", NAME, "h1", "Grace", name="Grace Hopper"))
     [transition] = [b for b in turn.blocks if b.kind == "transition"]
     assert transition.author == "server" and transition.text != "Saved."
     record = await desk.runtime.replay("acct_1", turn.replay_token)
@@ -147,13 +156,13 @@ async def test_narration_failing_past_its_own_guards_falls_back_to_server_copy(
 ) -> None:
     from turnframe_runtime.narration import Narration
 
-    async def broken(self: Any, request: Any) -> Any:
+    async def broken(self: Any, request: Any, backing: Any) -> Any:
         raise RecursionError("maximum recursion depth exceeded")
 
     monkeypatch.setattr(Narration, "transition", broken)
-    desk: DeskHarness = await make_desk(narrator=_OffScript())
+    desk: DeskHarness = await make_desk(narrator=_OffScript(), reviewer=_NeverReviews())
     desk.ready_trip()
-    turn = await desk.say("Name Grace", act("a1", NAME, "h1", "Grace", name="Grace Hopper"))
+    turn = await desk.say("Name Grace Hopper", act("a1", NAME, "h1", "Grace", name="Grace Hopper"))
     assert desk.receipt_codes(turn) == ["trip.name_set"]
     [transition] = [b for b in turn.blocks if b.kind == "transition"]
     assert transition.author == "server"
@@ -194,13 +203,13 @@ async def test_an_unfit_value_from_the_interpreter_is_refused_before_anything_ru
 ) -> None:
     desk.ready_trip()
     part = _with_value(act("a1", NAME, "h1", "Grace", name="Grace"), value)
-    turn = await desk.say("Name Grace", part, turn_id="turn_unfit")
+    turn = await desk.say("Name Grace Hopper", part, turn_id="turn_unfit")
     assert await desk.events() == []
     assert desk.notice_codes(turn) == [codes.NOTICE_NOT_UNDERSTOOD]
     record = await desk.runtime.replay("acct_1", turn.replay_token)
     assert record.phase is TurnPhase.DELIVERED
     assert [p.code for p in record.understanding_problems] == [codes.UNDERSTANDING_UNFIT_VALUE]
-    again = await desk.say("Name Grace", turn_id="turn_unfit")  # a retry gets the same reply
+    again = await desk.say("Name Grace Hopper", turn_id="turn_unfit")  # a retry gets the same reply
     assert again == turn
 
 
@@ -218,9 +227,9 @@ class _OddlyLabelled(_OffScript):
 async def test_a_port_that_describes_itself_oddly_still_gets_the_turn_its_reply(
     make_desk,
 ) -> None:
-    desk: DeskHarness = await make_desk(narrator=_OddlyLabelled())
+    desk: DeskHarness = await make_desk(narrator=_OddlyLabelled(), reviewer=_NeverReviews())
     desk.ready_trip()
-    turn = await desk.say("Name Grace", act("a1", NAME, "h1", "Grace", name="Grace Hopper"))
+    turn = await desk.say("Name Grace Hopper", act("a1", NAME, "h1", "Grace", name="Grace Hopper"))
     assert desk.receipt_codes(turn) == ["trip.name_set"]
     record = await desk.runtime.replay("acct_1", turn.replay_token)
     assert record.phase is TurnPhase.DELIVERED

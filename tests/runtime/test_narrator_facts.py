@@ -12,8 +12,8 @@ from turnframe_core.facts import (
     AnswerProgress,
     InteractionAlreadyAnswered,
 )
-from turnframe_runtime import ReviewVerdict, TransitionRequest
-from turnframe_test import DeskHarness
+from turnframe_runtime import TransitionRequest
+from turnframe_test import DeskHarness, ScriptedReviewer
 from turnframe_test.understandings import act
 
 LOCKED = "This trip is locked by the travel desk."
@@ -38,13 +38,6 @@ class _Cites:
     async def answer(self, request: Any) -> dict[str, Any]:
         raise AssertionError("no question in these turns")
 
-    async def review(self, text: str, request: TransitionRequest) -> ReviewVerdict:
-        return ReviewVerdict(passed=True)
-
-
-def _texts(turn) -> str:
-    return " ".join(getattr(b, "text", "") for b in turn.blocks)
-
 
 async def test_an_execution_refusal_is_told_in_the_domains_own_words(desk: DeskHarness) -> None:
     desk.ready_trip(locked=True)
@@ -53,13 +46,13 @@ async def test_an_execution_refusal_is_told_in_the_domains_own_words(desk: DeskH
     )
     assert await desk.events() == []
     assert desk.notice_codes(turn) == [codes.NOTICE_ACT_REFUSED]
-    assert LOCKED in _texts(turn)
-    assert "did not go through" not in _texts(turn)
+    assert LOCKED in desk.texts(turn)
+    assert "did not go through" not in desk.texts(turn)
 
 
 async def test_the_narrator_gets_the_domains_refusal(make_desk) -> None:
     narrator = _Cites(ActRefused)
-    desk: DeskHarness = await make_desk(narrator=narrator)
+    desk: DeskHarness = await make_desk(narrator=narrator, reviewer=ScriptedReviewer.passing())
     trip = desk.ready_trip(locked=True)
     turn = await desk.say(
         "Name Grace Hopper", act("a1", "trip.set_name", "h1", "Grace Hopper", name="Grace Hopper")
@@ -73,7 +66,7 @@ async def test_the_narrator_gets_the_domains_refusal(make_desk) -> None:
 
 async def test_the_narrator_hears_that_an_act_changed_nothing(make_desk) -> None:
     narrator = _Cites(ActChangedNothing)
-    desk: DeskHarness = await make_desk(narrator=narrator)
+    desk: DeskHarness = await make_desk(narrator=narrator, reviewer=ScriptedReviewer.passing())
     desk.ready_trip(name="Grace Hopper")
     turn = await desk.say(
         "Name Grace Hopper", act("a1", "trip.set_name", "h1", "Grace Hopper", name="Grace Hopper")
@@ -88,7 +81,7 @@ async def test_the_narrator_hears_that_an_act_changed_nothing(make_desk) -> None
 
 async def test_the_narrator_hears_that_a_card_was_answered_before(make_desk) -> None:
     narrator = _Cites(InteractionAlreadyAnswered)
-    desk: DeskHarness = await make_desk(narrator=narrator)
+    desk: DeskHarness = await make_desk(narrator=narrator, reviewer=ScriptedReviewer.passing())
     desk.ready_trip()
     asked = await desk.say(
         "Rebook the outbound flight",

@@ -157,7 +157,7 @@ OPERATIONS = [
     ("trip.set_name", {"name": "Grace Hopper"}),
     ("trip.set_name", {"name": "R2D2"}),
     ("trip.set_email", {"email": "grace@example.com"}),
-    ("trip.set_travel_date", {"travel_date": "tomorrow"}),
+    ("trip.set_travel_date", {"travel_date": "2027-03-14"}),
     ("trip.request_rebooking", {"leg": "outbound"}),
     ("trip.keep_leg", {"leg": "return"}),
     ("trip.withdraw", {}),
@@ -179,7 +179,7 @@ async def test_every_act_ends_in_exactly_one_visible_result(store_backend, chose
             act(f"a{i + 1}", OPERATIONS[k][0], "h1", "words", **OPERATIONS[k][1])
             for i, k in enumerate(chosen)
         ]
-        turn = await desk.say("words", *parts)
+        turn = await desk.say("words: Grace Hopper, R2D2", *parts)
         record = await desk.runtime.replay("acct_1", turn.replay_token)
         results = record.reduction_plan["act_results"]
         assert list(results) == [p.act_id for p in parts]

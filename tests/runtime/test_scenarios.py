@@ -60,7 +60,7 @@ async def test_one_message_sets_several_independent_fields_atomically(desk):
 
 # 3
 async def test_an_action_and_a_question_both_receive_results(make_desk):
-    narrator = ScriptedNarrator().answer_text("q1", "You fly on 14 March.")
+    narrator = ScriptedNarrator().answer_text("q1", "You fly on 14 March.").review_passes()
     narrator.transition_text("Saved.").review_passes()
     desk = await make_desk(narrator=narrator)
     desk.ready_trip()
@@ -358,7 +358,12 @@ async def test_a_claim_nothing_backs_leaves_no_trace_in_the_record(make_desk):
     ]
     assert discarded == [
         ("transition", "failed", codes.CLAIM_UNBACKED_OUTCOME),
-        ("transition", "failed", "review_failed"),
+        ("transition", "failed", codes.CLAIM_REVIEW_FAILED),
+        ("review", "succeeded", None),
+    ]
+    assert [(f.check, f.rule, f.replaced_by) for f in record.prose_findings] == [
+        ("facts", "facts.not_given", "rewrite"),
+        ("review", "review", "server_copy"),
     ]
     assert "Sent" not in record.model_dump_json()  # the record keeps no trace of the claim
     narrator.verify()
@@ -401,7 +406,7 @@ async def test_declining_a_confirmation_runs_nothing_and_says_so(desk):
 
 
 async def test_an_answers_only_turn_has_no_acknowledgement(make_desk):
-    narrator = ScriptedNarrator().answer_text("q1", "You travel on 14 March.")
+    narrator = ScriptedNarrator().answer_text("q1", "You travel on 14 March.").review_passes()
     desk = await make_desk(narrator=narrator)
     desk.ready_trip()
     turn = await desk.say("When do I travel?", question("q1", "When do I travel?", "h1"))

@@ -48,6 +48,8 @@ from turnframe_core import (
     ReceiptSpec,
     ResolvedAct,
     RiskClass,
+    ValueKind,
+    ValueRule,
     WorkflowView,
     derive_id,
 )
@@ -187,7 +189,11 @@ class TripWorkflow:
     def operations(self, view: WorkflowView) -> Sequence[OperationSpec]:
         if view.phase in ("withdrawn", "not_started"):
             return ()
-        leg = ArgumentSpec(name="leg", description="outbound or return")
+        leg = ArgumentSpec(
+            name="leg",
+            description="outbound or return",
+            value=ValueRule(kind=ValueKind.ENUM, choices=LEGS),
+        )
         return (
             OperationSpec(
                 operation=SET_NAME,
@@ -197,12 +203,24 @@ class TripWorkflow:
             OperationSpec(
                 operation=SET_EMAIL,
                 summary="Set the contact email",
-                arguments=(ArgumentSpec(name="email", description="email address"),),
+                arguments=(
+                    ArgumentSpec(
+                        name="email",
+                        description="email address",
+                        value=ValueRule(kind=ValueKind.EMAIL),
+                    ),
+                ),
             ),
             OperationSpec(
                 operation=SET_TRAVEL_DATE,
                 summary="Set the travel date",
-                arguments=(ArgumentSpec(name="travel_date", description="YYYY-MM-DD"),),
+                arguments=(
+                    ArgumentSpec(
+                        name="travel_date",
+                        description="YYYY-MM-DD",
+                        value=ValueRule(kind=ValueKind.DATE),
+                    ),
+                ),
             ),
             OperationSpec(
                 operation=REQUEST_REBOOKING,
@@ -305,6 +323,10 @@ class TripWorkflow:
 
     def receipt_templates(self) -> Sequence[str]:
         return tuple(_EVENT_TYPES.values())
+
+    def follow_up_receipts(self) -> Sequence[str]:
+        """A rebooking sent to the airline: its answer follows, and the traveller hears of it."""
+        return (_EVENT_TYPES[CONFIRM_REBOOKING],)
 
     def receipts(self, events: Sequence[DomainEvent]) -> Sequence[ReceiptSpec]:
         return [

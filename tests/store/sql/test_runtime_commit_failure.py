@@ -31,7 +31,7 @@ async def test_a_commit_whose_commit_fails_leaves_no_reply(
 
     stores.hooks.before_commit = fail_the_commit_point
     with pytest.raises(Unavailable):
-        await desk.say("Name Ada", act("a1", "trip.set_name", "h1", "Ada", name="Ada Byron"))
+        await desk.say("Name Ada Byron", act("a1", "trip.set_name", "h1", "Ada", name="Ada Byron"))
     [marker] = await stores.conversations.list_unfinished_turns(10)
     assert marker.phase is TurnPhase.EXECUTING
     [entry] = await desk.journal(marker.turn_id)
