@@ -49,6 +49,8 @@ CLAIM_PROSE_INTERACTION_VISIBILITY = "turnframe.claim.prose_interaction_visibili
 CLAIM_PROSE_FUTURE_NOTIFICATION = "turnframe.claim.prose_future_notification"
 CLAIM_UNKNOWN_ID = "turnframe.claim.unknown_id"
 CLAIM_UNJUDGED_LANGUAGE = "turnframe.claim.unjudged_language"
+#: text the rules cannot read as a person would (hidden characters, markup, another script)
+CLAIM_UNREADABLE_TEXT = "turnframe.claim.unreadable_text"
 #: an independent claim review refused a model-written block
 CLAIM_REVIEW_FAILED = "turnframe.claim.review_failed"
 
@@ -124,6 +126,8 @@ EXECUTION_FAILED = "turnframe.execution.failed"
 EXECUTION_DECLINED = "turnframe.execution.declined"
 EXECUTION_CARD_INVALIDATED = "turnframe.execution.card_invalidated"
 EXECUTION_UNTRUSTED_RESULT = "turnframe.execution.untrusted_result"
+#: reconciliation: the executor holds no effect for the key, and never will
+EXECUTION_NOT_APPLIED = "turnframe.execution.not_applied"
 
 # --- runtime ------------------------------------------------------------------------------------
 RUNTIME_CONVERSATION_NOT_FOUND = "turnframe.runtime.conversation_not_found"
@@ -135,6 +139,8 @@ RUNTIME_TURN_FAILED = "turnframe.runtime.turn_failed"
 RUNTIME_STORES_WITHOUT_TRANSACTIONS = "turnframe.runtime.stores_without_transactions"
 RUNTIME_IDEMPOTENCY_KEY_REUSED = "turnframe.runtime.idempotency_key_reused"
 RUNTIME_REVIEWER_REQUIRED = "turnframe.runtime.reviewer_required"
+RUNTIME_TURN_INTERRUPTED = "turnframe.runtime.turn_interrupted"
+RUNTIME_CONVERSATION_BUSY = "turnframe.runtime.conversation_busy"
 
 OPERATION_NOT_PROPOSABLE = "turnframe.operation.not_proposable"
 
@@ -163,6 +169,7 @@ STORE_INVALID_RECORD = "turnframe.store.invalid_record"
 STORE_TIMEOUT = "turnframe.store.timeout"
 STORE_UNAVAILABLE = "turnframe.store.unavailable"
 STORE_CORRUPT = "turnframe.store.corrupt"
+STORE_BUSY = "turnframe.store.busy"
 STORE_MISSING_ROLE = "turnframe.store.missing_role"
 STORE_MISSING_EXTRA = "turnframe.store.missing_extra"
 STORE_INVALID_DATABASE_URL = "turnframe.store.invalid_database_url"

@@ -210,9 +210,10 @@ class ProseFinding(FrozenModel):
     given; `final`: the guard over the composed turn), the code and rule, and what replaced the
     draft (`rewrite`: the narrator's second draft; `server_copy`: the server's own sentence).
 
-    The record names the draft by digest and the flagged words by `span` (offsets into the
-    draft, NFKC-normalised and lower-cased), never by the words themselves: a claim nothing
-    backs leaves no trace of its wording in the record."""
+    The record names the flagged words by `span` (offsets into the draft as the guard reads it:
+    NFKC-normalised, lower-cased, emphasis marks dropped), never by the words themselves, nor by
+    a digest a guess could be checked against: a claim nothing backs leaves no trace of its
+    wording in the record."""
 
     block: Literal["answer", "transition"]
     question_id: str | None = None
@@ -220,7 +221,6 @@ class ProseFinding(FrozenModel):
     code: NonEmptyStr
     rule: NonEmptyStr
     claim_class: ClaimClass | None = None
-    draft_digest: Digest | None = None
     span: tuple[int, int] | None = None
     replaced_by: Literal["rewrite", "server_copy"]
 

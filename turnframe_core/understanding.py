@@ -466,19 +466,42 @@ def _folded(text: str) -> str:
 
 
 def _grounded(value: Any, folded_text: str) -> bool:
-    """Every string and number in a free-text value occurs in the user's (folded) text."""
+    """Every string and number in a free-text value, and every key of an object in it, occurs
+    in the user's (folded) text as whole words: "ace" is not grounded by "Grace"."""
     if isinstance(value, bool) or value is None:
         return True
     if isinstance(value, str):
         words = _folded(value)
-        return not words or words in folded_text
+        return not words or _occurs(words, folded_text)
     if isinstance(value, int | float):
-        return _folded(str(value)) in folded_text
+        return _occurs(_folded(str(value)), folded_text)
     if isinstance(value, list):
         return all(_grounded(item, folded_text) for item in value)
     if isinstance(value, dict):
-        return all(_grounded(item, folded_text) for item in value.values())
+        return all(
+            _grounded(key, folded_text) and _grounded(item, folded_text)
+            for key, item in value.items()
+        )
     return False
+
+
+def _occurs(words: str, folded_text: str) -> bool:
+    """`words` in `folded_text`, neither starting nor ending inside a word of it."""
+    at = folded_text.find(words)
+    while at != -1:
+        end = at + len(words)
+        before = folded_text[at - 1] if at > 0 else " "
+        after = folded_text[end] if end < len(folded_text) else " "
+        if not (_word_char(before) and _word_char(words[0])) and not (
+            _word_char(after) and _word_char(words[-1])
+        ):
+            return True
+        at = folded_text.find(words, at + 1)
+    return False
+
+
+def _word_char(ch: str) -> bool:
+    return ch.isalnum()
 
 
 #: understanding -> acts -> [i] -> arguments -> [j] -> value: what a value sits inside

@@ -134,9 +134,19 @@ class _Rule:
 @dataclass(frozen=True)
 class _Language:
     rules: tuple[_Rule, ...]
-    negation: re.Pattern[str]
+    #: words that negate what follows them ("not", "nothing")
+    negation: frozenset[str]
+    #: words that may stand between a negation and what it negates ("has", "been", "yet")
+    carriers: frozenset[str]
+    #: how many other words may stand there too (German puts its participle last)
+    reach: int
+    #: a sentence opening as a question ("would", "¿")
+    question: re.Pattern[str]
+    #: a promise conditioned on the user's own answer ("once you confirm")
     condition: re.Pattern[str]
     clause_break: re.Pattern[str]
+    #: common words: a text of several words with none of them is in another language
+    common: frozenset[str]
 
 
 def _rule(name: str, claim: ClaimClass, pattern: str, **extra: Any) -> _Rule:
@@ -149,9 +159,13 @@ def _language(
     notify: str,
     visible: str,
     negation: str,
+    carriers: str,
+    question: str,
     condition: str,
     conjunctions: str,
+    common: str,
     state: str | None = None,
+    reach: int = 0,
 ) -> _Language:
     rules: list[_Rule] = []
     state_pattern = re.compile(state) if state else None
@@ -163,9 +177,13 @@ def _language(
     rules.append(_rule("interaction_visibility.named", _C.INTERACTION_VISIBILITY, visible))
     return _Language(
         rules=tuple(rules),
-        negation=re.compile(negation),
+        negation=frozenset(negation.split()),
+        carriers=frozenset(carriers.split()),
+        reach=reach,
+        question=re.compile(rf"^\W*(?:{question})\b"),
         condition=re.compile(condition),
-        clause_break=re.compile(rf"[,;:()\[\]\u2013\u2014]|\s-\s|\b(?:{conjunctions})\b"),
+        clause_break=re.compile(rf"[,;:()\[\]\u2013\u2014\u2026]|\s-\s|\b(?:{conjunctions})\b"),
+        common=frozenset(common.split()),
     )
 
 
@@ -174,7 +192,10 @@ def _any(alternatives: str) -> str:
     return rf"\b(?:{alternatives})\b"
 
 
-_EN_FIRST_PERSON_FUTURE = r"\b(?:i|we)(?:'ll| will| shall| am going to| are going to)\s+(?:\w+\s+)?"
+_EN_FIRST_PERSON_FUTURE = (
+    r"\b(?:i|we)(?:'ll| will| shall|'m going to| am going to|'re going to| are going to)"
+    r"\s+(?:\w+\s+){0,3}"
+)
 _EN = _language(
     outcome={
         _C.CREATION: _any(r"created|added|(?:re)?booked|set up|registered|reserved"),
@@ -187,7 +208,10 @@ _EN = _language(
         _C.ACCEPTANCE: _any(
             r"accepted|approved|confirmed|granted|authori[sz]ed|validated|verified"
         ),
-        _C.DELIVERY: _any(r"delivered|dispatched|shipped|issued|refunded|paid|transferred|emailed"),
+        _C.DELIVERY: _any(
+            r"delivered|dispatched|shipped|(?:re)?issued|refunded|paid|transferred|emailed"
+            r"|on (?:its|their) way"
+        ),
         _C.COMPLETION: _any(
             r"(?<!you're )(?<!you are )done|all set|completed|(?:is|are|now) complete|finished"
             r"|processed|handled|taken care of|sorted|finali[sz]ed|success(?:ful(?:ly)?)?"
@@ -200,29 +224,42 @@ _EN = _language(
             r"create|add|book|rebook|update|change|modify|delete|remove|cancel|submit|send|file"
             r"|forward|approve|confirm|deliver|issue|refund|process|complete|finish"
             r"|take care of|handle|set|withdraw|reserve|register|save|move|reschedule|pay"
-            r"|transfer|email|book you|accept"
+            r"|transfer|email|book you|accept|go ahead|proceed"
         ),
         _C.UPDATE: r"\b(?:will|is going to|are going to) be\s+(?:\w+\s+)?"
         + _any(r"\w+ed|sent|done|paid"),
+        _C.SUBMISSION: r"\b(?:i|we)(?:'m| am|'re| are) (?:now |just )?"
+        + _any(
+            r"creating|adding|(?:re)?booking|updating|changing|modifying|deleting|removing"
+            r"|cancell?ing|submitting|sending|filing|forwarding|approving|confirming|issuing"
+            r"|refunding|processing|completing|withdrawing|paying|transferring|handling"
+        ),
     },
     notify=_any(
         _EN_FIRST_PERSON_FUTURE[2:]
         + r"(?:let you know|notify|inform|tell you|update you|keep you|get back|follow up"
         r"|reach out|email you|message you|text you|contact you|send you|alert you|remind you"
-        r"|be in touch|write to you|circle back)"
+        r"|be in touch|write to you|circle back|ping you|call you)"
         r"|you(?:'ll| will)\s+(?:\w+\s+)?(?:be notified|be informed|be emailed|be contacted"
         r"|be told|receive|get an?|hear)"
         r"|stay tuned|keep an eye on your (?:inbox|email)"
+        r"|expect (?:an?|the|our|my) (?:email|message|notification|update|call|text|reply)"
     ),
     visible=_any(
         r"below|buttons?|tap|click|press|(?<!credit )(?<!debit )(?<!boarding )card|options? shown"
     ),
-    negation=_any(
-        r"not|\w+n't|never|nothing|no|none|neither|nor|without|yet to|no longer|cannot|unable"
-    ),
-    condition=_any(r"if|once|when|after|as soon as|should you"),
-    conjunctions=r"and|but|so|then|while|although|however",
-    state=r"\b(?:is|are|remains?|stays?) (?:still )?" + _any(r"booked|reserved|registered"),
+    negation="not n't never nothing none neither nor without cannot unable no",
+    carriers="has have had been be being was were is are yet ever still already just got gotten"
+    " actually really any anything it them this that i we",
+    question=r"do|does|did|is|are|was|were|have|has|had|can|could|shall|should|will|would|may"
+    r"|might|must|what|which|who|whom|whose|when|where|why|how|want|need",
+    condition=r"\b(?:if|once|when|after|as soon as)\s+you\s+(?:\w+\s+)?(?:confirm|approve|agree"
+    r"|accept|choose|select|say|tap|click|press|reply|answer|decide|pick|give)",
+    conjunctions=r"and|but|so|then|while|although|however|that|which|who",
+    common="the a an to of and is are was were be it its you your i we my our for on in at this"
+    " that with not no has have had will can do does what there here as or but so by from",
+    state=r"\b(?:is|are|remains?|stays?) (?:still )?"
+    + _any(r"booked|reserved|registered|scheduled|planned"),
 )
 
 _IT = _language(
@@ -256,6 +293,9 @@ _IT = _language(
             r"invierò|invieremo|(?:ri)?prenoterò|(?:ri)?prenoteremo|aggiornerò|aggiorneremo"
             r"|modificherò|cambierò|cancellerò|eliminerò|annullerò|confermerò|completerò|creerò"
             r"|rimborserò|procederò|sistemerò|ritirerò|ritireremo|pagherò|salverò|sposterò"
+            r"|sto (?:\w+ando|\w+endo)|stiamo (?:\w+ando|\w+endo)"
+            r"|(?:ora |adesso )?(?:annullo|invio|inoltro|modifico|cancello|elimino|riprenoto"
+            r"|prenoto|confermo|rimborso|aggiorno|ritiro)"
         ),
         _C.UPDATE: _any(r"sarà|saranno|verrà|verranno")
         + r"\s+(?:\w+\s+)?\w+(?:at|ut|it|ss|ost)[oaie]\b",
@@ -268,12 +308,19 @@ _IT = _language(
         r"|notificherò|notificheremo|resta sintonizzat[oa]"
     ),
     visible=_any(r"qui sotto|qua sotto|in basso|pulsanti?|bottone|tasto|tocca|clicca|premi|scheda"),
-    negation=_any(r"non|nulla|niente|nessun[oa]?|mai|né|senza"),
-    condition=_any(r"se|quando|appena|una volta che|dopo che"),
-    conjunctions=r"e|ma|quindi|poi|mentre|però",
+    negation="non nulla niente nessun nessuno nessuna mai né senza",
+    carriers="è stato stata stati state ancora mai ha hanno sono era erano stato più l' lo la"
+    " li le ne ci",
+    question=r"vuoi|vuole|volete|posso|possiamo|devo|dovrei|preferisci|è|sono|hai|ha|avete"
+    r"|quale|quali|quando|dove|come|perché|cosa|chi|quanto",
+    condition=r"\b(?:se|quando|appena|una volta che|dopo che)\s+(?:\w+\s+)?(?:confermi|confermerai"
+    r"|approvi|accetti|scegli|selezioni|rispondi|dici|tocchi|premi)",
+    conjunctions=r"e|ma|quindi|poi|mentre|però|che|cui",
+    common="il lo la i gli le un una di a da in con su per è sono non che e ma ti tuo tua mi"
+    " il del della al alla ho hai ha questo questa ancora nulla se",
     state=_any(r"è|sono|resta|restano|rimane|rimangono")
     + r" (?:ancora )?"
-    + _any(r"prenotat[oaie]|registrat[oaie]"),
+    + _any(r"prenotat[oaie]|registrat[oaie]|programmat[oaie]|previst[oaie]"),
 )
 
 _DE = _language(
@@ -311,7 +358,10 @@ _DE = _language(
             r"erstellen|hinzufügen|(?:um)?buchen|aktualisieren|ändern|löschen|entfernen"
             r"|stornieren|einreichen|senden|schicken|weiterleiten|bestätigen|erledigen|erstatten"
             r"|abschließen|ausführen|zurückziehen|bezahlen|verschieben|speichern"
-        ),
+        )
+        + r"|\b(?:ich|wir) (?:\w+ ){0,3}?(?:storniere|stornieren|buche|buchen|sende|senden"
+        r"|schicke|schicken|lösche|löschen|ändere|ändern|aktualisiere|bestätige|erstatte"
+        r"|ziehe|überweise|leite)\b",
         _C.UPDATE: _any(r"wird|werden") + r".*\b\w*(?:ge\w+t|iert)\w*\b",
     },
     notify=_any(
@@ -326,10 +376,20 @@ _DE = _language(
         r"unten|unterhalb|schaltfläche\w*|button\w*|knopf|karte|tippen|tippe|klicken|klicke"
         r"|drücken|drücke"
     ),
-    negation=_any(r"nicht|kein\w*|nichts|nie|niemals|weder|ohne"),
-    condition=_any(r"wenn|sobald|falls|nachdem"),
-    conjunctions=r"und|aber|also|dann|während|jedoch|sondern",
-    state=_any(r"ist|sind|bleibt|bleiben") + r" (?:\S+ ){0,5}" + _any(r"gebucht\w*|reserviert\w*"),
+    negation="nicht kein keine keinen keinem keiner keines nichts nie niemals weder ohne",
+    carriers="wurde wurden ist sind hat haben hatte worden noch bisher bislang je",
+    reach=4,
+    question=r"möchten|möchtest|wollen|willst|soll|sollen|kann|können|darf|ist|sind|hast|haben"
+    r"|hat|wurde|wird|welche|welcher|welches|wann|wo|wie|warum|was|wer",
+    condition=r"\b(?:wenn|sobald|falls|nachdem)\s+sie\s+(?:\w+\s+){0,3}(?:bestätigen|zustimmen"
+    r"|wählen|auswählen|antworten|tippen|klicken)",
+    conjunctions=r"und|aber|also|dann|während|jedoch|sondern|die|der|das|dass",
+    common="der die das den dem des ein eine einen und ist sind nicht ich sie wir es zu mit für"
+    " von auf ihr ihre ihren noch nichts wurde haben hat wenn kann",
+    state=_any(r"ist|sind|bleibt|bleiben")
+    + r" (?:\S+ ){0,5}"
+    + _any(r"gebucht\w*|reserviert\w*|geplant\w*")
+    + r"(?! worden)",
 )
 
 _FR = _language(
@@ -354,6 +414,10 @@ _FR = _language(
             r"|je créerai|je mettrai à jour|je rembourserai|je soumettrai|je traiterai"
             r"|je m'occuperai|je retirerai|je paierai|je déplacerai|nous enverrons|nous modifierons"
             r"|nous annulerons|nous confirmerons|nous retirerons"
+            r"|(?:je|nous) (?:vais|allons) (?:\w+ )?(?:annuler|envoyer|modifier|supprimer"
+            r"|confirmer|réserver|rembourser|transmettre|mettre à jour|retirer|traiter)"
+            r"|j'annule|j'envoie|je modifie|je supprime|je confirme|je réserve|je rembourse"
+            r"|je transmets|je mets à jour|je retire|je traite"
         ),
         _C.UPDATE: _any(r"sera|seront") + r"\s+(?:\w+\s+)?\w+(?:é|i|is|it)e?s?\b",
     },
@@ -368,10 +432,18 @@ _FR = _language(
         r"ci-dessous|en dessous|plus bas|bouton\w*"
         r"|carte(?! bancaire)(?! de crédit)(?! d'embarquement)|appuyez|cliquez|touchez"
     ),
-    negation=_any(r"ne|n'|pas|rien|aucun\w*|jamais|ni|sans"),
-    condition=_any(r"si|s'|quand|dès que|une fois que|lorsque|après que"),
-    conjunctions=r"et|mais|donc|puis|alors|cependant",
-    state=_any(r"est|sont|reste|restent") + r" (?:toujours )?" + _any(r"réservé\w*|enregistré\w*"),
+    negation="ne n' pas rien aucun aucune jamais ni sans plus",
+    carriers="a ont été est sont encore pas jamais rien été l' les la le y en",
+    question=r"voulez|veux|voudriez|dois|puis|pouvez|est-ce|avez|as|souhaitez|quel|quelle"
+    r"|quels|quelles|quand|où|comment|pourquoi|qui|que|faut-il",
+    condition=r"\b(?:si|s'|quand|dès que|une fois que|lorsque|après que)\s*vous\s+(?:\w+\s+)?"
+    r"(?:confirmez|confirmerez|acceptez|accepterez|choisissez|validez|répondez|appuyez)",
+    conjunctions=r"et|mais|donc|puis|alors|cependant|qui|que",
+    common="le la les un une des de du et est sont ne pas que qui vous votre vos je nous il elle"
+    " ce cette pour dans sur avec a au aux rien encore si",
+    state=_any(r"est|sont|reste|restent")
+    + r" (?:toujours )?"
+    + _any(r"réservé\w*|enregistré\w*|prévu\w*|programmé\w*"),
 )
 
 _ES = _language(
@@ -403,6 +475,11 @@ _ES = _language(
             r"enviaré|enviaremos|reservaré|cambiaré|modificaré|cancelaré|eliminaré|confirmaré"
             r"|crearé|actualizaré|reembolsaré|tramitaré|procesaré|me encargaré|retiraré|pagaré"
             r"|moveré|guardaré"
+            r"|(?:estoy|estamos) (?:\w+ando|\w+iendo)"
+            r"|(?:voy|vamos) a (?:\w+ )?(?:cancelar|enviar|modificar|cambiar|eliminar|confirmar"
+            r"|reservar|reembolsar|tramitar|retirar|procesar)"
+            r"|(?<!el )(?<!un )(?<!del )(?:ya |ahora )?(?:cancelo|envío|modifico|elimino"
+            r"|reservo|confirmo|reembolso|tramito|retiro)"
         ),
         _C.UPDATE: _any(r"será|serán") + r"\s+(?:\w+\s+)?\w+(?:ad|id|ert|uest)[oa]s?\b",
     },
@@ -416,12 +493,19 @@ _ES = _language(
         r"abajo|debajo|botón|botones|tarjeta(?! de crédito)(?! de débito)|toca|pulsa|haz clic"
         r"|presiona"
     ),
-    negation=_any(r"no|nada|ningún|ningun[oa]|nunca|jamás|ni|sin|todavía no|aún no"),
-    condition=_any(r"si|cuando|en cuanto|una vez que|después de que|tan pronto como"),
-    conjunctions=r"y|pero|así que|luego|mientras|aunque",
+    negation="no nada ningún ninguna ninguno nunca jamás ni sin",
+    carriers="se ha han he hemos sido fue fueron está están todavía aún nada lo la los las le"
+    " les me te",
+    question=r"¿|quieres|quiere|queréis|puedo|podemos|debo|prefieres|es|son|has|ha|cuál|cuáles"
+    r"|cuándo|dónde|cómo|por qué|qué|quién",
+    condition=r"\b(?:si|cuando|en cuanto|una vez que|tan pronto como)\s+(?:\w+\s+)?(?:confirmes"
+    r"|confirmas|aceptes|aceptas|elijas|eliges|respondas|respondes|pulses|toques)",
+    conjunctions=r"y|pero|así que|luego|mientras|aunque|que",
+    common="el la los las un una de del y es son no que en por para con tu tus te mi lo se ha"
+    " he al está todavía nada si",
     state=_any(r"está|están|sigue|siguen")
     + r" (?:todavía )?"
-    + _any(r"reservad[oa]s?|registrad[oa]s?"),
+    + _any(r"reservad[oa]s?|registrad[oa]s?|programad[oa]s?|previst[oa]s?"),
 )
 
 _LANGUAGES: Final[Mapping[str, _Language]] = {
@@ -430,14 +514,32 @@ _LANGUAGES: Final[Mapping[str, _Language]] = {
 #: The languages whose prose the guard can judge; any other language falls back to server copy.
 GUARDED_LANGUAGES: Final = frozenset(_LANGUAGES)
 
-_ID_TOKEN = re.compile(rf"\b(?:{'|'.join(PREFIXES)})_[0-9A-Za-z_\-\u2026.]*", re.IGNORECASE)
-_SENTENCE_END = re.compile(r"(?<=[.!?\u2026])(?<![0-9]\.)\s+|\n+")  # "14. März" goes on
+_ID_TOKEN = re.compile(rf"(?<![0-9a-z])(?:{'|'.join(PREFIXES)})[_\-][0-9a-z_\-\u2026.]*")
+#: a sentence ends at . ! ? (and their full-width forms) before a space or a letter, or at a
+#: line or paragraph break; "14. März" goes on
+_SENTENCE_END = re.compile(
+    r"(?<=[.!?\u2026\u3002\uff0e\uff01\uff1f])(?<![0-9]\.)(?:\s+|(?=[^\W\d_]))|[\n\u2028\u2029]+"
+)
 _TRAILING = "\"')]}\u00bb\u201d\u2019 \t"
+_WORD = re.compile(r"[^\W_]+'?|'")
+#: emphasis marks a writer may put inside a word ("can*c*elled"); they are read through
+_EMPHASIS = re.compile(r"[*~`|\\]")
+_MARKUP = re.compile(r"<[a-z/!][^>]*>|&#?[0-9a-z]+;")
+#: a question that carries an assertion inside it ("did you know it was cancelled?")
+_EMBEDS = re.compile(
+    r"\b(?:know|knew|noticed?|seen|saw|heard|aware|reali[sz]ed?|sapevi|sai|saputo|visto"
+    r"|weißt|wussten|gesehen|gehört|saviez|savez|su|vu|sabías|sabes|visto)\b"
+)
+_NOW = re.compile(
+    r"\b(?:now|new|ora|adesso|nuov[oaie]|jetzt|nun|soeben|neue\w*|maintenant|nouve\w*|ahora"
+    r"|ya|nuev[oa]s?)\b"
+)
 
 
 def _normalised(text: str) -> str:
     text = unicodedata.normalize("NFKC", text)
-    return text.replace("\u2019", "'").replace("\u2018", "'").replace("`", "'").lower()
+    text = text.replace("\u2019", "'").replace("\u2018", "'").replace("\u02bc", "'")
+    return _EMPHASIS.sub("", text).lower()
 
 
 def _excerpt(text: str) -> str:
@@ -458,25 +560,58 @@ def _finding(
 
 
 def check_wording(text: str, locale: str, backing: TurnBacking) -> list[WordingFinding]:
-    """Every claim in `text` (written in `locale`) that nothing in the turn backs; empty when the
-    text may be shown."""
-    findings: list[WordingFinding] = []
-    for match in _ID_TOKEN.finditer(text):
+    """Every claim in `text` (written in `locale`) that nothing in the turn backs, and every
+    reason the text cannot be judged; empty when the text may be shown."""
+    language = _LANGUAGES.get(locale.split("-")[0].split("_")[0].lower())
+    if language is None:
+        return [_finding(codes.CLAIM_UNJUDGED_LANGUAGE, "language.unjudged", locale, None, None)]
+    folded = _normalised(text)
+    findings = _unreadable(text, folded, language)
+    ids = {known.lower() for known in backing.ids}
+    for match in _ID_TOKEN.finditer(folded):
         token = match.group(0).rstrip(".-_")
-        if token not in backing.ids:
+        if token not in ids:
             findings.append(
                 _finding(codes.CLAIM_UNKNOWN_ID, "id.unknown", token, None, match.span())
             )
-    language = _LANGUAGES.get(locale.split("-")[0].split("_")[0].lower())
-    if language is None:
-        findings.append(
-            _finding(codes.CLAIM_UNJUDGED_LANGUAGE, "language.unjudged", locale, None, None)
-        )
-        return findings
-    folded = _normalised(text)
+    # Every language's rules, the turn's own first: a claim in another language is one too.
+    rule_sets = [language, *(other for other in _LANGUAGES.values() if other is not language)]
     for start, end in _segments(_SENTENCE_END, folded, 0, len(folded)):
-        findings.extend(_sentence_findings(folded, start, end, language, backing))
-    return findings
+        for rules in rule_sets:
+            findings.extend(_sentence_findings(folded, start, end, rules, backing))
+    return _first_per_span(findings)
+
+
+def _unreadable(text: str, folded: str, language: _Language) -> list[WordingFinding]:
+    """What keeps the rules from reading the text as a person would: hidden or private
+    characters, markup or entities, letters of another script, or words of another language."""
+    found: list[WordingFinding] = []
+    if any(
+        unicodedata.category(ch) in ("Cf", "Co", "Cn", "Cs")
+        or (unicodedata.category(ch) == "Cc" and ch not in "\n\r\t")
+        for ch in text
+    ):
+        found.append(_finding(codes.CLAIM_UNREADABLE_TEXT, "text.hidden", "", None, None))
+    if _MARKUP.search(folded):
+        found.append(_finding(codes.CLAIM_UNREADABLE_TEXT, "text.markup", "", None, None))
+    if any(ch.isalpha() and not unicodedata.name(ch, "").startswith("LATIN") for ch in folded):
+        found.append(_finding(codes.CLAIM_UNREADABLE_TEXT, "text.script", "", None, None))
+    words = [w for w in _WORD.findall(_ID_TOKEN.sub(" ", folded)) if not w.isdigit()]
+    if len(words) >= 3 and not any(w in language.common for w in words):
+        found.append(_finding(codes.CLAIM_UNJUDGED_LANGUAGE, "language.mismatch", "", None, None))
+    return found
+
+
+def _first_per_span(findings: list[WordingFinding]) -> list[WordingFinding]:
+    """One finding per matched span (two languages' rules may match the same words)."""
+    seen: set[tuple[int, int] | None] = set()
+    kept: list[WordingFinding] = []
+    for finding in findings:
+        if finding.span is not None and finding.span in seen:
+            continue
+        seen.add(finding.span)
+        kept.append(finding)
+    return kept
 
 
 def _segments(separator: re.Pattern[str], text: str, start: int, end: int) -> list[tuple[int, int]]:
@@ -493,14 +628,20 @@ def _segments(separator: re.Pattern[str], text: str, start: int, end: int) -> li
 def _sentence_findings(
     text: str, start: int, end: int, language: _Language, backing: TurnBacking
 ) -> list[WordingFinding]:
-    if text[start:end].rstrip(_TRAILING).endswith("?"):
-        return []  # a question claims nothing
+    sentence = text[start:end]
+    if (
+        sentence.rstrip(_TRAILING).endswith("?")
+        and language.question.search(sentence.lstrip())
+        and not _EMBEDS.search(sentence)
+    ):
+        return []  # a sentence asked as a question ("should it be cancelled?") claims nothing
+    clauses = _segments(language.clause_break, text, start, end)
     conditioned = language.condition.search(text, start, end) is not None
     findings: list[WordingFinding] = []
-    for clause_start, clause_end in _segments(language.clause_break, text, start, end):
+    for clause_start, clause_end in clauses:
         for rule in language.rules:
             for match in rule.pattern.finditer(text, clause_start, clause_end):
-                if language.negation.search(text, clause_start, match.start()):
+                if _negated(language, text[clause_start : match.start()]):
                     continue  # "nothing has been changed", "I have not sent it"
                 if rule.promise and conditioned and backing.card:
                     continue  # "once you confirm, I will send it", beside the card that asks
@@ -523,6 +664,22 @@ def _sentence_findings(
     return findings
 
 
+def _negated(language: _Language, before: str) -> bool:
+    """Whether the words just before a match negate it: a negation, with only auxiliaries and
+    the like (and, where the language puts its verb last, a few more words) in between. "The
+    flight you didn't want has been cancelled" is not negated; "it has not been sent" is."""
+    others = 0
+    for word in reversed(_WORD.findall(before)):
+        if word in language.negation or word.endswith("n't"):
+            return True
+        if word in language.carriers:
+            continue
+        others += 1
+        if others > language.reach:
+            return False
+    return False
+
+
 def _state_reading(
     state: re.Pattern[str], text: str, start: int, end: int, match: re.Match[str]
 ) -> bool:
@@ -531,9 +688,6 @@ def _state_reading(
         if reading.start() <= match.start() and match.end() <= reading.end():
             return _NOW.search(text, start, end) is None
     return False
-
-
-_NOW = re.compile(r"\b(?:now|ora|adesso|jetzt|nun|maintenant|ahora|ya)\b")
 
 
 _CODES: Final[Mapping[ClaimClass, str]] = {

@@ -215,9 +215,7 @@ class Composer:
                 refused.add(block.block_id)
                 question_id = block.question_id if isinstance(block, AnswerBlock) else None
                 self.audit.prose_findings.extend(
-                    wording_findings(
-                        flagged, block.text, block.kind, question_id, "final", "server_copy"
-                    )
+                    wording_findings(flagged, block.kind, question_id, "final", "server_copy")
                 )
         return refused
 
@@ -258,7 +256,7 @@ class Composer:
         """The receipt's own title; a template the start check could not see (a workflow that
         does not declare its receipt templates) falls back to a generic one, since the events
         committed and the turn must still get its reply."""
-        quoted = {k: as_data(v) if isinstance(v, str) else v for k, v in params.items()}
+        quoted = {k: v if _number(v) else as_data(v) for k, v in params.items()}
         try:
             return self.copy.render(receipt_title(template_id), self.turn.locale, quoted)
         except (MissingCopy, KeyError, ValueError):  # no template, or params it cannot format
@@ -488,6 +486,11 @@ class Composer:
             facts_used=(*_outcomes(done), *_available(cards)),
             copy_ref=parts[-1].copy_ref,
         )
+
+
+def _number(value: object) -> bool:
+    """A number a template may format as a number; anything else it quotes as data."""
+    return isinstance(value, int | float) and not isinstance(value, bool)
 
 
 def _outcomes(receipts: Sequence[ReceiptBlock]) -> list[NarratableFact]:

@@ -8,6 +8,7 @@ placeholders); a localized jinja2/babel implementation can replace it behind the
 
 from __future__ import annotations
 
+import re
 import string
 import unicodedata
 from collections.abc import Iterable, Mapping
@@ -308,8 +309,8 @@ MAX_QUOTED_CHARS = 60
 def as_data(value: object) -> str:
     """A value from outside the server's own words (a user's, a domain's, a model's), fit to
     stand inside a sentence of server copy as data: one line, no control or direction marks, at
-    most `MAX_QUOTED_CHARS` characters, and, if it holds a space (so it could end the sentence and
-    start another), inside quotation marks it cannot close."""
+    most `MAX_QUOTED_CHARS` characters, and, unless it is one plain token (a word, an email
+    address, a date, a number), inside quotation marks it cannot close."""
     text = str(value)
     kept = "".join(
         " " if ch.isspace() else ch
@@ -319,8 +320,14 @@ def as_data(value: object) -> str:
     text = " ".join(kept.split())
     if len(text) > MAX_QUOTED_CHARS:
         text = text[: MAX_QUOTED_CHARS - 1].rstrip() + "\u2026"
-    if " " not in text:
+    if _PLAIN_TOKEN.fullmatch(text):
         return text
-    for mark in '"\u201c\u201d\u201e\u00ab\u00bb':
-        text = text.replace(mark, "'")
+    text = "".join(
+        "'" if ch in '"\u300c\u300d\u300e\u300f' or unicodedata.category(ch) in ("Pi", "Pf") else ch
+        for ch in text
+    )
     return f"\u201c{text}\u201d"
+
+
+#: one token that cannot end a sentence: letters and digits, joined by @ . + - / _ between them
+_PLAIN_TOKEN = re.compile(r"[^\W_]+(?:[@.+\-/_][^\W_]+)*")

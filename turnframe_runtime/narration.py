@@ -48,7 +48,6 @@ def forbidden_claims(backing: TurnBacking) -> tuple[ClaimClass, ...]:
 
 def wording_findings(
     findings: Sequence[WordingFinding],
-    draft: str,
     block: Kind,
     question_id: str | None,
     check: Literal["guard", "final"],
@@ -56,7 +55,6 @@ def wording_findings(
 ) -> list[ProseFinding]:
     """The wording guard's findings on `draft` as the replay record keeps them (by rule and
     span, never by the words)."""
-    drafted = digest(draft)
     return [
         ProseFinding(
             block=block,
@@ -65,7 +63,6 @@ def wording_findings(
             code=f.code,
             rule=f.rule,
             claim_class=f.claim_class,
-            draft_digest=drafted,
             span=f.span,
             replaced_by=replaced_by,
         )
@@ -159,12 +156,9 @@ class Narration:
         purpose = Purpose.ANSWER if kind == "answer" else Purpose.TRANSITION
         audit, clock, turn = self.audit, self.clock, self.turn
         findings: tuple[str, ...] = ()
-        refused: list[ProseFinding] = []  # the current round's, until we know what replaces it
+        # Marked once the outcome is known: a rewrite shown, or server copy.
+        refused: list[ProseFinding] = []
         for _round in range(2):
-            audit.prose_findings.extend(
-                f.model_copy(update={"replaced_by": "rewrite"}) for f in refused
-            )
-            refused = []
             started = clock()
             try:
                 reply = await draft(findings)
@@ -192,7 +186,6 @@ class Narration:
                         check="facts",
                         code=codes.CLAIM_UNBACKED_OUTCOME,
                         rule="facts.not_given",
-                        draft_digest=digest(block.text),
                         replaced_by="server_copy",
                     )
                 )
@@ -210,7 +203,6 @@ class Narration:
                         check="review",
                         code=codes.CLAIM_REVIEW_FAILED,
                         rule="review",
-                        draft_digest=digest(block.text),
                         replaced_by="server_copy",
                     )
                 )
@@ -219,11 +211,12 @@ class Narration:
             flagged = check_wording(block.text, turn.locale, backing)
             if flagged:
                 audit.discard_attempt(drafted, flagged[0].code)
-                refused.extend(
-                    wording_findings(flagged, block.text, kind, question_id, "guard", "server_copy")
-                )
+                refused.extend(wording_findings(flagged, kind, question_id, "guard", "server_copy"))
                 findings = tuple(_described(f) for f in flagged)
                 continue
+            audit.prose_findings.extend(
+                f.model_copy(update={"replaced_by": "rewrite"}) for f in refused
+            )
             return block
         audit.prose_findings.extend(refused)
         return None

@@ -163,6 +163,7 @@ class DeskHarness:
         text: str | None = None,
         parts: Sequence[Any] = (),
         account_id: str | None = None,
+        locale: str = "en",
     ) -> AssistantTurn:
         """The user clicks `option_id` on `card` (or on the only card of a turn)."""
         block = self.card(card) if isinstance(card, AssistantTurn) else card
@@ -174,6 +175,7 @@ class DeskHarness:
                 account_id=account_id or self.account_id,
                 conversation_id=self.conversation_id,
                 text=text,
+                locale=locale,
                 interaction_response=InteractionResponse(
                     interaction_id=block.interaction_id,
                     option_id=option_id,

@@ -33,6 +33,7 @@ from turnframe_core.understanding import (
     ValueKind,
     ValueRule,
     _folded,
+    _grounded,
     validate_understanding,
 )
 
@@ -521,12 +522,11 @@ def _offered(draw: st.DrawFn) -> tuple[Brief, Understanding]:
         lambda a, b: text[min(a, b) : max(a, b)],
         st.integers(0, len(text)),
         st.integers(0, len(text)),
-    ).filter(lambda span: _folded(span) in _folded(text))  # not a piece of a composed letter
+    ).filter(lambda span: _grounded(span, _folded(text)))  # whole words of the text
     grounded: st.SearchStrategy[JsonValue] = st.recursive(
         st.none() | st.booleans() | spans,
         lambda children: (
-            st.lists(children, max_size=3)
-            | st.dictionaries(st.text(_keepable, max_size=5), children, max_size=3)
+            st.lists(children, max_size=3) | st.dictionaries(spans, children, max_size=3)
         ),
         max_leaves=8,
     )
@@ -638,3 +638,25 @@ def test_an_argument_value_is_capped_the_same_alone_and_inside_an_understanding(
             value=["x" * 1000] * (MAX_MODEL_OUTPUT_CHARS // 1000 + 1),
             evidence=Evidence(quote="Blue Harbor"),
         )
+
+
+def test_a_free_text_value_is_grounded_only_by_whole_words_and_its_keys_too() -> None:
+    text = "Please rename the trip to Grace Hopper and book it"
+    brief = _brief(text=text)
+
+    def problems(value: JsonValue) -> list[str]:
+        argument = ArgumentValue(name="name", value=value, evidence=Evidence(quote="Grace"))
+        try:
+            act = _act(arguments=(argument,), evidence=Evidence(quote="rename the trip"))
+            validate_understanding(Understanding(acts=(act,)), brief)
+        except UnderstandingRejected as rejected:
+            return [p.code for p in rejected.problems]
+        return []
+
+    assert problems("Grace Hopper") == []
+    assert problems("grace  hopper") == []  # case and spacing folded
+    not_grounded = [codes.UNDERSTANDING_VALUE_NOT_GROUNDED]
+    assert problems("ace") == not_grounded  # inside "Grace"
+    assert problems("ok") == not_grounded  # inside "book"
+    assert problems({"Your refund was issued": True}) == not_grounded
+    assert problems({"name": "Grace"}) == not_grounded  # "name" is not in the text

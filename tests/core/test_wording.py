@@ -118,6 +118,55 @@ def test_a_finding_points_at_the_words_it_matched() -> None:
     assert "good news. the refund was issued."[start:end] == "issued"
 
 
-@given(st.text(max_size=300), st.sampled_from(["en", "it", "de", "fr", "es", "pt"]))
-def test_the_guard_judges_any_text_the_same_way_twice(text: str, locale: str) -> None:
-    assert check_wording(text, locale, NOTHING) == check_wording(text, locale, NOTHING)
+_SAFE = st.sampled_from(
+    [
+        "Here is where things stand.",
+        "Your trip has two legs.",
+        "Let me know if you want another date.",
+        "Would you like me to look at the return flight?",
+        "Nothing has been changed yet.",
+    ]
+)
+_CLAIMS = st.sampled_from(
+    [
+        "Your booking has been cancelled",
+        "The refund was issued",
+        "I've sent it to the airline",
+        "All set",
+        "I'll let you know when they reply",
+        "Tap the button below",
+    ]
+)
+
+
+@given(st.lists(_SAFE, max_size=3), _CLAIMS, st.lists(_SAFE, max_size=3), st.sampled_from(
+    [".", "!", " - anything else?", "; is that all?", ".Anything else?", "\u2028Ok?"]
+))  # fmt: skip
+def test_a_claim_is_found_whatever_harmless_prose_surrounds_it(
+    before: list[str], claim: str, after: list[str], ending: str
+) -> None:
+    text = " ".join([*before, claim + ending, *after])
+    assert check_wording(text, "en", NOTHING) != []
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Your trip was can\u200bcelled.",  # a zero-width space inside the word
+        "Your trip was c\u0430ncelled.",  # a Cyrillic a
+        "Your trip was &#99;ancelled.",
+        "Your trip was ca<b></b>ncelled.",
+        "Your trip was can*c*elled.",
+        "Sua reserva foi cancelada.",  # another language in an English turn
+        "Ihre Buchung wurde storniert.",
+        "The flight you didn't want has been cancelled.",  # the negation is not about it
+        "Booking no 4411 has been cancelled.",
+        "I'm cancelling your booking.",
+        "I'll go ahead and cancel it.",
+        "Did you know your booking has been cancelled?",
+        "See \uff52\uff43\uff50_8F2K.",  # a full-width id
+        "See RCP-8F2K.",
+    ],
+)
+def test_spellings_that_hide_a_claim_are_refused(text: str) -> None:
+    assert check_wording(text, "en", NOTHING) != []

@@ -93,7 +93,7 @@ async def _turn(
     asked = await desk.say("Rebook the outbound flight", act("a1", "trip.request_rebooking", "h1",
                            "Rebook the outbound", leg="outbound"), **say)  # fmt: skip
     narrator.text = entry.text
-    return await desk.click(asked, "opt_rebook")
+    return await desk.click(asked, "opt_rebook", locale=entry.locale)
 
 
 def _shown(turn: AssistantTurn, text: str) -> bool:
@@ -133,6 +133,8 @@ async def test_no_claim_the_turn_does_not_back_reaches_the_user_and_harmless_pro
     print("\nclass                          entries  kept out  shown")
     for key in sorted(total):
         print(f"{key:30} {total[key]:7} {kept_out[key]:9} {survived[key]:6}")
+    for entry in lost:
+        print(f"kept out although backed or harmless: [{entry.locale}] {entry.text}")
     harmless_kept = survived["harmless"] / total["harmless"]
     print(f"harmless prose shown: {survived['harmless']}/{total['harmless']} = {harmless_kept:.0%}")
     assert leaked == []  # no unbacked claim reaches the user

@@ -362,7 +362,7 @@ async def test_a_claim_nothing_backs_leaves_no_trace_in_the_record(make_desk):
         ("review", "succeeded", None),
     ]
     assert [(f.check, f.rule, f.replaced_by) for f in record.prose_findings] == [
-        ("facts", "facts.not_given", "rewrite"),
+        ("facts", "facts.not_given", "server_copy"),
         ("review", "review", "server_copy"),
     ]
     assert "Sent" not in record.model_dump_json()  # the record keeps no trace of the claim
