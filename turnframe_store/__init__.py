@@ -13,6 +13,7 @@ from turnframe_store._rules import MAX_INTEGER, MAX_LIMIT, MAX_MILLIS
 from turnframe_store.bundle import ROLES, ReadOnlyStores, Stores
 from turnframe_store.clock import Clock, ManualClock, system_clock
 from turnframe_store.errors import (
+    Busy,
     Conflict,
     Corrupt,
     ForeignEventLoop,
@@ -26,6 +27,7 @@ from turnframe_store.errors import (
     Unavailable,
 )
 from turnframe_store.faults import FaultPlan, FaultPoint, FiredFault
+from turnframe_store.locks import ConversationLocks
 from turnframe_store.memory import MemoryStores
 from turnframe_store.protocols import (
     CommandJournal,
@@ -72,6 +74,8 @@ if TYPE_CHECKING:
     from turnframe_store.sql import SqlConfig, SqlStores
 
 __all__ = [
+    "Busy",
+    "ConversationLocks",
     # argument bounds (protocols, rule 6)
     "MAX_INTEGER",
     "MAX_LIMIT",

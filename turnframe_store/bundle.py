@@ -7,6 +7,7 @@ from collections.abc import AsyncIterator
 from typing import Any, Final, TypeVar, cast
 
 from turnframe_store.errors import MissingRole
+from turnframe_store.locks import ConversationLocks
 from turnframe_store.protocols import (
     CommandJournal,
     CommandJournalReader,
@@ -151,6 +152,16 @@ class Stores:
         the block, and the transaction stays usable. Outside a transaction every call commits
         on its own, and this does nothing."""
         yield
+
+    def conversation_lock(
+        self, account_id: str, conversation_id: str, timeout_s: float = 10.0
+    ) -> contextlib.AbstractAsyncContextManager[None]:
+        """One holder at a time per conversation (see `turnframe_store.locks`): `Busy` when the
+        lock is not free within `timeout_s`. This bundle locks within the process."""
+        locks = self.__dict__.get("_conversation_locks")
+        if locks is None:
+            locks = self.__dict__["_conversation_locks"] = ConversationLocks()
+        return locks.hold(account_id, conversation_id, timeout_s)
 
     def read_only(self) -> ReadOnlyStores:
         """A view through which no write method is reachable (the plan-only path holds this)."""

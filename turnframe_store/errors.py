@@ -7,7 +7,8 @@ A store method raises only these (each with its stable code):
 - `Conflict`: a uniqueness or compare-and-swap precondition failed; nothing was written.
 - `InvalidRecord` (a `Conflict`): the input itself is not acceptable; nothing was written.
 - `Timeout`: the write may have landed. Re-read and resume by key; never blindly retry.
-- `Unavailable`: the store could not be reached; nothing was written.
+- `Unavailable`: the store could not be reached; nothing was written. Its `Busy` says a
+  conversation's lock was not free in time (only `conversation_lock` raises it).
 - `Corrupt`: stored data no longer reads back as what was written.
 
 Reading an assistant turn written by another schema major raises the core's
@@ -20,6 +21,7 @@ from turnframe_core import codes
 from turnframe_core.errors import TurnframeError
 
 __all__ = [
+    "Busy",
     "Conflict",
     "Corrupt",
     "ForeignEventLoop",
@@ -73,6 +75,13 @@ class Unavailable(StoreError):
     """The store could not be reached; nothing was written."""
 
     code = codes.STORE_UNAVAILABLE
+
+
+class Busy(Unavailable):
+    """A conversation's lock was not free within the wait (`Stores.conversation_lock`); nothing
+    was written."""
+
+    code = codes.STORE_BUSY
 
 
 class Corrupt(StoreError):

@@ -12,7 +12,10 @@ Where each point fires, and what it leaves:
 - `after_journal_insert_before_commit`: in `journal.begin` after a fresh admission (the entry
   stays pending); in a commit after stage 1, the journal completions (nothing of the bundle).
 - `after_commit_before_event_readback`: in `events.append` after the append (the events stay);
-  in a commit after stage 2, the events (nothing of the bundle).
+  in a commit, the commit lands and then the call fails: a bundle committed on its own raises
+  once it committed, and one inside `Stores.transaction()` makes the transaction's end raise
+  after its COMMIT (the events and everything else the transaction wrote stay; the caller
+  never read them back). Only a bundle that wrote events crosses it.
 - `after_interaction_persistence`: in `interactions.insert*` after the write (the card stays);
   in a commit after stage 5, the card inserts (nothing of the bundle).
 - `before_outbox_dispatch`: in `outbox.claim_due`, before claiming. No row moves.
@@ -98,6 +101,15 @@ class FaultPlan:
             queue.popleft()
             self._fired.append(FiredFault(point, head.error))
         raise head.error
+
+    def take(self, point: FaultPoint) -> StoreError | None:
+        """As `reach`, but hand the fault over instead of raising it: for a point whose fault
+        fires later (after a commit)."""
+        try:
+            self.reach(point)
+        except StoreError as fault:
+            return fault
+        return None
 
     def armed(self) -> tuple[FaultPoint, ...]:
         """Points with a fault still waiting, one entry per fault, in point order."""

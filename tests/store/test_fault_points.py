@@ -357,7 +357,6 @@ async def test_after_interaction_persistence_leaves_a_replacement_visible(
 
 BUNDLE_POINTS = [
     FaultPoint.AFTER_JOURNAL_INSERT_BEFORE_COMMIT,
-    FaultPoint.AFTER_COMMIT_BEFORE_EVENT_READBACK,
     FaultPoint.AFTER_INTERACTION_PERSISTENCE,
 ]
 
@@ -381,13 +380,44 @@ async def test_a_bundle_aborted_by_a_fault_can_be_committed_afterwards(
     stores: MemoryStores,
 ) -> None:
     bundle = await ready_bundle(stores)
-    stores.faults.arm(FaultPoint.AFTER_COMMIT_BEFORE_EVENT_READBACK)
+    stores.faults.arm(FaultPoint.AFTER_JOURNAL_INSERT_BEFORE_COMMIT)
     with pytest.raises(Timeout):
         await stores.commits.commit(bundle)
 
     result = await stores.commits.commit(bundle)
 
     assert [e.event_id for e in result.events] == ["evt_1"]
+    assert await bundle_landed(stores) is True
+
+
+async def test_the_read_back_point_lets_a_bundle_land_and_then_fails_the_call(
+    stores: MemoryStores,
+) -> None:
+    bundle = await ready_bundle(stores)
+    stores.faults.arm(FaultPoint.AFTER_COMMIT_BEFORE_EVENT_READBACK)
+
+    with pytest.raises(Timeout):
+        await stores.commits.commit(bundle)
+
+    assert await bundle_landed(stores) is True  # the commit landed; its caller never heard
+    assert [fired.point for fired in stores.faults.fired] == [
+        FaultPoint.AFTER_COMMIT_BEFORE_EVENT_READBACK
+    ]
+
+
+async def test_the_read_back_point_fails_a_transaction_after_its_commit(
+    stores: MemoryStores,
+) -> None:
+    bundle = await ready_bundle(stores)
+    stores.faults.arm(FaultPoint.AFTER_COMMIT_BEFORE_EVENT_READBACK)
+    reached_the_end = False
+
+    with pytest.raises(Timeout):
+        async with stores.transaction() as tx:
+            await tx.commits.commit(bundle)  # inside: nothing fails yet
+            reached_the_end = True
+
+    assert reached_the_end
     assert await bundle_landed(stores) is True
 
 

@@ -24,6 +24,7 @@ from turnframe_store._rules import Verdict
 from turnframe_store.clock import Clock
 from turnframe_store.errors import Conflict, NotFound, StoreError
 from turnframe_store.faults import FaultPlan, FaultPoint
+from turnframe_store.locks import ConversationLocks
 from turnframe_store.memory._state import Key3, _Tables, _UndoLog
 from turnframe_store.memory._transaction import _Gate, _Transaction
 from turnframe_store.records import (
@@ -74,6 +75,7 @@ class _Engine:
         lock: threading.Lock | None = None,
         gate: _Gate | None = None,
         transaction: _Transaction | None = None,
+        conversation_locks: ConversationLocks | None = None,
     ) -> None:
         self.lock = lock if lock is not None else threading.Lock()
         self.gate = gate if gate is not None else _Gate()
@@ -81,6 +83,7 @@ class _Engine:
         self.faults = faults
         self.t = tables if tables is not None else _Tables()
         self.transaction = transaction
+        self.conversation_locks = conversation_locks or ConversationLocks()
 
     def bound(self, transaction: _Transaction) -> _Engine:
         """This engine's state, written inside `transaction`."""
@@ -91,6 +94,7 @@ class _Engine:
             lock=self.lock,
             gate=self.gate,
             transaction=transaction,
+            conversation_locks=self.conversation_locks,
         )
 
     async def write(self, op: Callable[[_UndoLog], R]) -> R:
@@ -602,8 +606,11 @@ class _Engine:
 
     # --- commit ---------------------------------------------------------------------------------
 
-    def commit(self, undo: _UndoLog, bundle: CommitBundle) -> CommitResult:
-        writer = _BundleWriter(self, undo, bundle)
+    def commit(
+        self, undo: _UndoLog, bundle: CommitBundle, deferred: list[StoreError] | None = None
+    ) -> CommitResult:
+        """Write the bundle; a fault that fires once it committed goes to `deferred`."""
+        writer = _BundleWriter(self, undo, bundle, deferred if deferred is not None else [])
         rules.write_bundle(bundle, writer)
         return CommitResult(
             admissions=tuple(writer.admissions),
@@ -615,9 +622,17 @@ class _Engine:
 class _BundleWriter:
     """Applies each item of one bundle to the engine, on the bundle's undo log."""
 
-    def __init__(self, engine: _Engine, undo: _UndoLog, bundle: CommitBundle) -> None:
+    def __init__(
+        self,
+        engine: _Engine,
+        undo: _UndoLog,
+        bundle: CommitBundle,
+        deferred: list[StoreError] | None = None,
+    ) -> None:
         self.engine = engine
         self.undo = undo
+        #: a fault to raise once the bundle committed
+        self.deferred: list[StoreError] = deferred if deferred is not None else []
         self.account_id = bundle.account_id
         self.turn_id = bundle.turn_id
         self.events: tuple[DomainEvent, ...] = ()
@@ -670,4 +685,9 @@ class _BundleWriter:
         self.engine.set_phase(self.undo, self.account_id, self.turn_id, phase)
 
     def reach(self, point: FaultPoint) -> None:
+        if point is FaultPoint.AFTER_COMMIT_BEFORE_EVENT_READBACK:  # fires once committed
+            fault = self.engine.faults.take(point)
+            if fault is not None:
+                self.deferred.append(fault)
+            return
         self.engine.faults.reach(point)

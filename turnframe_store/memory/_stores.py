@@ -23,7 +23,7 @@ from turnframe_store._roles import (
 )
 from turnframe_store.bundle import Stores
 from turnframe_store.clock import Clock, system_clock
-from turnframe_store.errors import Conflict
+from turnframe_store.errors import Conflict, StoreError
 from turnframe_store.faults import FaultPlan
 from turnframe_store.memory._engine import _Engine
 from turnframe_store.memory._transaction import _Transaction
@@ -336,7 +336,14 @@ class MemoryCommits(CommitRole):
         self._engine = engine
 
     async def _commit(self, bundle: CommitBundle) -> CommitResult:
-        return await self._engine.write(lambda undo: self._engine.commit(undo, bundle))
+        deferred: list[StoreError] = []
+        engine = self._engine
+        result = await engine.write(lambda undo: engine.commit(undo, bundle, deferred))
+        if deferred:  # the bundle committed (or will, with its transaction); then the call fails
+            if engine.transaction is None:
+                raise deferred[0]
+            engine.transaction.after_commit = deferred[0]
+        return result
 
 
 _ROLE_CLASSES: dict[str, type] = {
@@ -401,6 +408,11 @@ class MemoryStores(Stores):
     def transactional(self) -> bool:
         return True
 
+    def conversation_lock(
+        self, account_id: str, conversation_id: str, timeout_s: float = 10.0
+    ) -> contextlib.AbstractAsyncContextManager[None]:
+        return self.engine.conversation_locks.hold(account_id, conversation_id, timeout_s)
+
     def replace(self, **roles: Any) -> Stores:
         """These stores with roles swapped in. A memory role built on this store's engine (a
         role class altered for a test) is used as given outside transactions and built again
@@ -443,6 +455,8 @@ class MemoryStores(Stores):
         finally:
             tx.closed = True
             gate.leave()
+        if tx.after_commit is not None:  # it committed; the caller never heard
+            raise tx.after_commit
 
     @property
     def clock(self) -> Clock:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 import threading
 
-from turnframe_store.errors import Conflict
+from turnframe_store.errors import Conflict, StoreError
 from turnframe_store.memory._state import _UndoLog
 
 __all__ = ["_Gate", "_Transaction"]
@@ -47,6 +47,8 @@ class _Transaction:
         self.undo = _UndoLog()
         self.failure: BaseException | None = None
         self.closed = False
+        #: a fault that fires once the transaction committed (`after_commit_before_event_readback`)
+        self.after_commit: StoreError | None = None
 
     def usable(self) -> None:
         if self.closed:

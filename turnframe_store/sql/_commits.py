@@ -13,6 +13,7 @@ from turnframe_core.replay import CommandOutcome, ReplayRecord, TurnPhase
 from turnframe_core.turn import AssistantTurn
 from turnframe_store import _rules as rules
 from turnframe_store._roles import CommitRole
+from turnframe_store.errors import StoreError
 from turnframe_store.faults import FaultPoint
 from turnframe_store.records import (
     CommitBundle,
@@ -66,6 +67,10 @@ class SqlCommits(CommitRole):
             values = await self._core.write(writer.steps)
         else:
             values = await self._core.write_enlisted(enlisted, writer.steps)
+        if writer.deferred:  # the bundle committed (or will, with its transaction); then it fails
+            if enlisted is not None:
+                raise writer.deferred[0]
+            self._core.defer(writer.deferred[0])
         events = self._roles.events.stored(values[slice(*writer.event_steps)])
         invalidated = [ids for at in writer.invalidation_steps for ids in values[at]]
         admissions = tuple(values[at] for at in writer.admission_steps)
@@ -94,6 +99,8 @@ class _BundleSteps:
         self.event_steps = (0, 0)
         self.invalidation_steps: list[int] = []
         self.admission_steps: list[int] = []
+        #: a fault to raise once the bundle committed
+        self.deferred: list[StoreError] = []
 
     def accept(self, record: UserTurnRecord) -> None:
         self.steps.extend(self.roles.conversations.accept_steps(record))
@@ -148,6 +155,17 @@ class _BundleSteps:
         )
 
     def reach(self, point: FaultPoint) -> None:
-        """A fault point inside the bundle's open transaction: firing it leaves nothing."""
+        """A fault point inside the bundle's open transaction: firing it leaves nothing; the
+        read-back point fires once the bundle committed (see `faults`)."""
         faults = self.faults
+        if point is FaultPoint.AFTER_COMMIT_BEFORE_EVENT_READBACK:
+            deferred = self.deferred
+
+            def take() -> None:
+                fault = faults.take(point)
+                if fault is not None:
+                    deferred.append(fault)
+
+            self.steps.append(check(take))
+            return
         self.steps.append(check(lambda: faults.reach(point)))

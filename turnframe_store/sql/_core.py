@@ -266,6 +266,10 @@ class SqlCore:
         )
         raise batch.error from None
 
+    def defer(self, fault: StoreError) -> None:
+        """A fault that fires once the write committed: this write committed on its own."""
+        raise fault
+
     async def write(self, steps: Sequence[Step]) -> list[Any]:
         async def body(connection: Connection) -> list[Any]:
             return await self.apply(connection, steps)
@@ -297,6 +301,8 @@ class Transaction:
     def __init__(self) -> None:
         self.failure: BaseException | None = None
         self.closed = False
+        #: a fault that fires once the transaction committed (`after_commit_before_event_readback`)
+        self.after_commit: StoreError | None = None
 
     def usable(self) -> None:
         if self.closed:
@@ -348,6 +354,10 @@ class TxCore(SqlCore):
         self._connection = _Prepending(connection)
         self._tx = tx
         self._savepoints = 0
+
+    def defer(self, fault: StoreError) -> None:
+        """A fault that fires once the write committed: when the open transaction does."""
+        self._tx.after_commit = fault
 
     async def apply(self, connection: Connection, steps: Sequence[Step]) -> list[Any]:
         """As `SqlCore.apply`, inside the open transaction: a batch of several statements goes

@@ -13,7 +13,7 @@ from psycopg.conninfo import conninfo_to_dict
 from psycopg.pq import TransactionStatus
 from psycopg_pool import AsyncConnectionPool, PoolTimeout
 
-from turnframe_store.errors import Unavailable
+from turnframe_store.errors import Busy, Unavailable
 from turnframe_store.sql import errors
 from turnframe_store.sql._backend import (
     Backend,
@@ -134,8 +134,15 @@ async def _result(cursor: psycopg.AsyncCursor[Any], statement: Statement) -> Res
 class PostgresBackend(Backend):
     dialect_name = "postgresql"
 
-    def __init__(self, pool: AsyncConnectionPool[psycopg.AsyncConnection[Any]]) -> None:
+    def __init__(
+        self,
+        pool: AsyncConnectionPool[psycopg.AsyncConnection[Any]],
+        locks: AsyncConnectionPool[psycopg.AsyncConnection[Any]] | None = None,
+    ) -> None:
         self.pool = pool
+        #: connections that hold conversation locks (a turn holds one for its whole length, so
+        #: they never compete with the connections its transactions need)
+        self.locks = locks
         self.hooks = Hooks()
         self.loop = asyncio.get_running_loop()
 
@@ -162,7 +169,19 @@ class PostgresBackend(Backend):
         except (PoolTimeout, psycopg.Error) as exc:
             await pool.close()
             raise Unavailable(f"could not connect to PostgreSQL ({type(exc).__name__})") from None
-        return cls(pool)
+        locks: AsyncConnectionPool[psycopg.AsyncConnection[Any]] = AsyncConnectionPool(
+            conninfo,
+            kwargs={"autocommit": True, "options": options},
+            min_size=0,
+            max_size=config.lock_pool_size,
+            timeout=config.acquire_timeout_s,
+            max_idle=config.max_idle_s,
+            max_lifetime=config.max_lifetime_s,
+            open=False,
+            name="turnframe-locks",
+        )
+        await locks.open(wait=False)
+        return cls(pool, locks)
 
     def time_in(self, ms: int) -> datetime:
         return _EPOCH + ms * _MS
@@ -237,6 +256,45 @@ class PostgresBackend(Backend):
         async with behind_savepoint(raw.execute, psycopg.Error, errors.from_postgres):
             yield _PgConnection(raw, transaction=False, prepare=False)
 
+    @contextlib.asynccontextmanager
+    async def advisory_lock(self, key: int, timeout_s: float) -> AsyncIterator[None]:
+        """Hold `pg_advisory_xact_lock(key)` in a transaction of its own until the block ends
+        (then rolled back: it wrote nothing, and ending it releases the lock). `Busy` when the
+        lock is not free within `timeout_s`."""
+        self.on_own_loop()
+        assert self.locks is not None
+        try:
+            raw = await self.locks.getconn()
+        except (PoolTimeout, psycopg.Error) as exc:
+            raise errors.from_postgres(exc) from None
+        wait_ms = max(1, int(timeout_s * 1000))
+        try:
+            try:
+                await raw.execute(
+                    f"BEGIN; SET LOCAL lock_timeout = {wait_ms};"
+                    f" SET LOCAL statement_timeout = {wait_ms + 1000};"
+                    " SET LOCAL idle_in_transaction_session_timeout = 0;"
+                    f" SELECT pg_advisory_xact_lock({int(key)})",
+                    prepare=False,
+                )
+            except (psycopg.errors.LockNotAvailable, psycopg.errors.QueryCanceled):
+                raise Busy("another turn of this conversation is running") from None
+            except psycopg.Error as exc:
+                raise errors.from_postgres(exc) from None
+            yield
+        finally:
+            try:
+                await raw.execute("ROLLBACK", prepare=False)
+            except psycopg.Error:
+                raw.pgconn.finish()  # the pool replaces it; the server released the lock
+            except BaseException:
+                raw.pgconn.finish()
+                raise
+            finally:
+                await self.locks.putconn(raw)
+
     async def aclose(self) -> None:
         self.on_own_loop()
+        if self.locks is not None:
+            await self.locks.close()
         await self.pool.close()

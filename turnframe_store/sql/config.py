@@ -24,6 +24,9 @@ class SqlConfig:
     - `schema`: the PostgreSQL schema holding the `tf_*` tables (`None`: the search path, usually
       `public`). `migrate()` creates it. SQLite has no schemas.
     - `sqlite_busy_timeout_ms`: how long a SQLite writer waits for another process's write lock.
+    - `lock_pool_size`: PostgreSQL connections that hold conversation locks at most (each
+      running turn holds one for its whole length, model calls included: size it for the turns
+      that run at once; they are opened as needed and closed when idle).
     """
 
     pool_size: int = 10
@@ -34,6 +37,7 @@ class SqlConfig:
     max_lifetime_s: float = 1_800.0
     schema: str | None = None
     sqlite_busy_timeout_ms: int = 5_000
+    lock_pool_size: int = 100
 
     def __post_init__(self) -> None:
         if self.pool_size < 1 or not 0 <= self.pool_min_size <= self.pool_size:
@@ -44,5 +48,7 @@ class SqlConfig:
             raise ValueError("statement_timeout_ms must be positive (or None)")
         if self.schema is not None and not SCHEMA_NAME.fullmatch(self.schema):
             raise ValueError("schema must be a lowercase SQL identifier")
+        if self.lock_pool_size < 1:
+            raise ValueError("lock_pool_size must be at least 1")
         if self.sqlite_busy_timeout_ms < 0:
             raise ValueError("sqlite_busy_timeout_ms cannot be negative")

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import hashlib
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -26,6 +27,7 @@ from turnframe_store.bundle import Stores
 from turnframe_store.clock import Clock, system_clock
 from turnframe_store.errors import Conflict, MissingExtra
 from turnframe_store.faults import FaultPlan
+from turnframe_store.locks import ConversationLocks
 from turnframe_store.records import CommitBundle, CommitResult
 from turnframe_store.sql import _migrate
 from turnframe_store.sql._backend import Backend, Hooks
@@ -121,6 +123,7 @@ class SqlStores(Stores):
         )
         roles = _roles(self.engine)
         self._commits: SqlCommits = roles["commits"]
+        self._locks = ConversationLocks()
         super().__init__(**roles)
 
     @property
@@ -144,6 +147,21 @@ class SqlStores(Stores):
                 raise Conflict("the transaction was rolled back: a call in it failed") from (
                     tx.failure
                 )
+        if tx.after_commit is not None:  # it committed; the caller never heard
+            raise tx.after_commit
+
+    def conversation_lock(
+        self, account_id: str, conversation_id: str, timeout_s: float = 10.0
+    ) -> contextlib.AbstractAsyncContextManager[None]:
+        """On PostgreSQL an advisory lock, held by a transaction of its own on a connection of
+        its own (every process on the database serializes; one that dies releases it); on
+        SQLite a lock within the process."""
+        advisory = getattr(self.engine.backend, "advisory_lock", None)
+        if advisory is not None:  # PostgreSQL
+            key = _lock_key(self.config.schema, account_id, conversation_id)
+            lock: contextlib.AbstractAsyncContextManager[None] = advisory(key, timeout_s)
+            return lock
+        return self._locks.hold(account_id, conversation_id, timeout_s)
 
     @classmethod
     async def connect(
@@ -227,3 +245,9 @@ class SqlStores(Stores):
 
     async def aclose(self) -> None:
         await self.engine.backend.aclose()
+
+
+def _lock_key(schema: str | None, account_id: str, conversation_id: str) -> int:
+    """The advisory lock's 64-bit key for one conversation of one schema."""
+    raw = hashlib.sha256(f"{schema or ''}\0{account_id}\0{conversation_id}".encode()).digest()
+    return int.from_bytes(raw[:8], "big", signed=True)

@@ -40,6 +40,8 @@ CHECKS: list[tuple[str, dict[str, Any]]] = [
         for point in FAULTS.BUNDLE_POINTS
     ),
     ("test_a_bundle_aborted_by_a_fault_can_be_committed_afterwards", {}),
+    ("test_the_read_back_point_lets_a_bundle_land_and_then_fails_the_call", {}),
+    ("test_the_read_back_point_fails_a_transaction_after_its_commit", {}),
     *(
         (
             "test_a_bundle_point_waits_for_a_bundle_whose_stage_writes_something",
