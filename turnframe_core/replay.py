@@ -287,7 +287,8 @@ class ReplayRecord(FrozenModel):
             raise TurnframeError(f"replay record cannot go back to {phase.value}")
         # Shallow: already-validated parts pass through; only the changes are validated.
         data = {name: getattr(self, name) for name in type(self).model_fields}
-        data.update(changes, phase=phase, recorded_at=at)
+        # Never earlier than this record: a turn's records, and so a conversation's, keep order.
+        data.update(changes, phase=phase, recorded_at=max(at, self.recorded_at))
         return ReplayRecord.model_validate(data)
 
     def pending_reconciliations(self) -> tuple[str, ...]:

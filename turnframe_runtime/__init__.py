@@ -7,6 +7,7 @@ What this module exports is the public API; the stage modules behind it may chan
 from turnframe_runtime.config import RuntimeConfig
 from turnframe_runtime.copy import CatalogCopy, MissingCopy, RenderedCopy, ServerCopy
 from turnframe_runtime.errors import (
+    ConversationBusy,
     IdempotencyKeyReused,
     ReviewerRequired,
     StoresWithoutTransactions,
@@ -32,6 +33,7 @@ from turnframe_runtime.ports import (
     TransitionRequest,
     WorkflowExecutor,
 )
+from turnframe_runtime.recover import RecoveredTurn, RecoveryOutcome, RecoveryReport
 from turnframe_runtime.runtime import TurnRuntime
 
 __all__ = [
@@ -40,6 +42,7 @@ __all__ = [
     "CaseDirectory",
     "CatalogCopy",
     "ClaimReviewer",
+    "ConversationBusy",
     "ExecutionFailed",
     "ExecutionRejected",
     "ExecutionResult",
@@ -49,6 +52,9 @@ __all__ = [
     "LoadedCase",
     "MissingCopy",
     "Narrator",
+    "RecoveredTurn",
+    "RecoveryOutcome",
+    "RecoveryReport",
     "RenderedCopy",
     "ReviewRequest",
     "ReviewVerdict",

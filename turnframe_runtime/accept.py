@@ -21,7 +21,7 @@ from turnframe_store.bundle import Stores
 from turnframe_store.errors import NotFound
 from turnframe_store.records import UserTurnRecord
 
-__all__ = ["accept_turn", "prior_reply"]
+__all__ = ["PreviousTurnUnfinished", "accept_turn", "prior_reply"]
 
 _IN_PROGRESS = "this turn was accepted before and has no reply yet"
 _FAILED = "this turn failed before any effect; send the request again with a new turn id"
@@ -54,11 +54,26 @@ async def prior_reply(
     raise TurnInProgress(_IN_PROGRESS)
 
 
+class PreviousTurnUnfinished(Exception):
+    """The conversation's previous turn was interrupted and never finished: recovery finishes
+    it before a new turn chains its record to that turn's (whose record recovery would change)."""
+
+    def __init__(self, turn_id: str) -> None:
+        super().__init__(turn_id)
+        self.turn_id = turn_id
+
+
 async def accept_turn(
-    stores: Stores, turn: TurnContext, loaded: Iterable[CaseInView]
+    stores: Stores,
+    turn: TurnContext,
+    loaded: Iterable[CaseInView],
+    *,
+    after_unfinished: bool = False,
 ) -> tuple[UserTurnRecord, ReplayRecord]:
     """The user turn as received and its first replay record, chained to the conversation's
-    previous record; both are written by the durable point's bundle."""
+    previous record; both are written by the durable point's bundle. A previous turn that
+    never finished raises `PreviousTurnUnfinished` (unless `after_unfinished`: recovery could
+    not finish it now, and the conversation goes on)."""
     user_turn = UserTurnRecord(
         account_id=turn.account_id,
         conversation_id=turn.conversation_id,
@@ -67,6 +82,13 @@ async def accept_turn(
         input=turn.input,
     )
     previous = await stores.replay.last_for_conversation(turn.account_id, turn.conversation_id)
+    if (
+        previous is not None
+        and not previous.phase.is_terminal
+        and previous.turn_id != turn.turn_id
+        and not after_unfinished
+    ):
+        raise PreviousTurnUnfinished(previous.turn_id)
     cases = list(loaded)
     record = ReplayRecord(
         turn_id=turn.turn_id,
@@ -74,7 +96,9 @@ async def accept_turn(
         account_id=turn.account_id,
         replay_token=derive_replay_token(turn.turn_id),
         phase=TurnPhase.RECEIVED,
-        recorded_at=turn.now,
+        # After the previous turn's records even within one clock tick: stores list a
+        # conversation's records by when each turn was first recorded, and the chain follows.
+        recorded_at=turn.now if previous is None else max(turn.now, previous.recorded_at + 1),
         input=turn.input,
         previous_digest=previous.digest() if previous is not None else None,
         loaded_cases=tuple(case.case_ref for case in cases),

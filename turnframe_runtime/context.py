@@ -19,6 +19,7 @@ from turnframe_core.events import DomainEvent
 from turnframe_core.replay import (
     CommandOutcome,
     CommittedOutcome,
+    OutcomeUnknown,
     PolicyDecisionRecord,
     ProseFinding,
     ProviderAttempt,
@@ -180,6 +181,11 @@ class AuditTrail:
         """The call at `index` answered, but its answer was discarded (and why)."""
         kept = self.provider_attempts[index]
         self.provider_attempts[index] = kept.model_copy(update={"outcome": "failed", "code": code})
+
+    @property
+    def settled(self) -> bool:
+        """No command this turn ran has an unknown outcome."""
+        return not any(isinstance(e.outcome, OutcomeUnknown) for e in self.executed)
 
     @property
     def committed_anything(self) -> bool:

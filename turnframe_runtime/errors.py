@@ -6,6 +6,7 @@ from turnframe_core import codes
 from turnframe_core.errors import TurnframeError
 
 __all__ = [
+    "ConversationBusy",
     "IdempotencyKeyReused",
     "ReviewerRequired",
     "StoresWithoutTransactions",
@@ -59,3 +60,10 @@ class ReviewerRequired(TurnframeError):
     a port other than the one that wrote it."""
 
     code = codes.RUNTIME_REVIEWER_REQUIRED
+
+
+class ConversationBusy(TurnframeError):
+    """Another turn of this conversation was still running when the wait ran out
+    (`RuntimeConfig.conversation_wait_ms`); nothing was written. Send the turn again."""
+
+    code = codes.RUNTIME_CONVERSATION_BUSY

@@ -73,6 +73,9 @@ class Execution:
     notes: Notes
     audit: AuditTrail
     recorder: Recorder
+    #: a result the executor replays (it took effect before) invalidates the case's cards; not
+    #: so for recovery, where the case may have moved on since (its cards are newer)
+    replays_invalidate: bool = True
 
     @property
     def started(self) -> bool:
@@ -308,7 +311,9 @@ class Execution:
             return {}
         invalidations: dict[CaseKey, int] = {}
         for e in executed:
-            if isinstance(e.outcome, CommittedOutcome):
+            if isinstance(e.outcome, CommittedOutcome) and (
+                self.replays_invalidate or not e.replayed
+            ):
                 invalidations[e.planned.envelope.case_ref.key] = e.outcome.new_revision
         outbox = self._outbox()
         self.audit.outbox_ids.extend(row.outbox_id for row in outbox)

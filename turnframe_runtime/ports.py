@@ -130,6 +130,11 @@ class WorkflowExecutor(Protocol):
     result and applies nothing); every envelope's expected revision is checked (a mismatch raises
     `RevisionConflict`); a refusal raises `ExecutionRejected`; a timeout raises `ExecutionTimeout`.
     A batch applies all of its commands or none.
+
+    Optionally, `async def outcome(self, idempotency_key: str) -> ExecutionResult | None`: what
+    became of one command, asked by recovery to settle an unknown outcome: its result (the
+    events it produced) when it took effect, None when it did not and never will. Raise when it
+    cannot tell yet; without the method unknown outcomes stay unknown.
     """
 
     async def execute(self, batch: CommandBatch) -> ExecutionResult: ...

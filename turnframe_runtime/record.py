@@ -28,6 +28,17 @@ class Recorder:
         self._clock = clock
         self._once: dict[str, Any] | None = None
 
+    def resume(self, record: ReplayRecord) -> None:
+        """Carry on from a stored record (recovery): its understanding and plan stay as they
+        were recorded."""
+        self.record = record
+        self._once = {
+            "understanding": record.understanding,
+            "understanding_hash": record.understanding_hash,
+            "reduction_plan": record.reduction_plan,
+            "plan_hash": record.plan_hash,
+        }
+
     def accepted(self, user_turn: UserTurnRecord) -> CommitBundle:
         """The bundle that accepts a turn whose model call is still to come."""
         assert self.record is not None
@@ -97,12 +108,19 @@ class Recorder:
             **extra,
         )
 
-    async def deliver(self, stores: Stores, turn: AssistantTurn) -> None:
-        """U/V, in one bundle: the exact turn, its marker `delivered` and the final replay
-        record (a record never says `delivered` for a turn that is not stored)."""
+    async def deliver(
+        self, stores: Stores, turn: AssistantTurn, *, settled: bool = True, **extra: Any
+    ) -> None:
+        """U/V, in one bundle: the exact turn, its marker and the final replay record (a record
+        never says `delivered` for a turn that is not stored). While a command's outcome is
+        unknown (`settled` False) the marker stays `committed`: the turn is unfinished until
+        recovery reconciles it, though its reply is stored and returned and its record, which
+        later records chain to, is final."""
+        phase = TurnPhase.DELIVERED if settled else TurnPhase.COMMITTED
         record = self.at(
             TurnPhase.DELIVERED,
             response_block_ids=tuple(b.block_id or "" for b in turn.blocks),
+            **extra,
         )
         await stores.commits.commit(
             CommitBundle(
@@ -111,7 +129,7 @@ class Recorder:
                 turn_id=turn.turn_id,
                 assistant_turn=turn,
                 replay=record,
-                phase=TurnPhase.DELIVERED,
+                phase=phase,
             )
         )
         self.record = record

@@ -14,9 +14,9 @@ Each stage lives in its own module, named for what it owns; this one only wires 
 
 from __future__ import annotations
 
-import asyncio
+import contextlib
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
 
@@ -25,7 +25,7 @@ from turnframe_core.cases import CaseKey
 from turnframe_core.claims import ClaimGuardViolation
 from turnframe_core.events import DomainEvent
 from turnframe_core.ids import IdSource, UlidIdSource
-from turnframe_core.interactions import Interaction, InteractionStatus
+from turnframe_core.interactions import Interaction
 from turnframe_core.replay import ReplayRecord, TurnPhase
 from turnframe_core.turn import AssistantTurn, InvalidTurnInput, TurnInput
 from turnframe_core.understanding import Understanding
@@ -34,7 +34,7 @@ from turnframe_core.workflow import (
     DeclaresReceiptTemplates,
     WorkflowDefinition,
 )
-from turnframe_runtime.accept import accept_turn, prior_reply
+from turnframe_runtime.accept import PreviousTurnUnfinished, accept_turn, prior_reply
 from turnframe_runtime.card_answer import (
     Admitted,
     AnsweredBefore,
@@ -50,9 +50,10 @@ from turnframe_runtime.cards import CardFactory, RaisedCard, persist_card
 from turnframe_runtime.cases import CaseBook
 from turnframe_runtime.compose import Composer, TurnResult
 from turnframe_runtime.config import RuntimeConfig
-from turnframe_runtime.context import AuditTrail, Notes, Purpose, TurnContext
+from turnframe_runtime.context import AuditTrail, Notes, Purpose, TurnContext, failure_code
 from turnframe_runtime.copy import CatalogCopy, MissingCopy, ServerCopy, receipt_title
 from turnframe_runtime.errors import (  # the last two are also named here, as they always were
+    ConversationBusy,
     ReviewerRequired,
     StoresWithoutTransactions,
     TurnInProgress,
@@ -69,6 +70,7 @@ from turnframe_runtime.ports import (
     WorkflowExecutor,
 )
 from turnframe_runtime.record import Recorder
+from turnframe_runtime.recover import RecoveredTurn, Recovery, RecoveryReport
 from turnframe_runtime.reduce import (
     CaseInView,
     Plan,
@@ -78,7 +80,7 @@ from turnframe_runtime.reduce import (
 )
 from turnframe_runtime.understand import understand
 from turnframe_store.bundle import Stores
-from turnframe_store.errors import Conflict, StoreError, Timeout
+from turnframe_store.errors import Busy, Conflict, StoreError, Timeout
 from turnframe_store.records import UserTurnRecord
 
 __all__ = ["TurnInProgress", "TurnRuntime", "UnknownWorkflow"]
@@ -191,10 +193,77 @@ class TurnRuntime:
         # Judged again (a few microseconds): one built with model_construct or changed with
         # model_copy(update=...) skipped its rules.
         turn_input = TurnInput.model_validate(turn_input.model_dump(warnings=False))
+        async with self._conversation(turn_input.account_id, turn_input.conversation_id):
+            return await self._handle(turn_input)
+
+    async def recover_unfinished(
+        self, *, limit: int = 1_000, older_than_ms: int | None = None
+    ) -> RecoveryReport:
+        """Finish every turn a crash interrupted (DESIGN §9): call it when a process starts, and
+        from time to time for turns older than a lease (`older_than_ms`: leave turns whose
+        marker moved more recently alone). Each turn is finished under its conversation's lock,
+        so a turn still running is never touched. A turn that cannot be finished now (a store
+        or executor failure) is listed in `failed` and tried again by the next sweep."""
+        markers = await self._stores.conversations.list_unfinished_turns(limit)
+        cutoff = None if older_than_ms is None else self._clock() - older_than_ms
+        turns: list[RecoveredTurn] = []
+        failed: list[tuple[str, str, str]] = []
+        for marker in markers:
+            if cutoff is not None and marker.updated_at > cutoff:
+                continue
+            try:
+                turns.append(await self.recover_turn(marker.account_id, marker.turn_id))
+            except Exception as failure:  # this turn waits for the next sweep; the others go on
+                failed.append((marker.account_id, marker.turn_id, failure_code(failure)))
+        return RecoveryReport(tuple(turns), tuple(failed))
+
+    async def recover_turn(self, account_id: str, turn_id: str) -> RecoveredTurn:
+        """Finish one interrupted turn (see `recover_unfinished`); a finished turn is left as
+        it is. `NotFound` for a turn this account does not have."""
+        user = await self._stores.conversations.get_user_turn(account_id, turn_id)
+        async with self._conversation(account_id, user.conversation_id):
+            return await self._recovery().turn(account_id, turn_id)
+
+    def _recovery(self) -> Recovery:
+        return Recovery(
+            stores=self._stores,
+            workflows=self._workflows,
+            directory=self._directory,
+            executor=self._executor,
+            copy=self._copy,
+            config=self._config,
+            clock=self._clock,
+            follow_up_codes=self._follow_up_codes,
+        )
+
+    @contextlib.asynccontextmanager
+    async def _conversation(self, account_id: str, conversation_id: str) -> AsyncIterator[None]:
+        """One turn at a time per conversation; `ConversationBusy` past the configured wait."""
+        wait = self._config.conversation_wait_ms / 1000
+        try:
+            async with self._stores.conversation_lock(account_id, conversation_id, wait):
+                yield
+        except Busy:  # only taking the lock raises it
+            raise ConversationBusy("another turn of this conversation is still running") from None
+
+    async def _handle(self, turn_input: TurnInput) -> AssistantTurn:
         t = self._begin(turn_input)
         if not turn_input.is_click_only:  # a click needs only the cases its card names
             await t.cases.load_candidates(t.ctx.conversation_id)  # D/E/F
-        accepted = await self._accept(t, turn_input)  # A/B, C (and J-L for a click-only turn)
+        try:
+            accepted = await self._accept(t, turn_input)  # A/B, C (and J-L for a click-only turn)
+        except TurnInProgress:
+            # The same request was accepted before and has no reply; no turn of this
+            # conversation runs beside this one (its lock), so that one was interrupted:
+            # finish it now and answer with what it became.
+            await self._recovery().turn(t.ctx.account_id, t.ctx.turn_id)
+            accepted = await self._accept(t, turn_input)
+        except PreviousTurnUnfinished as previous:
+            # A crash left the previous turn unfinished: finish it first (this turn holds the
+            # conversation's lock), so this turn's record chains to a record that stays.
+            with contextlib.suppress(Exception):  # if it cannot be finished now, go on
+                await self._recovery().turn(t.ctx.account_id, previous.turn_id)
+            accepted = await self._accept(t, turn_input, after_unfinished=True)
         if isinstance(accepted, AssistantTurn):
             return accepted  # a turn id seen before: its stored reply
         started = accepted.started or await self._understand_and_start(t, accepted)  # G-L
@@ -202,7 +271,9 @@ class TurnRuntime:
 
     # --- the durable points ----------------------------------------------------------------------
 
-    async def _accept(self, t: _Turn, turn_input: TurnInput) -> AssistantTurn | _Accepted:
+    async def _accept(
+        self, t: _Turn, turn_input: TurnInput, *, after_unfinished: bool = False
+    ) -> AssistantTurn | _Accepted:
         """Durable point 1: the card answer judged before any write, then the user turn. A
         click-only turn starts in the same transaction."""
         try:
@@ -212,7 +283,9 @@ class TurnRuntime:
                     if prior is not None:
                         return prior
                 answer = await admit_card_answer(tx, t.cases, t.ctx)  # C
-                user_turn, t.recorder.record = await accept_turn(tx, t.ctx, t.cases.cases.values())
+                user_turn, t.recorder.record = await accept_turn(
+                    tx, t.ctx, t.cases.cases.values(), after_unfinished=after_unfinished
+                )
                 accepted = _Accepted(answer)
                 if turn_input.is_click_only:  # J-L and M's journal, with the user turn
                     planned = self._plan(t, accepted.admitted, Understanding())
@@ -278,7 +351,7 @@ class TurnRuntime:
                     if fold:
                         async with tx.savepoint():
                             assistant = await self._composer(t).compose(result)
-                            await t.recorder.deliver(tx, assistant)  # U/V
+                            await t.recorder.deliver(tx, assistant, settled=t.audit.settled)  # U/V
                 except BaseException as failure:
                     after_commit = failure
                     if fold:  # the record still says what committed
@@ -300,7 +373,7 @@ class TurnRuntime:
                 composer = self._composer(t, narrate=False)  # the reply from server copy
                 assistant = await composer.compose(result)
             async with self._stores.transaction() as tx:  # durable point 4: U/V
-                await t.recorder.deliver(tx, assistant)
+                await t.recorder.deliver(tx, assistant, settled=t.audit.settled)
         return assistant
 
     # --- the steps between the durable points ----------------------------------------------------
@@ -394,18 +467,9 @@ class TurnRuntime:
         return None
 
     async def _settled(self, t: _Turn, card: Interaction | None) -> Interaction | None:
-        """A card another turn is still resolving, once that turn settled it (or the wait
-        ended), so this reply can show the receipt of what committed instead of a guess."""
-        if card is None or card.status is not InteractionStatus.RESOLVING:
-            return card
-        deadline = time.monotonic() + self._config.settle_wait_ms / 1000
-        delay = 0.005
-        while time.monotonic() < deadline:
-            await asyncio.sleep(delay)
-            card = await self._stores.interactions.get(t.ctx.account_id, card.interaction_id)
-            if card.status is not InteractionStatus.RESOLVING:
-                break
-            delay = min(delay * 2, 0.1)
+        """The card this turn answered after another answer won it, as it stands now. No turn
+        waits for another to settle it: turns of one conversation never overlap, so the one
+        that claimed it has ended, or crashed and waits for recovery."""
         return card
 
     @staticmethod

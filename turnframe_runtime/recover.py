@@ -1,0 +1,469 @@
+"""Recovery: finish a turn a crash interrupted, from its durable points (DESIGN §9).
+
+For a turn whose marker is not terminal, in this order:
+1. a command whose outcome is unknown asks the executor (`outcome(idempotency_key)`, when the
+   executor offers it): applied settles it committed, never applied settles it failed, no answer
+   leaves it unknown;
+2. a command journaled and never settled runs again by its idempotency key, with the journaled
+   envelope (never re-planned, never re-interpreted): an executor that applied it returns the
+   original result;
+3. what that settled commits in one bundle, with the card the turn claimed;
+4. the reply is composed again from the ledger with server copy only (recovery resubmits no model
+   request): the same receipts, notices and cards the turn would have shown;
+5. a turn with nothing journaled ends `interrupted` with a notice, and a card it claimed is
+   active again.
+
+Recovery takes the conversation's lock, so it never runs beside a turn still in flight.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from enum import StrEnum
+
+from turnframe_core import codes
+from turnframe_core._derive import derive_block_id, derive_replay_token
+from turnframe_core.blocks import InteractionBlock, NoticeBlock, NoticeSeverity, ResponseBlock
+from turnframe_core.cases import CaseKey
+from turnframe_core.commands import CommandEnvelope
+from turnframe_core.events import DomainEvent
+from turnframe_core.interactions import Interaction, InteractionStatus
+from turnframe_core.replay import (
+    CommandOutcome,
+    CommittedOutcome,
+    FailedOutcome,
+    OutcomeUnknown,
+    RejectedOutcome,
+    ReplayRecord,
+    RevisionConflictOutcome,
+    TurnPhase,
+)
+from turnframe_core.turn import AssistantTurn, TurnStatus
+from turnframe_core.understanding import Understanding
+from turnframe_core.workflow import DomainRefusal, WorkflowDefinition
+from turnframe_runtime.card_answer import ClaimedCard
+from turnframe_runtime.cards import CardFactory
+from turnframe_runtime.cases import CaseBook, workflow_for
+from turnframe_runtime.compose import Composer, TurnResult
+from turnframe_runtime.config import RuntimeConfig
+from turnframe_runtime.context import AuditTrail, Executed, Notes, TurnContext
+from turnframe_runtime.copy import ServerCopy
+from turnframe_runtime.execute import Execution
+from turnframe_runtime.follow_up import FollowUp
+from turnframe_runtime.ports import CaseDirectory, ExecutionResult, WorkflowExecutor
+from turnframe_runtime.record import Recorder
+from turnframe_runtime.reduce import Plan, PlannedCommand
+from turnframe_store.bundle import Stores
+from turnframe_store.errors import NotFound, StoreError
+from turnframe_store.records import JournalEntry, JournalStatus
+
+__all__ = ["RecoveredTurn", "Recovery", "RecoveryOutcome", "RecoveryReport"]
+
+_RUN_AGAIN = (JournalStatus.PENDING, JournalStatus.EXECUTING)
+
+
+class RecoveryOutcome(StrEnum):
+    """What recovery did with one turn."""
+
+    #: the turn had ended already; nothing was done
+    FINISHED = "finished"
+    #: commands ran again by key, or unknown outcomes were settled, then the reply was composed
+    RESUMED = "resumed"
+    #: everything had settled: the reply was composed again from the ledger
+    REGENERATED = "regenerated"
+    #: the reply was stored; commands whose outcome was unknown were settled by asking the
+    #: executor (those it could not tell about stay unknown, and the turn stays unfinished)
+    RECONCILED = "reconciled"
+    #: nothing had run: the turn ended `interrupted` with a notice
+    INTERRUPTED = "interrupted"
+
+
+@dataclass(frozen=True)
+class RecoveredTurn:
+    account_id: str
+    turn_id: str
+    outcome: RecoveryOutcome
+    #: commands of the turn whose outcome is still unknown (the executor could not tell)
+    unknown: int = 0
+
+
+@dataclass(frozen=True)
+class RecoveryReport:
+    """What one sweep did, turn by turn; `failed` names turns recovery could not finish yet
+    (a store or executor failure: the next sweep tries again)."""
+
+    turns: tuple[RecoveredTurn, ...] = ()
+    failed: tuple[tuple[str, str, str], ...] = ()
+
+    def count(self, outcome: RecoveryOutcome) -> int:
+        return sum(1 for turn in self.turns if turn.outcome is outcome)
+
+
+@dataclass(frozen=True)
+class Recovery:
+    """Finishes interrupted turns with the runtime's own collaborators."""
+
+    stores: Stores
+    workflows: Mapping[str, WorkflowDefinition]
+    directory: CaseDirectory
+    executor: WorkflowExecutor
+    copy: ServerCopy
+    config: RuntimeConfig
+    clock: Callable[[], int]
+    follow_up_codes: frozenset[str]
+
+    async def turn(self, account_id: str, turn_id: str) -> RecoveredTurn:
+        """Finish one turn (the caller holds its conversation's lock)."""
+        conversations = self.stores.conversations
+        marker = await conversations.get_phase(account_id, turn_id)
+        if marker.phase.is_terminal:
+            return RecoveredTurn(account_id, turn_id, RecoveryOutcome.FINISHED)
+        user = await conversations.get_user_turn(account_id, turn_id)
+        ctx = TurnContext(user.input, turn_id, user.received_at)
+        record = await self.stores.replay.get(account_id, turn_id)
+        notes, audit = Notes(self.copy, ctx.locale), AuditTrail()
+        _seed(audit, record)
+        recorder = Recorder(audit, self.clock)
+        recorder.resume(record)
+        card, card_entries = await self._claimed_card(ctx, record)
+        own = await self.stores.journal.for_turn(account_id, turn_id)
+        entries = _ran(own, card_entries)
+        try:
+            await conversations.get_assistant_turn(account_id, turn_id)
+            replied = True
+        except NotFound:
+            replied = False
+        if not entries and not replied:
+            return await self._interrupt(ctx, card, record, notes, audit, recorder)
+        planned = {e.command_id: self._planned(e) for e in entries}
+        execution = Execution(
+            self.executor, self.config, ctx, notes, audit, recorder, replays_invalidate=False
+        )
+        await self._reconcile(ctx, entries, planned, audit)
+        if not replied:
+            await execution.run([planned[e.command_id] for e in entries if e.status in _RUN_AGAIN])
+        resumed = bool(audit.executed)
+        claimed = self._claim(ctx, card, planned)
+        if resumed:
+            async with self.stores.transaction() as tx:
+                # A stored reply's record is final (later records chain to it): only the
+                # journal, the ledger, the card and the marker learn what settled.
+                await execution.commit(tx, claimed, record=not replied)
+        # Everything the turn ran, as the journal now holds it: the reply cites all of it.
+        settled = [await self.stores.journal.get(account_id, e.command_id) for e in entries]
+        unknown = sum(1 for e in settled if e.status is JournalStatus.OUTCOME_UNKNOWN)
+        if replied:
+            if not unknown:
+                async with self.stores.transaction() as tx:
+                    await tx.conversations.set_phase(account_id, turn_id, TurnPhase.DELIVERED)
+            return RecoveredTurn(account_id, turn_id, RecoveryOutcome.RECONCILED, unknown)
+        events = await self._events(account_id, settled)
+        notes.notices.clear()
+        audit.executed = [
+            Executed(planned[e.command_id], e.outcome, _own(events, e.command_id))
+            for e in settled
+            if e.outcome is not None
+        ]
+        for executed in audit.executed:
+            _notice(notes, executed)
+        assistant = await self._compose(ctx, notes, audit, record, events, settled, card)
+        async with self.stores.transaction() as tx:
+            await recorder.deliver(tx, assistant, settled=not unknown)
+        outcome = RecoveryOutcome.RESUMED if resumed else RecoveryOutcome.REGENERATED
+        return RecoveredTurn(account_id, turn_id, outcome, unknown)
+
+    # --- what the turn had done --------------------------------------------------------------
+
+    async def _claimed_card(
+        self, ctx: TurnContext, record: ReplayRecord
+    ) -> tuple[Interaction | None, list[JournalEntry]]:
+        """The card this turn claimed (its record decided a command the card authorizes: a turn
+        that lost the card to another answer decided none) and, while it is resolving, the
+        commands it confirms."""
+        response = ctx.input.interaction_response
+        if response is None or not _claimed_by(record, response.interaction_id):
+            return None, []
+        try:
+            card = await self.stores.interactions.get(ctx.account_id, response.interaction_id)
+        except NotFound:
+            return None, []
+        if card.status is not InteractionStatus.RESOLVING:
+            return card, []
+        found = []
+        for command_id in card.payload.confirmed_command_ids():
+            try:
+                found.append(await self.stores.journal.get(ctx.account_id, command_id))
+            except NotFound:
+                continue
+        return card, found
+
+    @staticmethod
+    def _claim(
+        ctx: TurnContext, card: Interaction | None, planned: Mapping[str, PlannedCommand]
+    ) -> ClaimedCard | None:
+        """The card the turn claimed, while it is resolving: the commit finishes it."""
+        response = ctx.input.interaction_response
+        if card is None or response is None or card.status is not InteractionStatus.RESOLVING:
+            return None
+        return ClaimedCard(
+            card=card,
+            option_id=response.option_id,
+            resolves=True,
+            commands=tuple(
+                p
+                for p in planned.values()
+                if getattr(p.envelope.origin, "interaction_id", None) == card.interaction_id
+            ),
+        )
+
+    def _planned(self, entry: JournalEntry) -> PlannedCommand:
+        envelope = CommandEnvelope(
+            command_id=entry.command_id,
+            turn_id=entry.turn_id,
+            account_id=entry.account_id,
+            case_ref=entry.case_ref,
+            idempotency_key=entry.idempotency_key,
+            origin=entry.origin,
+            command_type=entry.command_type,
+            payload=entry.payload,
+        )
+        workflow = workflow_for(self.workflows, entry.case_ref.workflow)
+        return PlannedCommand("recovered", envelope, workflow.policy(entry.command_type))
+
+    async def _reconcile(
+        self,
+        ctx: TurnContext,
+        entries: Sequence[JournalEntry],
+        planned: Mapping[str, PlannedCommand],
+        audit: AuditTrail,
+    ) -> None:
+        """Ask the executor what became of each command whose outcome is unknown."""
+        ask = getattr(self.executor, "outcome", None)
+        if ask is None:
+            return
+        for entry in entries:
+            if entry.status is not JournalStatus.OUTCOME_UNKNOWN:
+                continue
+            try:
+                answer = await ask(entry.idempotency_key)
+            except Exception:  # it cannot tell now: the outcome stays unknown
+                continue
+            command = planned[entry.command_id]
+            if answer is None:
+                audit.executed.append(
+                    Executed(command, FailedOutcome(code=codes.EXECUTION_NOT_APPLIED))
+                )
+                continue
+            if not isinstance(answer, ExecutionResult):
+                continue
+            own = tuple(
+                ev
+                for ev in answer.events
+                if ev.command_id == entry.command_id
+                and ev.account_id == ctx.account_id
+                and ev.case_key == entry.case_ref.key
+            )
+            if len(own) != len(answer.events) or not own:
+                continue  # a result that is not this command's own is not trusted
+            outcome = CommittedOutcome(
+                new_revision=answer.new_revision, event_ids=tuple(ev.event_id for ev in own)
+            )
+            audit.executed.append(Executed(command, outcome, own, replayed=True))
+
+    async def _events(
+        self, account_id: str, settled: Sequence[JournalEntry]
+    ) -> dict[str, DomainEvent]:
+        wanted = [
+            event_id
+            for entry in settled
+            if isinstance(entry.outcome, CommittedOutcome)
+            for event_id in entry.outcome.event_ids
+        ]
+        if not wanted:
+            return {}
+        stored = await self.stores.events.get_by_ids(account_id, wanted)
+        return {ev.event_id: ev for ev in stored}
+
+    # --- the reply ------------------------------------------------------------------------------
+
+    async def _compose(
+        self,
+        ctx: TurnContext,
+        notes: Notes,
+        audit: AuditTrail,
+        record: ReplayRecord,
+        events: Mapping[str, DomainEvent],
+        settled: Sequence[JournalEntry],
+        card: Interaction | None,
+    ) -> AssistantTurn:
+        """The reply from the ledger and server copy, with the cards the cases need now."""
+        understanding = _understanding(record)
+        cases = CaseBook(self.directory, self.workflows, ctx.account_id)
+        touched: set[CaseKey] = {e.case_ref.key for e in settled}
+        if card is not None:
+            touched.add(card.case_ref.key)
+        if understanding.acts or understanding.questions:
+            await cases.load_candidates(ctx.conversation_id)
+        shown = await self._open_cards(ctx, record)
+        touched |= {c.case_ref.key for c in shown}
+        factory = CardFactory(ctx, self.copy, self.config.max_selection_candidates)
+        follow_up = FollowUp(ctx, cases, factory, notes, audit, shown, touched)
+        refreshed = await follow_up.refresh(())
+        try:
+            async with self.stores.transaction() as tx, tx.savepoint():
+                await follow_up.raise_cards(tx, understanding, [], refreshed)
+        except StoreError:
+            notes.notice(codes.NOTICE_CASE_REFRESH_UNAVAILABLE)
+        result = TurnResult(
+            understanding=understanding,
+            plan=Plan(),
+            cases=cases,
+            readback=events,
+            shown=follow_up.shown,
+            touched=frozenset(follow_up.touched),
+        )
+        composer = Composer(
+            ctx,
+            self.workflows,
+            self.copy,
+            self.clock,
+            None,  # recovery resubmits no model request
+            notes,
+            audit,
+            follow_up_codes=self.follow_up_codes,
+        )
+        return await composer.compose(result)
+
+    async def _open_cards(self, ctx: TurnContext, record: ReplayRecord) -> list[Interaction]:
+        """The cards this turn persisted that are still open (they may be shown)."""
+        shown = []
+        for interaction_id in record.interactions_created:
+            try:
+                card = await self.stores.interactions.get(ctx.account_id, interaction_id)
+            except NotFound:
+                continue
+            if card.status is InteractionStatus.ACTIVE:
+                shown.append(card)
+        return shown
+
+    async def _interrupt(
+        self,
+        ctx: TurnContext,
+        card: Interaction | None,
+        record: ReplayRecord,
+        notes: Notes,
+        audit: AuditTrail,
+        recorder: Recorder,
+    ) -> RecoveredTurn:
+        """Nothing ran: the card the turn claimed is active again, and the turn ends
+        `interrupted` with a notice (and the cards it persisted, which are real)."""
+        if card is not None and card.status is InteractionStatus.RESOLVING:
+            async with self.stores.transaction() as tx:
+                await tx.interactions.finish(
+                    ctx.account_id, card.interaction_id, InteractionStatus.ACTIVE
+                )
+        rendered = self.copy.render(codes.NOTICE_TURN_INTERRUPTED, ctx.locale, {})
+        blocks: list[ResponseBlock] = [
+            NoticeBlock(
+                block_id=derive_block_id(
+                    ctx.account_id, ctx.turn_id, f"notice:{codes.NOTICE_TURN_INTERRUPTED}:0"
+                ),
+                code=codes.NOTICE_TURN_INTERRUPTED,
+                severity=NoticeSeverity.WARNING,
+                text=rendered.text,
+                copy_ref=rendered.copy_ref,
+            )
+        ]
+        for shown in await self._open_cards(ctx, record):
+            blocks.append(
+                InteractionBlock.from_view(
+                    derive_block_id(
+                        ctx.account_id, ctx.turn_id, f"interaction:{shown.interaction_id}"
+                    ),
+                    shown.view(),
+                )
+            )
+        assistant = AssistantTurn(
+            turn_id=ctx.turn_id,
+            conversation_id=ctx.conversation_id,
+            account_id=ctx.account_id,
+            status=TurnStatus.INTERRUPTED,
+            locale=ctx.locale,
+            blocks=tuple(blocks),
+            replay_token=derive_replay_token(ctx.turn_id),
+            created_at=ctx.now,
+            completed_at=max(ctx.now, self.clock()),
+        )
+        async with self.stores.transaction() as tx:
+            await recorder.deliver(tx, assistant, failure_code=codes.RUNTIME_TURN_INTERRUPTED)
+        return RecoveredTurn(ctx.account_id, ctx.turn_id, RecoveryOutcome.INTERRUPTED)
+
+
+def _claimed_by(record: ReplayRecord, interaction_id: str) -> bool:
+    """Whether the turn of `record` won the card: it decided a command the card authorizes."""
+    return any(
+        getattr(decision.origin, "interaction_id", None) == interaction_id
+        for decision in record.policy_decisions
+    )
+
+
+def _ran(own: Sequence[JournalEntry], card: Sequence[JournalEntry]) -> list[JournalEntry]:
+    """The commands the turn started (a command still awaiting its card never ran), once each,
+    the card's first as the turn ran them."""
+    seen: dict[str, JournalEntry] = {}
+    for entry in (*card, *own):
+        if entry.status is not JournalStatus.AWAITING_CONFIRMATION:
+            seen.setdefault(entry.command_id, entry)
+    return list(seen.values())
+
+
+def _own(events: Mapping[str, DomainEvent], command_id: str) -> tuple[DomainEvent, ...]:
+    return tuple(ev for ev in events.values() if ev.command_id == command_id)
+
+
+def _understanding(record: ReplayRecord) -> Understanding:
+    if record.understanding is None:
+        return Understanding()
+    try:
+        return Understanding.model_validate(record.understanding)
+    except ValueError:
+        return Understanding()
+
+
+def _seed(audit: AuditTrail, record: ReplayRecord) -> None:
+    """What the stored record already says, so the final record keeps it."""
+    audit.understanding_problems.extend(record.understanding_problems)
+    audit.target_resolutions.extend(record.target_resolutions)
+    audit.policy_decisions.extend(record.policy_decisions)
+    audit.provider_attempts.extend(record.provider_attempts)
+    audit.interactions_created.extend(record.interactions_created)
+    audit.outbox_ids.extend(record.outbox_ids)
+    audit.claim_violations.extend(record.claim_violations)
+    audit.prose_findings.extend(record.prose_findings)
+
+
+def _notice(notes: Notes, executed: Executed) -> None:
+    """The notice the turn showed for a command's outcome (as execution says it)."""
+    outcome: CommandOutcome = executed.outcome
+    if isinstance(outcome, RevisionConflictOutcome):
+        notes.notice(codes.NOTICE_REVISION_CONFLICT)
+    elif isinstance(outcome, RejectedOutcome):
+        explanation = outcome.explanation.strip()
+        if explanation:
+            refusal = DomainRefusal(code=outcome.code, explanation=explanation)
+            notes.refuse(executed.planned.envelope.case_ref, refusal)
+        else:
+            notes.notice(codes.NOTICE_COMMAND_FAILED)
+    elif isinstance(outcome, OutcomeUnknown):
+        if outcome.reason == "execution_timeout":
+            notes.notice(codes.NOTICE_VERIFICATION_IN_PROGRESS)
+        else:
+            notes.notice(codes.NOTICE_OUTCOME_UNCERTAIN)
+    elif isinstance(outcome, FailedOutcome):
+        if outcome.code == codes.EXECUTION_UNTRUSTED_RESULT:
+            notes.notice(codes.NOTICE_RESULT_UNCONFIRMED)
+        elif outcome.code == codes.EXECUTION_DECLINED:
+            notes.notice(codes.NOTICE_INSTRUCTION_DECLINED)
+        elif outcome.code != codes.EXECUTION_CARD_INVALIDATED:
+            notes.notice(codes.NOTICE_COMMAND_FAILED)
