@@ -29,6 +29,7 @@ from turnframe_core import (
     verify_chain,
 )
 from turnframe_core._canonical import digest_bytes
+from turnframe_runtime import CatalogCopy, RuntimeConfig, TurnRuntime
 from turnframe_store import (
     InvalidDatabaseUrl,
     ManualClock,
@@ -38,10 +39,23 @@ from turnframe_store import (
     Stores,
     system_clock,
 )
+from turnframe_test.domains.travel import (
+    TRIP_TEMPLATES,
+    TripDesk,
+    TripDirectory,
+    TripWorkflow,
+)
 from turnframe_test.harness import DeskHarness
 from turnframe_test.understandings import act, question
 
-__all__ = ["DEMO_ACCOUNT", "DEMO_DB_FILE", "default_database_url", "register", "run_demo"]
+__all__ = [
+    "DEMO_ACCOUNT",
+    "DEMO_DB_FILE",
+    "default_database_url",
+    "recovery_runtime",
+    "register",
+    "run_demo",
+]
 
 DEMO_DB_FILE: Final = "turnframe-demo.db"
 DEMO_ACCOUNT: Final = "acct_demo"
@@ -65,6 +79,30 @@ def _run(args: argparse.Namespace) -> int:
         print(f"turnframe demo: {unusable}", file=sys.stderr)
         return 2
     return 0
+
+
+async def recovery_runtime(url: str) -> TurnRuntime:
+    """The travel desk's runtime on the database at `url`, for `turnframe recover --app
+    turnframe_test.demo:recovery_runtime`. The demo keeps its domain in its own process, so
+    this one has none: it finishes what needs no domain (interrupted turns, replies composed
+    again from the ledger) and leaves a command it cannot ask about unknown rather than guess."""
+    desk = TripDesk()
+    return TurnRuntime(
+        stores=await SqlStores.connect(url),
+        workflows=[TripWorkflow()],
+        directory=TripDirectory(desk),
+        executor=_NoDomain(),
+        copy=CatalogCopy(TRIP_TEMPLATES),
+        config=RuntimeConfig(locales=("en", "it")),
+    )
+
+
+class _NoDomain:
+    """An executor with no domain behind it: whatever it is asked to run has an unknown
+    outcome (it raises), and it offers no `outcome` query, so nothing is settled by a guess."""
+
+    async def execute(self, batch: Any) -> Any:
+        raise RuntimeError("the demo's domain lives in the process that ran the demo")
 
 
 def default_database_url(directory: Path | None = None) -> str:

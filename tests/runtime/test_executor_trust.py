@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from turnframe_core import codes
-from turnframe_core.replay import FailedOutcome, OutcomeUnknown
+from turnframe_core.replay import FailedOutcome, OutcomeUnknown, TurnPhase
 from turnframe_runtime import ExecutionResult
 from turnframe_store import JournalStatus
 from turnframe_test.harness import DeskHarness
@@ -84,7 +84,9 @@ async def test_an_executor_error_of_any_shape_is_recorded_and_the_turn_replied(
     assert desk.notice_codes(turn) == [codes.NOTICE_OUTCOME_UNCERTAIN]
     [entry] = await desk.journal(turn)
     assert isinstance(entry.outcome, OutcomeUnknown) and entry.outcome.error == expected
-    assert await desk.stores.conversations.list_unfinished_turns(10) == ()
+    # The reply is stored; the turn stays unfinished until recovery asks the executor.
+    [unfinished] = await desk.stores.conversations.list_unfinished_turns(10)
+    assert (unfinished.turn_id, unfinished.phase) == (turn.turn_id, TurnPhase.COMMITTED)
 
 
 async def test_a_timeout_still_says_the_request_was_sent(desk):

@@ -244,7 +244,10 @@ async def test_a_provider_failure_after_commit_regenerates_narration_without_rep
 # 14
 async def test_a_database_timeout_during_an_atomic_batch_leaves_no_hidden_partial_state(desk):
     desk.ready_trip()
-    desk.stores.faults.arm(FaultPoint.AFTER_COMMIT_BEFORE_EVENT_READBACK, error=Timeout("lost"))
+    # The commit bundle's own crossing (the start point's is the first): it never lands.
+    desk.stores.faults.arm(
+        FaultPoint.AFTER_JOURNAL_INSERT_BEFORE_COMMIT, error=Timeout("lost"), skip=1
+    )
     with pytest.raises(Timeout):
         await desk.say(
             "Set the name to Grace Hopper",
@@ -256,6 +259,9 @@ async def test_a_database_timeout_during_an_atomic_batch_leaves_no_hidden_partia
     assert entry.status is JournalStatus.EXECUTING  # resumable by its key
     with pytest.raises(NotFound):
         await desk.stores.conversations.get_assistant_turn("acct_1", turn_id)
+    await desk.runtime.recover_unfinished()  # and recovery resumes it: applied once
+    assert await desk.event_types() == ["trip.name_set"]
+    assert list(desk.executor.applied.values()) == [1]
 
 
 # 15

@@ -18,6 +18,7 @@ from __future__ import annotations
 import copy
 import datetime as dt
 import re
+from collections import Counter, deque
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -65,6 +66,7 @@ from turnframe_runtime import (
 
 __all__ = [
     "LEGS",
+    "ProcessCrash",
     "TRIP",
     "TRIP_TEMPLATES",
     "Trip",
@@ -128,6 +130,56 @@ def _refuse(code: str, explanation: str) -> DomainRefusal:
     return DomainRefusal(code=code, explanation=explanation)
 
 
+#: what an open trip offers (the same every time: built once)
+_LEG = ArgumentSpec(
+    name="leg",
+    description="outbound or return",
+    value=ValueRule(kind=ValueKind.ENUM, choices=LEGS),
+)
+_OPERATIONS: tuple[OperationSpec, ...] = (
+    OperationSpec(
+        operation=SET_NAME,
+        summary="Set the traveller's name",
+        arguments=(ArgumentSpec(name="name", description="full name"),),
+    ),
+    OperationSpec(
+        operation=SET_EMAIL,
+        summary="Set the contact email",
+        arguments=(
+            ArgumentSpec(
+                name="email",
+                description="email address",
+                value=ValueRule(kind=ValueKind.EMAIL),
+            ),
+        ),
+    ),
+    OperationSpec(
+        operation=SET_TRAVEL_DATE,
+        summary="Set the travel date",
+        arguments=(
+            ArgumentSpec(
+                name="travel_date",
+                description="YYYY-MM-DD",
+                value=ValueRule(kind=ValueKind.DATE),
+            ),
+        ),
+    ),
+    OperationSpec(
+        operation=REQUEST_REBOOKING,
+        summary="Ask for a leg to be rebooked",
+        arguments=(_LEG,),
+    ),
+    OperationSpec(operation=KEEP_LEG, summary="Keep a leg as booked", arguments=(_LEG,)),
+    OperationSpec(operation=WITHDRAW, summary="Withdraw the trip"),
+    OperationSpec(
+        operation=CONFIRM_REBOOKING,
+        summary="Send the rebooking to the airline",
+        arguments=(_LEG,),
+        proposable=False,
+    ),
+)
+
+
 class TripWorkflow:
     """The trip workflow (pure: no I/O, no clock)."""
 
@@ -189,53 +241,7 @@ class TripWorkflow:
     def operations(self, view: WorkflowView) -> Sequence[OperationSpec]:
         if view.phase in ("withdrawn", "not_started"):
             return ()
-        leg = ArgumentSpec(
-            name="leg",
-            description="outbound or return",
-            value=ValueRule(kind=ValueKind.ENUM, choices=LEGS),
-        )
-        return (
-            OperationSpec(
-                operation=SET_NAME,
-                summary="Set the traveller's name",
-                arguments=(ArgumentSpec(name="name", description="full name"),),
-            ),
-            OperationSpec(
-                operation=SET_EMAIL,
-                summary="Set the contact email",
-                arguments=(
-                    ArgumentSpec(
-                        name="email",
-                        description="email address",
-                        value=ValueRule(kind=ValueKind.EMAIL),
-                    ),
-                ),
-            ),
-            OperationSpec(
-                operation=SET_TRAVEL_DATE,
-                summary="Set the travel date",
-                arguments=(
-                    ArgumentSpec(
-                        name="travel_date",
-                        description="YYYY-MM-DD",
-                        value=ValueRule(kind=ValueKind.DATE),
-                    ),
-                ),
-            ),
-            OperationSpec(
-                operation=REQUEST_REBOOKING,
-                summary="Ask for a leg to be rebooked",
-                arguments=(leg,),
-            ),
-            OperationSpec(operation=KEEP_LEG, summary="Keep a leg as booked", arguments=(leg,)),
-            OperationSpec(operation=WITHDRAW, summary="Withdraw the trip"),
-            OperationSpec(
-                operation=CONFIRM_REBOOKING,
-                summary="Send the rebooking to the airline",
-                arguments=(leg,),
-                proposable=False,
-            ),
-        )
+        return _OPERATIONS
 
     def compile(
         self, act: ResolvedAct, view: WorkflowView, state: Mapping[str, Any] | None
@@ -499,6 +505,11 @@ _EVENT_TYPES = {
 }
 
 
+class ProcessCrash(BaseException):
+    """The process dies here: nothing after it runs (no handler a program would write catches a
+    `BaseException` that is not an `Exception`), and recovery finishes the turn."""
+
+
 class TripExecutor:
     """Applies trip commands to the desk, all or nothing per batch, idempotent per envelope key.
 
@@ -512,8 +523,41 @@ class TripExecutor:
         self.results: dict[str, tuple[Any, ExecutionResult]] = {}
         self.timeouts: set[str] = set()
         self.executed: list[str] = []
+        #: how many times each idempotency key took effect (never more than once)
+        self.applied: Counter[str] = Counter()
+        self._before: deque[BaseException] = deque()
+        self._after: deque[BaseException] = deque()
+
+    def arm_before_remote_request(self, error: BaseException) -> None:
+        """The next batch raises `error` before anything is applied."""
+        self._before.append(error)
+
+    def arm_after_remote_request(self, error: BaseException) -> None:
+        """The next batch that takes effect raises `error` after applying (the answer is lost:
+        an exception is an unknown outcome; a `ProcessCrash` is the process dying there)."""
+        self._after.append(error)
+
+    def disarm(self) -> int:
+        """Drop the faults armed and not fired; returns how many there were."""
+        left = len(self._before) + len(self._after)
+        self._before.clear()
+        self._after.clear()
+        return left
+
+    async def outcome(self, idempotency_key: str) -> ExecutionResult | None:
+        """What became of a command: its result when it took effect, None when it never did
+        (this executor applies a batch before it answers, so an unknown key never will)."""
+        known = self.results.get(idempotency_key)
+        if known is None:
+            return None
+        result = known[1]
+        return ExecutionResult(
+            new_revision=result.new_revision, events=result.events, replayed=True
+        )
 
     async def execute(self, batch: CommandBatch) -> ExecutionResult:
+        if self._before:
+            raise self._before.popleft()
         envelopes = batch.envelopes
         known = [self.results.get(e.idempotency_key) for e in envelopes]
         if all(known):
@@ -567,6 +611,9 @@ class TripExecutor:
                 result,
             )
             self.executed.append(envelope.command_type)
+            self.applied[envelope.idempotency_key] += 1
+        if self._after:
+            raise self._after.popleft()
         return ExecutionResult(new_revision=new_revision, events=tuple(events))
 
     @staticmethod

@@ -1,0 +1,306 @@
+"""Recovery finishes every interrupted turn (DESIGN §9), one test per branch, on every backend:
+an ended turn is left alone; nothing journaled ends `interrupted`; journaled commands run again
+by key; settled commands get their reply composed again; unknown outcomes are asked of the
+executor; a card whose commands never took effect is active again; a turn that lost a card to
+another answer never touches it."""
+
+from __future__ import annotations
+
+import pytest
+
+from turnframe_core import (
+    InteractionStatus,
+    NoticeBlock,
+    ReceiptBlock,
+    TurnInput,
+    TurnPhase,
+    TurnStatus,
+    codes,
+    verify_chain,
+)
+from turnframe_runtime import RecoveryOutcome
+from turnframe_store import FaultPoint, JournalStatus, Timeout
+from turnframe_test import DeskHarness, ScriptedNarrator, act, understanding
+from turnframe_test.domains.travel import ProcessCrash
+
+NAME = "trip.set_name"
+REBOOK = "trip.request_rebooking"
+
+
+def _name(turn_id: str = "turn_r1", text: str = "Name Grace Hopper") -> TurnInput:
+    return TurnInput(account_id="acct_1", conversation_id="conv_1", text=text, turn_id=turn_id)
+
+
+async def _say(desk: DeskHarness, turn_input: TurnInput):
+    desk.interpreter.then(understanding(act("a1", NAME, "h1", "Grace", name="Grace Hopper")))
+    desk.clock.advance(1_000)
+    return await desk.runtime.handle_turn(turn_input)
+
+
+async def _marker(desk: DeskHarness, turn_id: str) -> TurnPhase:
+    return (await desk.stores.conversations.get_phase("acct_1", turn_id)).phase
+
+
+async def test_a_turn_that_ended_is_left_as_it_is(desk: DeskHarness) -> None:
+    desk.ready_trip()
+    turn = await _say(desk, _name())
+    assert (await desk.runtime.recover_unfinished()).turns == ()
+    again = await desk.runtime.recover_turn("acct_1", turn.turn_id)
+    assert again.outcome is RecoveryOutcome.FINISHED
+    assert await desk.runtime.load_turn("acct_1", turn.turn_id) == turn
+
+
+async def test_a_turn_with_nothing_journaled_ends_interrupted_and_its_retry_gets_it(
+    desk: DeskHarness,
+) -> None:
+    desk.ready_trip()
+    desk.stores.faults.arm(FaultPoint.AFTER_JOURNAL_INSERT_BEFORE_COMMIT)  # the start point
+    with pytest.raises(Timeout):
+        await _say(desk, _name())
+    assert await _marker(desk, "turn_r1") is TurnPhase.RECEIVED
+    report = await desk.runtime.recover_unfinished()
+    assert [(t.turn_id, t.outcome) for t in report.turns] == [
+        ("turn_r1", RecoveryOutcome.INTERRUPTED)
+    ]
+    retried = await _say(desk, _name())  # the client's retry gets the finished turn
+    assert retried.status is TurnStatus.INTERRUPTED
+    assert [b.code for b in retried.blocks if isinstance(b, NoticeBlock)] == [
+        codes.NOTICE_TURN_INTERRUPTED
+    ]
+    assert await desk.events() == [] and desk.executor.executed == []
+    record = await desk.runtime.replay("acct_1", retried.replay_token)
+    assert (record.phase, record.failure_code) == (
+        TurnPhase.DELIVERED,
+        codes.RUNTIME_TURN_INTERRUPTED,
+    )
+    assert desk.interpreter.calls == 1  # recovery resubmits no model request
+
+
+@pytest.mark.parametrize("applied", [False, True], ids=["before-the-request", "after-it"])
+async def test_journaled_commands_run_again_by_key_and_take_effect_once(
+    desk: DeskHarness, applied: bool
+) -> None:
+    desk.ready_trip()
+    if applied:
+        desk.executor.arm_after_remote_request(ProcessCrash())
+    else:
+        desk.executor.arm_before_remote_request(ProcessCrash())
+    with pytest.raises(ProcessCrash):
+        await _say(desk, _name())
+    assert await _marker(desk, "turn_r1") is TurnPhase.EXECUTING
+    [recovered] = (await desk.runtime.recover_unfinished()).turns
+    assert recovered.outcome is RecoveryOutcome.RESUMED
+    assert list(desk.executor.applied.values()) == [1]
+    assert await desk.event_types() == ["trip.name_set"]
+    turn = await desk.runtime.load_turn("acct_1", "turn_r1")
+    assert desk.receipt_codes(turn) == ["trip.name_set"]
+    assert [e.status for e in await desk.journal(turn)] == [JournalStatus.COMMITTED]
+    assert await _marker(desk, "turn_r1") is TurnPhase.DELIVERED
+
+
+async def test_a_click_that_crashed_mid_way_resolves_its_card_on_recovery(
+    desk: DeskHarness,
+) -> None:
+    desk.ready_trip()
+    asked = await desk.say(
+        "Rebook the outbound", act("a1", REBOOK, "h1", "Rebook the outbound", leg="outbound")
+    )
+    card = desk.card(asked)
+    desk.executor.arm_after_remote_request(ProcessCrash())
+    with pytest.raises(ProcessCrash):
+        await desk.click(card, "opt_rebook")
+    stored = await desk.stores.interactions.get("acct_1", card.interaction_id)
+    assert stored.status is InteractionStatus.RESOLVING
+    [recovered] = (await desk.runtime.recover_unfinished()).turns
+    assert recovered.outcome is RecoveryOutcome.RESUMED
+    stored = await desk.stores.interactions.get("acct_1", card.interaction_id)
+    assert stored.status is InteractionStatus.RESOLVED
+    assert list(desk.executor.applied.values()) == [1, 1]  # the request, then the rebooking
+    turn = await desk.runtime.load_turn("acct_1", recovered.turn_id)
+    assert desk.receipt_codes(turn) == ["trip.rebooking_sent"]
+
+
+async def test_a_settled_turn_gets_the_reply_it_would_have_had(make_desk) -> None:
+    control: DeskHarness = await make_desk()
+    crashed: DeskHarness = await make_desk()
+    for desk in (control, crashed):
+        desk.ready_trip()
+    crashed.stores.faults.arm(FaultPoint.BEFORE_RESPONSE_PERSISTENCE)
+    expected = await _say(control, _name())
+    with pytest.raises(Exception):  # noqa: B017 - whatever the store raised, the commit stands
+        await _say(crashed, _name())
+    assert await _marker(crashed, "turn_r1") is TurnPhase.COMMITTED
+    [recovered] = (await crashed.runtime.recover_unfinished()).turns
+    assert recovered.outcome is RecoveryOutcome.REGENERATED
+    turn = await crashed.runtime.load_turn("acct_1", "turn_r1")
+    assert turn.blocks == expected.blocks  # byte for byte, server copy on both sides
+    assert turn.to_stored_json().replace(str(turn.completed_at), "") == (
+        expected.to_stored_json().replace(str(expected.completed_at), "")
+    )
+    assert list(crashed.executor.applied.values()) == [1]
+
+
+async def test_an_unknown_outcome_is_asked_of_the_executor_and_settled(
+    desk: DeskHarness,
+) -> None:
+    desk.ready_trip()
+    asked = await desk.say(
+        "Rebook the outbound", act("a1", REBOOK, "h1", "Rebook the outbound", leg="outbound")
+    )
+    card = desk.card(asked)
+    desk.executor.arm_after_remote_request(RuntimeError("the airline's answer was lost"))
+    turn = await desk.click(card, "opt_rebook")
+    assert desk.notice_codes(turn) == [codes.NOTICE_OUTCOME_UNCERTAIN]
+    assert await _marker(desk, turn.turn_id) is TurnPhase.COMMITTED  # not finished yet
+    [recovered] = (await desk.runtime.recover_unfinished()).turns
+    assert (recovered.outcome, recovered.unknown) == (RecoveryOutcome.RECONCILED, 0)
+    assert await _marker(desk, turn.turn_id) is TurnPhase.DELIVERED
+    stored = await desk.stores.interactions.get("acct_1", card.interaction_id)
+    assert stored.status is InteractionStatus.RESOLVED
+    assert await desk.event_types() == ["trip.rebooking_requested", "trip.rebooking_sent"]
+    assert list(desk.executor.applied.values()) == [1, 1]
+    assert await desk.runtime.load_turn("acct_1", turn.turn_id) == turn  # the reply stands
+
+
+async def test_an_outcome_the_executor_cannot_tell_stays_unknown_and_unfinished(
+    desk: DeskHarness,
+) -> None:
+    desk.ready_trip()
+    desk.executor.arm_after_remote_request(RuntimeError("lost"))
+    turn = await _say(desk, _name())
+
+    async def cannot_tell(key: str):
+        raise TimeoutError("the remote side does not answer")
+
+    desk.executor.outcome = cannot_tell  # type: ignore[method-assign]
+    [recovered] = (await desk.runtime.recover_unfinished()).turns
+    assert (recovered.outcome, recovered.unknown) == (RecoveryOutcome.RECONCILED, 1)
+    assert await _marker(desk, turn.turn_id) is TurnPhase.COMMITTED
+
+
+async def test_a_receipt_regenerated_cites_only_committed_events(desk: DeskHarness) -> None:
+    desk.ready_trip()
+    desk.executor.arm_before_remote_request(ProcessCrash())
+    with pytest.raises(ProcessCrash):
+        await _say(desk, _name())
+    await desk.runtime.recover_unfinished()
+    turn = await desk.runtime.load_turn("acct_1", "turn_r1")
+    ledger = {e.event_id for e in await desk.events()}
+    for receipt in (b for b in turn.blocks if isinstance(b, ReceiptBlock)):
+        assert set(receipt.event_ids) <= ledger
+
+
+async def test_a_commit_that_landed_unheard_is_finished_by_recovery(make_desk) -> None:
+    """`after_commit_before_event_readback`: the commit landed and the turn never read it back.
+    With a narrator the reply was not stored yet: recovery composes it from the ledger."""
+    narrator = ScriptedNarrator()
+    desk: DeskHarness = await make_desk(narrator=narrator)
+    desk.ready_trip()
+    desk.stores.faults.arm(FaultPoint.AFTER_COMMIT_BEFORE_EVENT_READBACK)
+    with pytest.raises(Timeout):
+        await _say(desk, _name())
+    assert await desk.event_types() == ["trip.name_set"]  # it landed
+    assert await _marker(desk, "turn_r1") is TurnPhase.COMMITTED
+    [recovered] = (await desk.runtime.recover_unfinished()).turns
+    assert recovered.outcome is RecoveryOutcome.REGENERATED
+    turn = await _say(desk, _name())  # the retry gets the finished turn
+    assert desk.receipt_codes(turn) == ["trip.name_set"]
+    assert list(desk.executor.applied.values()) == [1]
+    narrator.verify()  # recovery asked no model
+
+
+async def test_without_a_narrator_a_commit_that_landed_unheard_already_holds_its_reply(
+    desk: DeskHarness,
+) -> None:
+    desk.ready_trip()
+    desk.stores.faults.arm(FaultPoint.AFTER_COMMIT_BEFORE_EVENT_READBACK)
+    with pytest.raises(Timeout):
+        await _say(desk, _name())
+    assert await _marker(desk, "turn_r1") is TurnPhase.DELIVERED  # stored with the commit
+    turn = await _say(desk, _name())
+    assert desk.receipt_codes(turn) == ["trip.name_set"]
+    assert (await desk.runtime.recover_unfinished()).turns == ()
+
+
+async def test_a_retry_of_an_interrupted_turn_finishes_it_at_once(desk: DeskHarness) -> None:
+    """No turn of a conversation runs beside another, so a turn id accepted before with no
+    reply was interrupted: its retry finishes it rather than answer "in progress"."""
+    desk.ready_trip()
+    desk.executor.arm_before_remote_request(ProcessCrash())
+    with pytest.raises(ProcessCrash):
+        await _say(desk, _name())
+    turn = await _say(desk, _name())
+    assert desk.receipt_codes(turn) == ["trip.name_set"]
+    assert list(desk.executor.applied.values()) == [1]
+    assert await _marker(desk, "turn_r1") is TurnPhase.DELIVERED
+
+
+async def test_a_new_turn_finishes_the_interrupted_one_before_it_and_the_chain_holds(
+    desk: DeskHarness,
+) -> None:
+    desk.ready_trip()
+    desk.executor.arm_before_remote_request(ProcessCrash())
+    with pytest.raises(ProcessCrash):
+        await _say(desk, _name())
+    await _say(desk, _name("turn_r2", "Name Grace Hopper please"))
+    assert await _marker(desk, "turn_r1") is TurnPhase.DELIVERED  # finished first
+    records = await desk.stores.replay.for_conversation("acct_1", "conv_1")
+    assert [r.turn_id for r in records] == ["turn_r1", "turn_r2"]
+    assert verify_chain(records) == []
+
+
+async def test_a_reconciled_turn_keeps_its_record_so_the_chain_holds(desk: DeskHarness) -> None:
+    desk.ready_trip()
+    desk.executor.arm_after_remote_request(RuntimeError("lost"))
+    first = await _say(desk, _name())
+    await _say(desk, _name("turn_r2", "Name Grace Hopper please"))
+    await desk.runtime.recover_unfinished()
+    assert await _marker(desk, first.turn_id) is TurnPhase.DELIVERED
+    records = await desk.stores.replay.for_conversation("acct_1", "conv_1")
+    assert verify_chain(records) == []
+
+
+async def test_a_command_that_never_took_effect_settles_failed_and_the_card_reopens(
+    desk: DeskHarness,
+) -> None:
+    desk.ready_trip()
+    asked = await desk.say(
+        "Rebook the outbound", act("a1", REBOOK, "h1", "Rebook the outbound", leg="outbound")
+    )
+    card = desk.card(asked)
+    desk.executor.arm_before_remote_request(RuntimeError("the line dropped"))  # nothing applied
+    turn = await desk.click(card, "opt_rebook")
+    assert desk.notice_codes(turn) == [codes.NOTICE_OUTCOME_UNCERTAIN]
+    [recovered] = (await desk.runtime.recover_unfinished()).turns
+    assert (recovered.outcome, recovered.unknown) == (RecoveryOutcome.RECONCILED, 0)
+    [entry] = [e for e in await desk.journal(turn) if e.command_type == "trip.confirm_rebooking"]
+    assert (entry.status, entry.outcome.code) == (JournalStatus.FAILED, codes.EXECUTION_NOT_APPLIED)
+    stored = await desk.stores.interactions.get("acct_1", card.interaction_id)
+    assert stored.status is InteractionStatus.ACTIVE  # nothing took effect: ask again
+    again = await desk.click(card, "opt_rebook")
+    assert desk.receipt_codes(again) == ["trip.rebooking_sent"]
+
+
+async def test_a_turn_that_lost_the_card_never_releases_the_winners_claim(
+    desk: DeskHarness,
+) -> None:
+    desk.ready_trip()
+    asked = await desk.say(
+        "Rebook the outbound", act("a1", REBOOK, "h1", "Rebook the outbound", leg="outbound")
+    )
+    card = desk.card(asked)
+    desk.executor.arm_after_remote_request(RuntimeError("lost"))  # the winner: unknown outcome
+    await desk.click(card, "opt_rebook")
+    desk.stores.faults.arm(FaultPoint.BEFORE_RESPONSE_PERSISTENCE)
+    with pytest.raises(Exception):  # noqa: B017 - the loser's reply is never stored
+        await desk.click(card, "opt_keep")
+    report = await desk.runtime.recover_unfinished()
+    # The winner is reconciled; the loser ran nothing, so it ends interrupted, and leaves the
+    # card to its winner.
+    assert sorted(t.outcome for t in report.turns) == [
+        RecoveryOutcome.INTERRUPTED,
+        RecoveryOutcome.RECONCILED,
+    ]
+    stored = await desk.stores.interactions.get("acct_1", card.interaction_id)
+    assert stored.status is InteractionStatus.RESOLVED  # the winner's, settled by asking
+    assert list(desk.executor.applied.values()) == [1, 1]
