@@ -256,6 +256,8 @@ class ReplayRecord(FrozenModel):
     claim_violations: tuple[str, ...] = ()
     #: what the review and the wording guard kept out of the reply, and what replaced it
     prose_findings: tuple[ProseFinding, ...] = ()
+    #: the card this turn won (moved to `resolving`): recovery settles it, and only it
+    claimed_interaction: InteractionId | None = None
     failure_code: str | None = None
 
     @model_validator(mode="after")
@@ -272,7 +274,8 @@ class ReplayRecord(FrozenModel):
     @model_serializer(mode="wrap")
     def _added_later(self, handler: SerializerFunctionWrapHandler) -> Any:
         return _without_unset_additions(
-            handler(self), {"understanding_problems": (), "prose_findings": ()}
+            handler(self),
+            {"understanding_problems": (), "prose_findings": (), "claimed_interaction": None},
         )
 
     def digest(self) -> str:

@@ -64,16 +64,11 @@ class PreviousTurnUnfinished(Exception):
 
 
 async def accept_turn(
-    stores: Stores,
-    turn: TurnContext,
-    loaded: Iterable[CaseInView],
-    *,
-    after_unfinished: bool = False,
+    stores: Stores, turn: TurnContext, loaded: Iterable[CaseInView]
 ) -> tuple[UserTurnRecord, ReplayRecord]:
     """The user turn as received and its first replay record, chained to the conversation's
     previous record; both are written by the durable point's bundle. A previous turn that
-    never finished raises `PreviousTurnUnfinished` (unless `after_unfinished`: recovery could
-    not finish it now, and the conversation goes on)."""
+    never finished raises `PreviousTurnUnfinished`: it is finished first."""
     user_turn = UserTurnRecord(
         account_id=turn.account_id,
         conversation_id=turn.conversation_id,
@@ -82,12 +77,7 @@ async def accept_turn(
         input=turn.input,
     )
     previous = await stores.replay.last_for_conversation(turn.account_id, turn.conversation_id)
-    if (
-        previous is not None
-        and not previous.phase.is_terminal
-        and previous.turn_id != turn.turn_id
-        and not after_unfinished
-    ):
+    if previous is not None and not previous.phase.is_terminal and previous.turn_id != turn.turn_id:
         raise PreviousTurnUnfinished(previous.turn_id)
     cases = list(loaded)
     record = ReplayRecord(

@@ -135,6 +135,8 @@ class AuditTrail:
     outbox_ids: list[str] = field(default_factory=list)
     claim_violations: list[str] = field(default_factory=list)
     prose_findings: list[ProseFinding] = field(default_factory=list)
+    #: the card this turn won and moved to `resolving`
+    claimed_interaction: str | None = None
 
     def decided(self, envelope: CommandEnvelope, policy: CommandPolicy, allowed: bool) -> None:
         """Record the policy decision for one command (what authorized it, or why not)."""

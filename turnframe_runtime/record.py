@@ -105,6 +105,7 @@ class Recorder:
             provider_attempts=tuple(audit.provider_attempts),
             claim_violations=tuple(audit.claim_violations),
             prose_findings=tuple(audit.prose_findings),
+            claimed_interaction=audit.claimed_interaction,
             **extra,
         )
 

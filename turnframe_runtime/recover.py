@@ -145,6 +145,8 @@ class Recovery:
             await execution.run([planned[e.command_id] for e in entries if e.status in _RUN_AGAIN])
         resumed = bool(audit.executed)
         claimed = self._claim(ctx, card, planned)
+        if claimed is not None and _still_unknown(claimed, entries, audit):
+            claimed = None  # a command of the card may still take effect: it stays resolving
         if resumed:
             async with self.stores.transaction() as tx:
                 # A stored reply's record is final (later records chain to it): only the
@@ -401,11 +403,25 @@ class Recovery:
 
 
 def _claimed_by(record: ReplayRecord, interaction_id: str) -> bool:
-    """Whether the turn of `record` won the card: it decided a command the card authorizes."""
+    """Whether the turn of `record` won the card: its record says so (or, for a record written
+    before it said, the turn decided a command the card authorizes)."""
+    if record.claimed_interaction is not None:
+        return record.claimed_interaction == interaction_id
     return any(
         getattr(decision.origin, "interaction_id", None) == interaction_id
         for decision in record.policy_decisions
     )
+
+
+def _still_unknown(card: ClaimedCard, entries: Sequence[JournalEntry], audit: AuditTrail) -> bool:
+    """Whether a command of the card has an outcome nobody could tell yet."""
+    told = {e.planned.envelope.command_id for e in audit.executed}
+    unknown = {
+        e.command_id
+        for e in entries
+        if e.status is JournalStatus.OUTCOME_UNKNOWN and e.command_id not in told
+    }
+    return any(c.envelope.command_id in unknown for c in card.commands)
 
 
 def _ran(own: Sequence[JournalEntry], card: Sequence[JournalEntry]) -> list[JournalEntry]:
@@ -441,6 +457,7 @@ def _seed(audit: AuditTrail, record: ReplayRecord) -> None:
     audit.outbox_ids.extend(record.outbox_ids)
     audit.claim_violations.extend(record.claim_violations)
     audit.prose_findings.extend(record.prose_findings)
+    audit.claimed_interaction = record.claimed_interaction
 
 
 def _notice(notes: Notes, executed: Executed) -> None:

@@ -247,9 +247,7 @@ class TurnRuntime:
             raise ConversationBusy("another turn of this conversation is still running") from None
 
     async def _handle(self, turn_input: TurnInput) -> AssistantTurn:
-        t = self._begin(turn_input)
-        if not turn_input.is_click_only:  # a click needs only the cases its card names
-            await t.cases.load_candidates(t.ctx.conversation_id)  # D/E/F
+        t = await self._loaded(turn_input)
         try:
             accepted = await self._accept(t, turn_input)  # A/B, C (and J-L for a click-only turn)
         except TurnInProgress:
@@ -260,10 +258,17 @@ class TurnRuntime:
             accepted = await self._accept(t, turn_input)
         except PreviousTurnUnfinished as previous:
             # A crash left the previous turn unfinished: finish it first (this turn holds the
-            # conversation's lock), so this turn's record chains to a record that stays.
-            with contextlib.suppress(Exception):  # if it cannot be finished now, go on
-                await self._recovery().turn(t.ctx.account_id, previous.turn_id)
-            accepted = await self._accept(t, turn_input, after_unfinished=True)
+            # conversation's lock), so this turn's record chains to a record that stays, then
+            # read the cases again (finishing it may have changed them). If it cannot be
+            # finished now, this turn is refused with that failure, having written nothing.
+            await self._recovery().turn(t.ctx.account_id, previous.turn_id)
+            t = await self._loaded(turn_input, t.ctx.turn_id)
+            try:
+                accepted = await self._accept(t, turn_input)
+            except PreviousTurnUnfinished:
+                raise ConversationBusy(
+                    "the conversation's previous turn is unfinished and could not be finished"
+                ) from None
         if isinstance(accepted, AssistantTurn):
             return accepted  # a turn id seen before: its stored reply
         started = accepted.started or await self._understand_and_start(t, accepted)  # G-L
@@ -271,9 +276,14 @@ class TurnRuntime:
 
     # --- the durable points ----------------------------------------------------------------------
 
-    async def _accept(
-        self, t: _Turn, turn_input: TurnInput, *, after_unfinished: bool = False
-    ) -> AssistantTurn | _Accepted:
+    async def _loaded(self, turn_input: TurnInput, turn_id: str | None = None) -> _Turn:
+        """The turn begun, with the cases it reads (D/E/F): a click needs only its card's."""
+        t = self._begin(turn_input, turn_id)
+        if not turn_input.is_click_only:
+            await t.cases.load_candidates(t.ctx.conversation_id)
+        return t
+
+    async def _accept(self, t: _Turn, turn_input: TurnInput) -> AssistantTurn | _Accepted:
         """Durable point 1: the card answer judged before any write, then the user turn. A
         click-only turn starts in the same transaction."""
         try:
@@ -283,9 +293,7 @@ class TurnRuntime:
                     if prior is not None:
                         return prior
                 answer = await admit_card_answer(tx, t.cases, t.ctx)  # C
-                user_turn, t.recorder.record = await accept_turn(
-                    tx, t.ctx, t.cases.cases.values(), after_unfinished=after_unfinished
-                )
+                user_turn, t.recorder.record = await accept_turn(tx, t.ctx, t.cases.cases.values())
                 accepted = _Accepted(answer)
                 if turn_input.is_click_only:  # J-L and M's journal, with the user turn
                     planned = self._plan(t, accepted.admitted, Understanding())
@@ -378,8 +386,8 @@ class TurnRuntime:
 
     # --- the steps between the durable points ----------------------------------------------------
 
-    def _begin(self, turn_input: TurnInput) -> _Turn:
-        turn_id = turn_input.turn_id or self._ids.new_id("turn")
+    def _begin(self, turn_input: TurnInput, turn_id: str | None = None) -> _Turn:
+        turn_id = turn_id or turn_input.turn_id or self._ids.new_id("turn")
         ctx = TurnContext(turn_input, turn_id, self._clock())
         notes, audit = Notes(self._copy, ctx.locale), AuditTrail()
         recorder = Recorder(audit, self._clock)
@@ -441,6 +449,8 @@ class TurnRuntime:
         if planned.card_plan is not None:
             claim = await claim_card(stores, planned.card_plan, self._workflows, t.notes, t.audit)
         claimed = claim if isinstance(claim, ClaimedCard) else None
+        if claimed is not None and claimed.resolves:  # recovery knows which turn won the card
+            t.audit.claimed_interaction = claimed.card.interaction_id
         plan = planned.plan
         # A confirmation on a case this turn also changes is raised after the commit, against
         # the revision it leaves (else the commit would invalidate it at once).

@@ -19,7 +19,7 @@ from turnframe_core import (
     verify_chain,
 )
 from turnframe_runtime import RecoveryOutcome
-from turnframe_store import FaultPoint, JournalStatus, Timeout
+from turnframe_store import FaultPoint, JournalStatus, NotFound, Timeout
 from turnframe_test import DeskHarness, ScriptedNarrator, act, understanding
 from turnframe_test.domains.travel import ProcessCrash
 
@@ -304,3 +304,113 @@ async def test_a_turn_that_lost_the_card_never_releases_the_winners_claim(
     stored = await desk.stores.interactions.get("acct_1", card.interaction_id)
     assert stored.status is InteractionStatus.RESOLVED  # the winner's, settled by asking
     assert list(desk.executor.applied.values()) == [1, 1]
+
+
+async def test_a_new_turn_after_an_interrupted_one_plans_on_the_cases_as_they_now_are(
+    desk: DeskHarness,
+) -> None:
+    desk.ready_trip()
+    desk.executor.arm_before_remote_request(ProcessCrash())
+    with pytest.raises(ProcessCrash):
+        await _say(desk, _name())
+    desk.interpreter.then(
+        understanding(act("a1", "trip.set_email", "h1", "mail", email="g@example.com"))
+    )
+    desk.clock.advance(1_000)
+    turn = await desk.runtime.handle_turn(
+        TurnInput(
+            account_id="acct_1",
+            conversation_id="conv_1",
+            text="My email is g@example.com",
+            turn_id="turn_r2",
+        )
+    )
+    assert desk.receipt_codes(turn) == ["trip.email_set"]  # not a revision conflict
+    assert await desk.event_types() == ["trip.name_set", "trip.email_set"]
+
+
+async def test_a_new_turn_whose_predecessor_cannot_be_finished_now_is_refused_and_writes_nothing(
+    desk: DeskHarness,
+) -> None:
+    desk.ready_trip()
+    desk.executor.arm_before_remote_request(ProcessCrash())
+    with pytest.raises(ProcessCrash):
+        await _say(desk, _name())
+    desk.stores.faults.arm(FaultPoint.AFTER_JOURNAL_INSERT_BEFORE_COMMIT)  # recovery's commit
+    with pytest.raises(Timeout):
+        await _say(desk, _name("turn_r2", "Name Grace Hopper please"))
+    with pytest.raises(NotFound):
+        await desk.stores.conversations.get_user_turn("acct_1", "turn_r2")
+    await _say(desk, _name("turn_r2", "Name Grace Hopper please"))  # once the store is back
+    records = await desk.stores.replay.for_conversation("acct_1", "conv_1")
+    assert [r.turn_id for r in records] == ["turn_r1", "turn_r2"]
+    assert verify_chain(records) == []
+    assert list(desk.executor.applied.values()) == [1]
+
+
+async def test_a_won_card_that_runs_nothing_is_active_again_after_a_crash(
+    desk: DeskHarness, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from turnframe_runtime.follow_up import FollowUp
+    from turnframe_test import ambiguous_act
+
+    desk.ready_trip("T-100", "Rome trip")
+    desk.ready_trip("T-200", "Oslo trip")
+    asked = await desk.say(
+        "Cancel my trip", ambiguous_act("a1", "trip.withdraw", ("h1", "h2"), "Cancel my trip")
+    )
+    card = desk.card(asked)  # which trip? (the chosen one then asks for its own confirmation)
+    oslo = next(o.option_id for o in card.options if o.label == "Oslo trip")
+
+    async def crash(self: object, *args: object) -> None:
+        raise ProcessCrash()
+
+    monkeypatch.setattr(FollowUp, "refresh", crash)  # the process dies between start and commit
+    with pytest.raises(ProcessCrash):
+        await desk.click(card, oslo)
+    monkeypatch.undo()
+    assert (await desk.stores.interactions.get("acct_1", card.interaction_id)).status is (
+        InteractionStatus.RESOLVING
+    )
+    [recovered] = (await desk.runtime.recover_unfinished()).turns
+    assert recovered.outcome is RecoveryOutcome.INTERRUPTED
+    stored = await desk.stores.interactions.get("acct_1", card.interaction_id)
+    assert stored.status is InteractionStatus.ACTIVE
+
+
+async def test_a_card_stays_resolving_while_one_of_its_commands_is_still_unknown(
+    make_desk,
+) -> None:
+    from turnframe_core import CompiledCommand
+    from turnframe_test.domains.travel import CONFIRM_REBOOKING, TripWorkflow
+
+    class TwoCommands(TripWorkflow):
+        """Confirming a rebooking also sets a travel date (two commands behind one card)."""
+
+        def compile(self, act: object, view: object, state: object) -> object:
+            out = super().compile(act, view, state)  # type: ignore[arg-type]
+            if getattr(act, "operation", "") == CONFIRM_REBOOKING and isinstance(out, list):
+                out = [*out, CompiledCommand(command_type="trip.set_travel_date",
+                                             payload={"travel_date": "2030-01-01"})]  # fmt: skip
+            return out
+
+    desk: DeskHarness = await make_desk(workflow=TwoCommands())
+    desk.ready_trip()
+    asked = await desk.say(
+        "Rebook the outbound", act("a1", REBOOK, "h1", "Rebook the outbound", leg="outbound")
+    )
+    card = desk.card(asked)
+    desk.executor.arm_before_remote_request(RuntimeError("the line dropped"))
+    turn = await desk.click(card, "opt_rebook")
+    keys = {e.command_type: e.idempotency_key for e in await desk.journal(turn)}
+
+    async def half_known(key: str) -> None:
+        if key == keys[CONFIRM_REBOOKING]:
+            return None  # never took effect
+        raise TimeoutError("cannot tell yet")
+
+    desk.executor.outcome = half_known  # type: ignore[method-assign]
+    [recovered] = (await desk.runtime.recover_unfinished()).turns
+    assert recovered.unknown == 1
+    stored = await desk.stores.interactions.get("acct_1", card.interaction_id)
+    assert stored.status is InteractionStatus.RESOLVING  # not reopened while one may land
