@@ -213,6 +213,8 @@ class ClaimReviewer(Protocol):
     """Reviews every model-written block before it may be shown, independently of the narrator
     that wrote it: does the text state only what the request holds, and claim nothing of
     `forbidden_claims`? A failed review gets one rewrite with its findings, then server copy.
-    The deterministic wording guard runs after it whatever it answers."""
+    The deterministic wording guard runs after it whatever it answers. Pass it as
+    `TurnRuntime(reviewer=…)`; without one, a narrator's own `reviewer` attribute is used when
+    it offers one (a separate object with `review`), else the runtime refuses to start."""
 
     async def review(self, request: ReviewRequest) -> ReviewVerdict: ...

@@ -18,7 +18,7 @@ Recovery takes the conversation's lock, so it never runs beside a turn still in 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 
@@ -98,6 +98,12 @@ class RecoveryReport:
 
     def count(self, outcome: RecoveryOutcome) -> int:
         return sum(1 for turn in self.turns if turn.outcome is outcome)
+
+    def __iter__(self) -> Iterator[RecoveredTurn]:
+        return iter(self.turns)
+
+    def __len__(self) -> int:
+        return len(self.turns)
 
 
 @dataclass(frozen=True)

@@ -118,6 +118,9 @@ class TurnRuntime:
         self._directory = directory
         self._executor = executor
         self._interpreter = interpreter
+        if reviewer is None:  # a narrator may ship its own reviewer, a port of its own
+            offered = getattr(narrator, "reviewer", None)
+            reviewer = offered if callable(getattr(offered, "review", None)) else None
         if narrator is not None and reviewer is None:
             raise ReviewerRequired(
                 "a narrator's prose is reviewed by a separate ClaimReviewer; pass reviewer="
@@ -197,13 +200,23 @@ class TurnRuntime:
             return await self._handle(turn_input)
 
     async def recover_unfinished(
-        self, *, limit: int = 1_000, older_than_ms: int | None = None
+        self,
+        *,
+        limit: int = 1_000,
+        older_than_ms: int | None = None,
+        account_id: str | None = None,
+        turn_id: str | None = None,
     ) -> RecoveryReport:
         """Finish every turn a crash interrupted (DESIGN §9): call it when a process starts, and
         from time to time for turns older than a lease (`older_than_ms`: leave turns whose
         marker moved more recently alone). Each turn is finished under its conversation's lock,
         so a turn still running is never touched. A turn that cannot be finished now (a store
-        or executor failure) is listed in `failed` and tried again by the next sweep."""
+        or executor failure) is listed in `failed` and tried again by the next sweep. With
+        `account_id` and `turn_id`, only that turn (as `recover_turn`, reported the same way)."""
+        if turn_id is not None:
+            if account_id is None:
+                raise ValueError("recovering one turn takes its account_id too")
+            return RecoveryReport((await self.recover_turn(account_id, turn_id),))
         markers = await self._stores.conversations.list_unfinished_turns(limit)
         cutoff = None if older_than_ms is None else self._clock() - older_than_ms
         turns: list[RecoveredTurn] = []

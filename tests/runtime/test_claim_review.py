@@ -40,6 +40,17 @@ async def test_a_narrator_needs_a_separate_reviewer(make_desk) -> None:
         await make_desk(narrator=_Writes())
 
 
+async def test_a_narrator_may_ship_its_own_reviewer_port(make_desk) -> None:
+    narrator = _Writes()
+    narrator.reviewer = ScriptedReviewer.passing()  # type: ignore[attr-defined]
+    desk: DeskHarness = await make_desk(narrator=narrator)
+    desk.ready_trip()
+    turn = await desk.say("Name Grace Hopper", act("a1", NAME, "h1", "Grace", name="Grace Hopper"))
+    [transition] = [b for b in turn.blocks if isinstance(b, TransitionBlock)]
+    assert (transition.author, transition.text) == ("model", "Saved.")
+    assert [r.kind for r in narrator.reviewer.requests] == ["transition"]  # type: ignore[attr-defined]
+
+
 @pytest.mark.parametrize("locale", sorted(CLAIM))
 async def test_a_success_claim_a_passing_review_let_through_never_reaches_the_user(
     make_desk, locale: str

@@ -414,3 +414,17 @@ async def test_a_card_stays_resolving_while_one_of_its_commands_is_still_unknown
     assert recovered.unknown == 1
     stored = await desk.stores.interactions.get("acct_1", card.interaction_id)
     assert stored.status is InteractionStatus.RESOLVING  # not reopened while one may land
+
+
+async def test_the_sweep_can_be_asked_for_one_turn_and_reads_as_its_turns(
+    desk: DeskHarness,
+) -> None:
+    desk.ready_trip()
+    desk.executor.arm_before_remote_request(ProcessCrash())
+    with pytest.raises(ProcessCrash):
+        await _say(desk, _name())
+    report = await desk.runtime.recover_unfinished(account_id="acct_1", turn_id="turn_r1")
+    assert len(report) == 1
+    assert [t.outcome for t in report] == [RecoveryOutcome.RESUMED]
+    with pytest.raises(ValueError):
+        await desk.runtime.recover_unfinished(turn_id="turn_r1")
