@@ -6,7 +6,8 @@ runs on every model-written answer and transition after any review, and nothing 
 away. A sentence that claims one of the forbidden classes passes only when the turn holds a block
 that backs the class:
 
-- creation, update, deletion, submission, acceptance, delivery, completion: a success receipt;
+- creation, update, deletion, submission, acceptance, delivery, completion: a success receipt
+  (of that class, where the workflow declares what its receipts back: `DeclaresReceiptClaims`);
 - interaction visibility ("the button below"): an interaction block;
 - future notification ("I will let you know"): a receipt whose status says a follow-up is
   scheduled.
@@ -76,20 +77,28 @@ class WordingFinding(FrozenModel):
 
 @dataclass(frozen=True)
 class TurnBacking:
-    """What a turn's server blocks back: outcome claims, a visible card, a scheduled follow-up,
-    and the ids its prose may name."""
+    """What a turn's server blocks back: outcome claims (`outcomes`: which classes; None: every
+    outcome class), a visible card, a scheduled follow-up, and the ids its prose may name."""
 
     outcome: bool = False
     card: bool = False
     follow_up: bool = False
     ids: frozenset[str] = frozenset()
+    outcomes: frozenset[ClaimClass] | None = None
 
     @classmethod
-    def of(cls, blocks: Iterable[Any], follow_up_codes: Iterable[str] = ()) -> TurnBacking:
-        """The backing of `blocks`; a receipt whose `status_code` is in `follow_up_codes` says a
-        follow-up is scheduled."""
+    def of(
+        cls,
+        blocks: Iterable[Any],
+        follow_up_codes: Iterable[str] = (),
+        receipt_claims: Mapping[str, Iterable[ClaimClass]] | None = None,
+    ) -> TurnBacking:
+        """The backing of `blocks`. A receipt whose `status_code` is in `follow_up_codes` says a
+        follow-up is scheduled; one whose status code `receipt_claims` names backs those outcome
+        classes only (a receipt no declaration names backs every outcome class)."""
         follow_ups = frozenset(follow_up_codes)
         outcome = card = follow_up = False
+        classes: set[ClaimClass] | None = set()
         ids: set[str] = set()
         for block in blocks:
             block_id = getattr(block, "block_id", None)
@@ -99,20 +108,33 @@ class TurnBacking:
                 ids.add(block.receipt_id)
                 ids.update(block.event_ids)
                 if block.severity is ReceiptSeverity.SUCCESS:
-                    outcome = True
                     follow_up = follow_up or block.status_code in follow_ups
+                    declared = (receipt_claims or {}).get(block.status_code)
+                    if declared is None:
+                        outcome, classes = True, None
+                    else:
+                        backed = {c for c in declared if c.is_outcome}
+                        outcome = outcome or bool(backed)
+                        if classes is not None:
+                            classes |= backed
             elif isinstance(block, InteractionBlock):
                 card = True
                 ids.add(block.interaction_id)
                 ids.update(option.option_id for option in block.options)
-        return cls(outcome=outcome, card=card, follow_up=follow_up, ids=frozenset(ids))
+        return cls(
+            outcome=outcome,
+            card=card,
+            follow_up=follow_up,
+            ids=frozenset(ids),
+            outcomes=None if classes is None else frozenset(classes),
+        )
 
     def backs(self, claim: ClaimClass) -> bool:
         if claim is ClaimClass.INTERACTION_VISIBILITY:
             return self.card
         if claim is ClaimClass.FUTURE_NOTIFICATION:
             return self.follow_up
-        return self.outcome
+        return self.outcome and (self.outcomes is None or claim in self.outcomes)
 
 
 # --- the rules ------------------------------------------------------------------------------------

@@ -27,10 +27,12 @@ from turnframe_core.errors import TurnframeError
 from turnframe_core.events import DomainEvent, ReceiptSpec
 from turnframe_core.interactions import InteractionKind, InteractionPayload
 from turnframe_core.understanding import ValueRule
+from turnframe_core.wording import ClaimClass
 
 __all__ = [
     "ArgumentName",
     "DeclaresFollowUps",
+    "DeclaresReceiptClaims",
     "DeclaresReceiptTemplates",
     "ArgumentSpec",
     "CompiledCommand",
@@ -350,6 +352,17 @@ class DeclaresReceiptTemplates(Protocol):
 
     def receipt_templates(self) -> Sequence[str]:
         """Every `template_id` that `receipts` may put in a `ReceiptSpec`."""
+        ...
+
+
+@runtime_checkable
+class DeclaresReceiptClaims(Protocol):
+    """A workflow that says what each of its receipts backs: model prose beside a receipt may
+    claim only those outcome classes ("the name was saved" backs an update, not "the refund
+    was issued"). A receipt whose status code is not named backs every outcome class."""
+
+    def receipt_claims(self) -> Mapping[str, Sequence[ClaimClass]]:
+        """Receipt `status_code` -> the outcome claim classes its receipt backs."""
         ...
 
 

@@ -12,7 +12,7 @@ copy, and a turn whose server blocks break a rule is never returned.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from turnframe_core import codes
 from turnframe_core._derive import derive_block_id, derive_receipt_id, derive_replay_token
@@ -46,7 +46,7 @@ from turnframe_core.interactions import Interaction, InteractionKind, Interactio
 from turnframe_core.replay import CommittedOutcome, FailedOutcome, OutcomeUnknown
 from turnframe_core.turn import AssistantTurn, Expectation, ExpectationKind, Offer, TurnStatus
 from turnframe_core.understanding import Question, Understanding
-from turnframe_core.wording import TurnBacking, check_wording
+from turnframe_core.wording import ClaimClass, TurnBacking, check_wording
 from turnframe_core.workflow import WorkflowDefinition
 from turnframe_runtime.card_answer import Closed
 from turnframe_runtime.cases import CaseBook, in_key_order, workflow_for
@@ -112,6 +112,8 @@ class Composer:
     audit: AuditTrail
     #: receipt status codes that say a follow-up is scheduled (`DeclaresFollowUps`)
     follow_up_codes: frozenset[str] = frozenset()
+    #: receipt status code -> the outcome classes its receipt backs (`DeclaresReceiptClaims`)
+    receipt_claims: Mapping[str, tuple[ClaimClass, ...]] = field(default_factory=dict)
 
     def _render(self, template_id: str, **params: object) -> RenderedCopy:
         return self.copy.render(template_id, self.turn.locale, params)
@@ -139,7 +141,9 @@ class Composer:
             )
             for c in result.shown
         ]
-        backing = TurnBacking.of([*receipts, *notices, *cards], self.follow_up_codes)
+        backing = TurnBacking.of(
+            [*receipts, *notices, *cards], self.follow_up_codes, self.receipt_claims
+        )
         answers = await self._answers(result, backing)
         ask = self._ask(result, cards)
         offers = self._offers(result) if not cards and ask is None else ()

@@ -19,7 +19,7 @@ Recovery takes the conversation's lock, so it never runs beside a turn still in 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import StrEnum
 
 from turnframe_core import codes
@@ -41,6 +41,7 @@ from turnframe_core.replay import (
 )
 from turnframe_core.turn import AssistantTurn, TurnStatus
 from turnframe_core.understanding import Understanding
+from turnframe_core.wording import ClaimClass
 from turnframe_core.workflow import DomainRefusal, WorkflowDefinition
 from turnframe_runtime.card_answer import ClaimedCard
 from turnframe_runtime.cards import CardFactory
@@ -118,6 +119,7 @@ class Recovery:
     config: RuntimeConfig
     clock: Callable[[], int]
     follow_up_codes: frozenset[str]
+    receipt_claims: Mapping[str, tuple[ClaimClass, ...]] = field(default_factory=dict)
 
     async def turn(self, account_id: str, turn_id: str) -> RecoveredTurn:
         """Finish one turn (the caller holds its conversation's lock)."""
@@ -340,6 +342,7 @@ class Recovery:
             notes,
             audit,
             follow_up_codes=self.follow_up_codes,
+            receipt_claims=self.receipt_claims,
         )
         return await composer.compose(result)
 

@@ -29,8 +29,10 @@ from turnframe_core.interactions import Interaction
 from turnframe_core.replay import ReplayRecord, TurnPhase
 from turnframe_core.turn import AssistantTurn, InvalidTurnInput, TurnInput
 from turnframe_core.understanding import Understanding
+from turnframe_core.wording import ClaimClass
 from turnframe_core.workflow import (
     DeclaresFollowUps,
+    DeclaresReceiptClaims,
     DeclaresReceiptTemplates,
     WorkflowDefinition,
 )
@@ -132,6 +134,14 @@ class TurnRuntime:
             for workflow in workflows
             if isinstance(workflow, DeclaresFollowUps)
             for code in workflow.follow_up_receipts()
+        )
+        self._receipt_claims: Mapping[str, tuple[ClaimClass, ...]] = MappingProxyType(
+            {
+                code: tuple(classes)
+                for workflow in workflows
+                if isinstance(workflow, DeclaresReceiptClaims)
+                for code, classes in workflow.receipt_claims().items()
+            }
         )
         self._copy: ServerCopy = copy or CatalogCopy()
         self._config = config or RuntimeConfig()
@@ -247,6 +257,7 @@ class TurnRuntime:
             config=self._config,
             clock=self._clock,
             follow_up_codes=self._follow_up_codes,
+            receipt_claims=self._receipt_claims,
         )
 
     @contextlib.asynccontextmanager
@@ -556,6 +567,7 @@ class TurnRuntime:
             t.notes,
             t.audit,
             follow_up_codes=self._follow_up_codes,
+            receipt_claims=self._receipt_claims,
         )
 
     async def _fail_before_effects(self, t: _Turn, failure: BaseException) -> None:

@@ -170,3 +170,15 @@ def test_a_claim_is_found_whatever_harmless_prose_surrounds_it(
 )
 def test_spellings_that_hide_a_claim_are_refused(text: str) -> None:
     assert check_wording(text, "en", NOTHING) != []
+
+
+def test_a_receipt_backs_only_the_classes_its_workflow_declares_for_it() -> None:
+    receipt = receipt_block(status_code="test.name_set")
+    claims = {"test.name_set": [ClaimClass.UPDATE, ClaimClass.COMPLETION]}
+    backing = TurnBacking.of([receipt], receipt_claims=claims)
+    assert _classes("The name was changed. Done.", backing=backing) == []
+    assert _classes("The refund was issued.", backing=backing) == ["delivery"]
+    undeclared = TurnBacking.of([receipt], receipt_claims={})  # not named: every outcome class
+    assert _classes("The refund was issued.", backing=undeclared) == []
+    nothing = TurnBacking.of([receipt], receipt_claims={"test.name_set": []})
+    assert _classes("Done.", backing=nothing) == ["completion"]

@@ -5,8 +5,9 @@ through.
 Each entry (tests/data/claims_corpus.jsonl) is a transition a narrator might write, in English,
 Italian, German, French or Spanish, labelled with the claim class it makes (or `harmless`) and
 the situation it is written for: `none` (the act was refused: no receipt, no card), `receipt` (a
-committed change), `card` (a confirmation card waiting), `follow_up` (a rebooking sent to the
-airline, whose receipt says a follow-up is scheduled). The reviewer passes everything, so the
+committed change of name: it backs an update or completion only), `card` (a confirmation card
+waiting), `follow_up` (a rebooking sent to the airline: a submission, whose receipt says a
+follow-up is scheduled). The reviewer passes everything, so the
 wording guard alone decides. Run with `-s` for the per-class table.
 """
 
@@ -24,11 +25,13 @@ from turnframe_test import DeskHarness, ScriptedReviewer
 from turnframe_test.understandings import act
 
 CORPUS = Path(__file__).parent.parent / "data" / "claims_corpus.jsonl"
+_C = ClaimClass
+#: what each situation's blocks back, as the travel desk declares its receipts
 BACKING = {
     "none": TurnBacking(),
-    "receipt": TurnBacking(outcome=True),
+    "receipt": TurnBacking(outcome=True, outcomes=frozenset({_C.UPDATE, _C.COMPLETION})),
     "card": TurnBacking(card=True),
-    "follow_up": TurnBacking(outcome=True, follow_up=True),
+    "follow_up": TurnBacking(outcome=True, follow_up=True, outcomes=frozenset({_C.SUBMISSION})),
 }
 
 

@@ -28,6 +28,7 @@ from turnframe_core import (
     ArgumentSpec,
     CaseKey,
     CaseRef,
+    ClaimClass,
     CommandBatch,
     CommandPolicy,
     CompiledCommand,
@@ -329,6 +330,21 @@ class TripWorkflow:
 
     def receipt_templates(self) -> Sequence[str]:
         return tuple(_EVENT_TYPES.values())
+
+    def receipt_claims(self) -> Mapping[str, Sequence[ClaimClass]]:
+        """What each receipt lets prose beside it claim. A rebooking sent to the airline is a
+        submission, not a rebooking (the airline has not answered); a rebooking prepared for
+        confirmation backs no outcome at all."""
+        changed = (ClaimClass.UPDATE, ClaimClass.COMPLETION)
+        return {
+            _EVENT_TYPES[SET_NAME]: changed,
+            _EVENT_TYPES[SET_EMAIL]: changed,
+            _EVENT_TYPES[SET_TRAVEL_DATE]: changed,
+            _EVENT_TYPES[REQUEST_REBOOKING]: (),
+            _EVENT_TYPES[CONFIRM_REBOOKING]: (ClaimClass.SUBMISSION,),
+            _EVENT_TYPES[KEEP_LEG]: changed,
+            _EVENT_TYPES[WITHDRAW]: (ClaimClass.DELETION, ClaimClass.COMPLETION),
+        }
 
     def follow_up_receipts(self) -> Sequence[str]:
         """A rebooking sent to the airline: its answer follows, and the traveller hears of it."""
