@@ -27,7 +27,7 @@ from turnframe_core.blocks import (
     ResponseBlock,
     TransitionBlock,
 )
-from turnframe_core.cases import CaseKey
+from turnframe_core.cases import CaseKey, CaseRef
 from turnframe_core.claims import ClaimGuardViolation, check_claims
 from turnframe_core.events import DomainEvent
 from turnframe_core.facts import (
@@ -65,6 +65,7 @@ from turnframe_runtime.reduce import CaseInView, Plan
 __all__ = ["Composer", "TurnResult"]
 
 _NOTICE_SEVERITY = {
+    codes.NOTICE_TURN_INTERRUPTED: NoticeSeverity.WARNING,
     codes.NOTICE_COMMAND_FAILED: NoticeSeverity.ERROR,
     codes.NOTICE_RESULT_UNCONFIRMED: NoticeSeverity.ERROR,
     codes.NOTICE_OUTCOME_UNCERTAIN: NoticeSeverity.WARNING,
@@ -134,13 +135,7 @@ class Composer:
             self.notes.notice(result.closed.code)
         receipts = self._receipts(groups)
         notices = self._notices()
-        cards = [
-            InteractionBlock.from_view(
-                derive_block_id(turn.account_id, turn.turn_id, f"interaction:{c.interaction_id}"),
-                c.view(),
-            )
-            for c in result.shown
-        ]
+        cards = self._cards(result.shown)
         backing = TurnBacking.of(
             [*receipts, *notices, *cards], self.follow_up_codes, self.receipt_claims
         )
@@ -174,11 +169,30 @@ class Composer:
         violations = check_claims(blocks)
         if violations:  # what the server wrote breaks a rule: a bug; the turn is never returned
             raise ClaimGuardViolation(tuple(violations))
+        subjects = tuple(case.case_ref for case in result.touched_cases())
+        return self._turn(TurnStatus.COMPLETED, blocks, result.shown, offers, subjects)
+
+    def interrupted(self, shown: Sequence[Interaction]) -> AssistantTurn:
+        """The reply of a turn recovery could not finish (nothing of it ran): the interruption
+        notice, and the cards it stored, which are real."""
+        self.notes.notice(codes.NOTICE_TURN_INTERRUPTED)
+        blocks: list[ResponseBlock] = [*self._notices(), *self._cards(shown)]
+        return self._turn(TurnStatus.INTERRUPTED, blocks, shown, (), ())
+
+    def _turn(
+        self,
+        status: TurnStatus,
+        blocks: Sequence[ResponseBlock],
+        shown: Sequence[Interaction],
+        offers: tuple[Offer, ...],
+        subjects: tuple[CaseRef, ...],
+    ) -> AssistantTurn:
+        turn = self.turn
         return AssistantTurn(
             turn_id=turn.turn_id,
             conversation_id=turn.conversation_id,
             account_id=turn.account_id,
-            status=TurnStatus.COMPLETED,
+            status=status,
             locale=turn.locale,
             blocks=tuple(blocks),
             replay_token=derive_replay_token(turn.turn_id),
@@ -191,11 +205,21 @@ class Composer:
                     else ExpectationKind.AWAITING_CONFIRMATION,
                     case_ref=c.case_ref,
                 )
-                for c in result.shown
+                for c in shown
             ),
             offers=offers,
-            subjects=tuple(case.case_ref for case in result.touched_cases()),
+            subjects=subjects,
         )
+
+    def _cards(self, shown: Sequence[Interaction]) -> list[InteractionBlock]:
+        turn = self.turn
+        return [
+            InteractionBlock.from_view(
+                derive_block_id(turn.account_id, turn.turn_id, f"interaction:{c.interaction_id}"),
+                c.view(),
+            )
+            for c in shown
+        ]
 
     def _refused(
         self,

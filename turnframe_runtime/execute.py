@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 from turnframe_core import codes
 from turnframe_core._derive import derive_batch_id, derive_outbox_id
-from turnframe_core.cases import CaseKey
+from turnframe_core.cases import CaseKey, CaseRef
 from turnframe_core.commands import CommandBatch, ExternalSaga, PerCase, scope_key
 from turnframe_core.events import DomainEvent
 from turnframe_core.interactions import InteractionStatus
@@ -60,7 +60,7 @@ from turnframe_store.records import (
     UserTurnRecord,
 )
 
-__all__ = ["Execution"]
+__all__ = ["Execution", "tell_outcome"]
 
 
 @dataclass
@@ -142,49 +142,44 @@ class Execution:
             envelopes=tuple(c.envelope for c in commands),
         )
 
-        def each(outcome: CommandOutcome, notice: str) -> list[Executed]:
-            self.notes.notice(notice)
-            return [Executed(c, outcome) for c in commands]
-
-        def unknown(reason: str, notice: str, error: str | None = None) -> list[Executed]:
-            self.notes.notice(notice)
+        outcome = await self._attempt(batch, case_key, commands)
+        if isinstance(outcome, ExecutionResult):
+            return self._committed(commands, outcome)
+        # Nothing of the batch is cited: every command shares its outcome and one notice.
+        tell_outcome(self.notes, commands[0].envelope.case_ref, outcome)
+        if isinstance(outcome, OutcomeUnknown):
             return [
-                Executed(
-                    c,
-                    OutcomeUnknown(attempt_id=c.envelope.command_id, reason=reason, error=error),
-                )
+                Executed(c, outcome.model_copy(update={"attempt_id": c.envelope.command_id}))
                 for c in commands
             ]
+        return [Executed(c, outcome) for c in commands]
 
-        outcome: CommandOutcome
+    async def _attempt(
+        self, batch: CommandBatch, case_key: CaseKey, commands: Sequence[PlannedCommand]
+    ) -> ExecutionResult | CommandOutcome:
+        """The executor's result for the batch, or the outcome it comes to instead."""
         try:
             result: ExecutionResult = await self.executor.execute(batch)
         except RevisionConflict as conflict:
-            outcome = RevisionConflictOutcome(current_revision=conflict.current_revision)
-            return each(outcome, codes.NOTICE_REVISION_CONFLICT)
+            return RevisionConflictOutcome(current_revision=conflict.current_revision)
         except ExecutionRejected as rejected:
-            outcome = RejectedOutcome(
-                code=rejected.rejection_code, explanation=rejected.explanation
-            )
-            explanation = rejected.explanation.strip()
-            if not explanation:  # nothing of the domain's own to say: the generic sentence
-                return each(outcome, codes.NOTICE_COMMAND_FAILED)
-            # The domain's own words, as a refusal the narrator may state (ActRefused).
-            refusal = DomainRefusal(code=rejected.rejection_code, explanation=explanation)
-            self.notes.refuse(commands[0].envelope.case_ref, refusal)
-            return [Executed(c, outcome) for c in commands]
+            return RejectedOutcome(code=rejected.rejection_code, explanation=rejected.explanation)
         except ExecutionTimeout:  # the executor says it sent the request
-            return unknown("execution_timeout", codes.NOTICE_VERIFICATION_IN_PROGRESS)
+            return OutcomeUnknown(attempt_id=batch.batch_id, reason="execution_timeout")
         except ExecutionFailed as failed:
-            outcome = FailedOutcome(code=failed.message or codes.EXECUTION_FAILED)
-            return each(outcome, codes.NOTICE_COMMAND_FAILED)
+            return FailedOutcome(code=failed.message or codes.EXECUTION_FAILED)
         except Exception as error:  # it may have landed: not a failure, and nothing was "sent"
-            return unknown("executor_error", codes.NOTICE_OUTCOME_UNCERTAIN, _described(error))
+            return OutcomeUnknown(
+                attempt_id=batch.batch_id, reason="executor_error", error=_described(error)
+            )
         if not self._trusted(case_key, commands, result):
             # Failed as far as this turn goes (nothing of it is cited), but its effect may have
             # landed: the user is not told that nothing changed.
-            outcome = FailedOutcome(code=codes.EXECUTION_UNTRUSTED_RESULT)
-            return each(outcome, codes.NOTICE_RESULT_UNCONFIRMED)
+            return FailedOutcome(code=codes.EXECUTION_UNTRUSTED_RESULT)
+        return result
+
+    @staticmethod
+    def _committed(commands: Sequence[PlannedCommand], result: ExecutionResult) -> list[Executed]:
         executed = []
         for command in commands:
             own = tuple(e for e in result.events if e.command_id == command.envelope.command_id)
@@ -370,6 +365,30 @@ class Execution:
                 continue
             if entry.status is JournalStatus.AWAITING_CONFIRMATION:
                 await stores.journal.complete(account_id, command_id, invalidated)
+
+
+def tell_outcome(notes: Notes, case_ref: CaseRef, outcome: CommandOutcome) -> None:
+    """The notice (or, in the domain's own words, the refusal) a command's outcome shows."""
+    if isinstance(outcome, RevisionConflictOutcome):
+        notes.notice(codes.NOTICE_REVISION_CONFLICT)
+    elif isinstance(outcome, RejectedOutcome):
+        explanation = outcome.explanation.strip()
+        if explanation:  # a refusal the narrator may state (ActRefused)
+            notes.refuse(case_ref, DomainRefusal(code=outcome.code, explanation=explanation))
+        else:  # nothing of the domain's own to say: the generic sentence
+            notes.notice(codes.NOTICE_COMMAND_FAILED)
+    elif isinstance(outcome, OutcomeUnknown):
+        timed_out = outcome.reason == "execution_timeout"
+        notes.notice(
+            codes.NOTICE_VERIFICATION_IN_PROGRESS if timed_out else codes.NOTICE_OUTCOME_UNCERTAIN
+        )
+    elif isinstance(outcome, FailedOutcome):
+        if outcome.code == codes.EXECUTION_UNTRUSTED_RESULT:
+            notes.notice(codes.NOTICE_RESULT_UNCONFIRMED)
+        elif outcome.code == codes.EXECUTION_DECLINED:
+            notes.notice(codes.NOTICE_INSTRUCTION_DECLINED)
+        elif outcome.code != codes.EXECUTION_CARD_INVALIDATED:
+            notes.notice(codes.NOTICE_COMMAND_FAILED)
 
 
 def _described(error: BaseException) -> str:

@@ -23,26 +23,20 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 
 from turnframe_core import codes
-from turnframe_core._derive import derive_block_id, derive_replay_token
-from turnframe_core.blocks import InteractionBlock, NoticeBlock, NoticeSeverity, ResponseBlock
 from turnframe_core.cases import CaseKey
 from turnframe_core.commands import CommandEnvelope
 from turnframe_core.events import DomainEvent
 from turnframe_core.interactions import Interaction, InteractionStatus
 from turnframe_core.replay import (
-    CommandOutcome,
     CommittedOutcome,
     FailedOutcome,
-    OutcomeUnknown,
-    RejectedOutcome,
     ReplayRecord,
-    RevisionConflictOutcome,
     TurnPhase,
 )
-from turnframe_core.turn import AssistantTurn, TurnStatus
+from turnframe_core.turn import AssistantTurn
 from turnframe_core.understanding import Understanding
 from turnframe_core.wording import ClaimClass
-from turnframe_core.workflow import DomainRefusal, WorkflowDefinition
+from turnframe_core.workflow import WorkflowDefinition
 from turnframe_runtime.card_answer import ClaimedCard
 from turnframe_runtime.cards import CardFactory
 from turnframe_runtime.cases import CaseBook, workflow_for
@@ -50,7 +44,7 @@ from turnframe_runtime.compose import Composer, TurnResult
 from turnframe_runtime.config import RuntimeConfig
 from turnframe_runtime.context import AuditTrail, Executed, Notes, TurnContext
 from turnframe_runtime.copy import ServerCopy
-from turnframe_runtime.execute import Execution
+from turnframe_runtime.execute import Execution, tell_outcome
 from turnframe_runtime.follow_up import FollowUp
 from turnframe_runtime.ports import CaseDirectory, ExecutionResult, WorkflowExecutor
 from turnframe_runtime.record import Recorder
@@ -176,7 +170,7 @@ class Recovery:
             if e.outcome is not None
         ]
         for executed in audit.executed:
-            _notice(notes, executed)
+            tell_outcome(notes, executed.planned.envelope.case_ref, executed.outcome)
         assistant = await self._compose(ctx, notes, audit, record, events, settled, card)
         async with self.stores.transaction() as tx:
             await recorder.deliver(tx, assistant, settled=not unknown)
@@ -333,7 +327,10 @@ class Recovery:
             shown=follow_up.shown,
             touched=frozenset(follow_up.touched),
         )
-        composer = Composer(
+        return await self._composer(ctx, notes, audit).compose(result)
+
+    def _composer(self, ctx: TurnContext, notes: Notes, audit: AuditTrail) -> Composer:
+        return Composer(
             ctx,
             self.workflows,
             self.copy,
@@ -344,7 +341,6 @@ class Recovery:
             follow_up_codes=self.follow_up_codes,
             receipt_claims=self.receipt_claims,
         )
-        return await composer.compose(result)
 
     async def _open_cards(self, ctx: TurnContext, record: ReplayRecord) -> list[Interaction]:
         """The cards this turn persisted that are still open (they may be shown)."""
@@ -374,37 +370,8 @@ class Recovery:
                 await tx.interactions.finish(
                     ctx.account_id, card.interaction_id, InteractionStatus.ACTIVE
                 )
-        rendered = self.copy.render(codes.NOTICE_TURN_INTERRUPTED, ctx.locale, {})
-        blocks: list[ResponseBlock] = [
-            NoticeBlock(
-                block_id=derive_block_id(
-                    ctx.account_id, ctx.turn_id, f"notice:{codes.NOTICE_TURN_INTERRUPTED}:0"
-                ),
-                code=codes.NOTICE_TURN_INTERRUPTED,
-                severity=NoticeSeverity.WARNING,
-                text=rendered.text,
-                copy_ref=rendered.copy_ref,
-            )
-        ]
-        for shown in await self._open_cards(ctx, record):
-            blocks.append(
-                InteractionBlock.from_view(
-                    derive_block_id(
-                        ctx.account_id, ctx.turn_id, f"interaction:{shown.interaction_id}"
-                    ),
-                    shown.view(),
-                )
-            )
-        assistant = AssistantTurn(
-            turn_id=ctx.turn_id,
-            conversation_id=ctx.conversation_id,
-            account_id=ctx.account_id,
-            status=TurnStatus.INTERRUPTED,
-            locale=ctx.locale,
-            blocks=tuple(blocks),
-            replay_token=derive_replay_token(ctx.turn_id),
-            created_at=ctx.now,
-            completed_at=max(ctx.now, self.clock()),
+        assistant = self._composer(ctx, notes, audit).interrupted(
+            await self._open_cards(ctx, record)
         )
         async with self.stores.transaction() as tx:
             await recorder.deliver(tx, assistant, failure_code=codes.RUNTIME_TURN_INTERRUPTED)
@@ -467,29 +434,3 @@ def _seed(audit: AuditTrail, record: ReplayRecord) -> None:
     audit.claim_violations.extend(record.claim_violations)
     audit.prose_findings.extend(record.prose_findings)
     audit.claimed_interaction = record.claimed_interaction
-
-
-def _notice(notes: Notes, executed: Executed) -> None:
-    """The notice the turn showed for a command's outcome (as execution says it)."""
-    outcome: CommandOutcome = executed.outcome
-    if isinstance(outcome, RevisionConflictOutcome):
-        notes.notice(codes.NOTICE_REVISION_CONFLICT)
-    elif isinstance(outcome, RejectedOutcome):
-        explanation = outcome.explanation.strip()
-        if explanation:
-            refusal = DomainRefusal(code=outcome.code, explanation=explanation)
-            notes.refuse(executed.planned.envelope.case_ref, refusal)
-        else:
-            notes.notice(codes.NOTICE_COMMAND_FAILED)
-    elif isinstance(outcome, OutcomeUnknown):
-        if outcome.reason == "execution_timeout":
-            notes.notice(codes.NOTICE_VERIFICATION_IN_PROGRESS)
-        else:
-            notes.notice(codes.NOTICE_OUTCOME_UNCERTAIN)
-    elif isinstance(outcome, FailedOutcome):
-        if outcome.code == codes.EXECUTION_UNTRUSTED_RESULT:
-            notes.notice(codes.NOTICE_RESULT_UNCONFIRMED)
-        elif outcome.code == codes.EXECUTION_DECLINED:
-            notes.notice(codes.NOTICE_INSTRUCTION_DECLINED)
-        elif outcome.code != codes.EXECUTION_CARD_INVALIDATED:
-            notes.notice(codes.NOTICE_COMMAND_FAILED)
