@@ -101,9 +101,7 @@ class Narration:
             question=request.question,
             forbidden_claims=request.forbidden_claims,
         )
-        block = await self._reviewed(
-            "answer", request.question_id, draft, shaped, request.allowed_facts, review, backing
-        )
+        block = await self._reviewed(request.question_id, draft, shaped, review, backing)
         if not isinstance(block, AnswerBlock):
             return None
         return block.model_copy(update={"basis": request.basis})
@@ -132,9 +130,7 @@ class Narration:
             card_title=request.card_title,
             forbidden_claims=request.forbidden_claims,
         )
-        block = await self._reviewed(
-            "transition", None, draft, shaped, request.allowed_facts, review, backing
-        )
+        block = await self._reviewed(None, draft, shaped, review, backing)
         if not isinstance(block, TransitionBlock):
             return None
         turn = self.turn
@@ -144,15 +140,15 @@ class Narration:
 
     async def _reviewed(
         self,
-        kind: Kind,
         question_id: str | None,
         draft: Callable[[tuple[str, ...]], Awaitable[Mapping[str, Any] | str]],
         shaped: Callable[[Sequence[Any]], AnswerBlock | TransitionBlock],
-        allowed: Sequence[Any],
         review: ReviewRequest,
         backing: TurnBacking,
     ) -> AnswerBlock | TransitionBlock | None:
-        """The first draft of two that passes every check, or None."""
+        """The first draft of two that passes every check (the facts it may cite and the
+        reviewer's request are `review`'s), or None."""
+        kind, allowed = review.kind, review.allowed_facts
         purpose = Purpose.ANSWER if kind == "answer" else Purpose.TRANSITION
         audit, clock, turn = self.audit, self.clock, self.turn
         findings: tuple[str, ...] = ()

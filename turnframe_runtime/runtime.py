@@ -372,7 +372,7 @@ class TurnRuntime:
         assistant: AssistantTurn | None = None
         try:
             await t.execution.run(started.commands)  # M
-            answered = await self._settled(t, self._answered_before(started, answer))
+            answered = self._answered_before(started, answer)
             refreshed = await follow_up.refresh(self._answered_late(started, answer))  # O
             async with self._stores.transaction() as tx:
                 readback = await t.execution.commit(tx, started.claimed, record=not fold)  # N
@@ -499,12 +499,6 @@ class TurnRuntime:
         if isinstance(started.claim, AnsweredBefore):
             return started.claim.card
         return None
-
-    async def _settled(self, t: _Turn, card: Interaction | None) -> Interaction | None:
-        """The card this turn answered after another answer won it, as it stands now. No turn
-        waits for another to settle it: turns of one conversation never overlap, so the one
-        that claimed it has ended, or crashed and waits for recovery."""
-        return card
 
     @staticmethod
     def _answered_late(started: _Started, answer: CardAnswer | None) -> list[Interaction]:
