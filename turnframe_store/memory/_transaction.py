@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 import threading
 
-from turnframe_store.errors import Conflict, StoreError
+from turnframe_store._transaction import TransactionState
 from turnframe_store.memory._state import _UndoLog
 
 __all__ = ["_Gate", "_Transaction"]
@@ -39,19 +39,9 @@ class _Gate:
         self._lock.release()
 
 
-class _Transaction:
-    """One open transaction: the undo steps of everything it wrote, and the store error that
-    doomed it (after which it only rolls back)."""
+class _Transaction(TransactionState):
+    """One open transaction, and the undo steps of everything it wrote."""
 
     def __init__(self) -> None:
+        super().__init__()
         self.undo = _UndoLog()
-        self.failure: BaseException | None = None
-        self.closed = False
-        #: a fault that fires once the transaction committed (`after_commit_before_event_readback`)
-        self.after_commit: StoreError | None = None
-
-    def usable(self) -> None:
-        if self.closed:
-            raise RuntimeError("the transaction has ended; its stores are no longer usable")
-        if self.failure is not None:
-            raise Conflict("an earlier operation failed; the transaction only rolls back")

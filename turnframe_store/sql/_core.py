@@ -22,6 +22,7 @@ from typing import Any, Final, NoReturn, TypeVar
 
 from turnframe_store import _rules as rules
 from turnframe_store._rules import Verdict
+from turnframe_store._transaction import TransactionState
 from turnframe_store.clock import Clock
 from turnframe_store.errors import Conflict, StoreError
 from turnframe_store.faults import FaultPlan
@@ -295,20 +296,8 @@ class SqlCore:
         raise AssertionError("an eager batch never asks for its read-backs")
 
 
-class Transaction:
-    """One open `SqlStores.transaction()`: the store error that doomed it, if any."""
-
-    def __init__(self) -> None:
-        self.failure: BaseException | None = None
-        self.closed = False
-        #: a fault that fires once the transaction committed (`after_commit_before_event_readback`)
-        self.after_commit: StoreError | None = None
-
-    def usable(self) -> None:
-        if self.closed:
-            raise RuntimeError("the transaction has ended; its stores are no longer usable")
-        if self.failure is not None:
-            raise Conflict("an earlier operation failed; the transaction only rolls back")
+#: One open `SqlStores.transaction()`.
+Transaction = TransactionState
 
 
 class _Prepending(Connection):
