@@ -97,8 +97,9 @@ class DeskHarness:
         self.desk = TripDesk()
         self.interpreter = ScriptedInterpreter()
         self.narrator = narrator
-        # A scripted narrator's script also holds its reviews; any other narrator needs one.
-        self.reviewer = reviewer if reviewer is not None else getattr(narrator, "reviewer", None)
+        # Without one, the runtime takes the narrator's own (a scripted narrator's script also
+        # holds its reviews); any other narrator needs one.
+        self.reviewer = reviewer
         self.executor = TripExecutor(self.desk, clock_ms=self.clock)
         self.account_id = account_id
         self.conversation_id = conversation_id

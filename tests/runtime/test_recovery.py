@@ -9,6 +9,7 @@ from __future__ import annotations
 import pytest
 
 from turnframe_core import (
+    InteractionBlock,
     InteractionStatus,
     NoticeBlock,
     ReceiptBlock,
@@ -35,6 +36,14 @@ async def _say(desk: DeskHarness, turn_input: TurnInput):
     desk.interpreter.then(understanding(act("a1", NAME, "h1", "Grace", name="Grace Hopper")))
     desk.clock.advance(1_000)
     return await desk.runtime.handle_turn(turn_input)
+
+
+async def _rebooking_card(desk: DeskHarness) -> InteractionBlock:
+    """The card that asks to confirm rebooking the outbound flight."""
+    asked = await desk.say(
+        "Rebook the outbound", act("a1", REBOOK, "h1", "Rebook the outbound", leg="outbound")
+    )
+    return desk.card(asked)
 
 
 async def _marker(desk: DeskHarness, turn_id: str) -> TurnPhase:
@@ -102,10 +111,7 @@ async def test_a_click_that_crashed_mid_way_resolves_its_card_on_recovery(
     desk: DeskHarness,
 ) -> None:
     desk.ready_trip()
-    asked = await desk.say(
-        "Rebook the outbound", act("a1", REBOOK, "h1", "Rebook the outbound", leg="outbound")
-    )
-    card = desk.card(asked)
+    card = await _rebooking_card(desk)
     desk.executor.arm_after_remote_request(ProcessCrash())
     with pytest.raises(ProcessCrash):
         await desk.click(card, "opt_rebook")
@@ -144,10 +150,7 @@ async def test_an_unknown_outcome_is_asked_of_the_executor_and_settled(
     desk: DeskHarness,
 ) -> None:
     desk.ready_trip()
-    asked = await desk.say(
-        "Rebook the outbound", act("a1", REBOOK, "h1", "Rebook the outbound", leg="outbound")
-    )
-    card = desk.card(asked)
+    card = await _rebooking_card(desk)
     desk.executor.arm_after_remote_request(RuntimeError("the airline's answer was lost"))
     turn = await desk.click(card, "opt_rebook")
     assert desk.notice_codes(turn) == [codes.NOTICE_OUTCOME_UNCERTAIN]
@@ -264,10 +267,7 @@ async def test_a_command_that_never_took_effect_settles_failed_and_the_card_reop
     desk: DeskHarness,
 ) -> None:
     desk.ready_trip()
-    asked = await desk.say(
-        "Rebook the outbound", act("a1", REBOOK, "h1", "Rebook the outbound", leg="outbound")
-    )
-    card = desk.card(asked)
+    card = await _rebooking_card(desk)
     desk.executor.arm_before_remote_request(RuntimeError("the line dropped"))  # nothing applied
     turn = await desk.click(card, "opt_rebook")
     assert desk.notice_codes(turn) == [codes.NOTICE_OUTCOME_UNCERTAIN]
@@ -285,10 +285,7 @@ async def test_a_turn_that_lost_the_card_never_releases_the_winners_claim(
     desk: DeskHarness,
 ) -> None:
     desk.ready_trip()
-    asked = await desk.say(
-        "Rebook the outbound", act("a1", REBOOK, "h1", "Rebook the outbound", leg="outbound")
-    )
-    card = desk.card(asked)
+    card = await _rebooking_card(desk)
     desk.executor.arm_after_remote_request(RuntimeError("lost"))  # the winner: unknown outcome
     await desk.click(card, "opt_rebook")
     desk.stores.faults.arm(FaultPoint.BEFORE_RESPONSE_PERSISTENCE)
@@ -396,10 +393,7 @@ async def test_a_card_stays_resolving_while_one_of_its_commands_is_still_unknown
 
     desk: DeskHarness = await make_desk(workflow=TwoCommands())
     desk.ready_trip()
-    asked = await desk.say(
-        "Rebook the outbound", act("a1", REBOOK, "h1", "Rebook the outbound", leg="outbound")
-    )
-    card = desk.card(asked)
+    card = await _rebooking_card(desk)
     desk.executor.arm_before_remote_request(RuntimeError("the line dropped"))
     turn = await desk.click(card, "opt_rebook")
     keys = {e.command_type: e.idempotency_key for e in await desk.journal(turn)}
