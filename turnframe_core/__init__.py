@@ -197,6 +197,7 @@ from turnframe_core.stream import (
 from turnframe_core.turn import (
     MAX_ATTACHMENTS,
     MAX_TEXT_CHARS,
+    SERVER_TURN_ORIGIN,
     TURN_SCHEMA_VERSION,
     AssistantTurn,
     AttachmentRef,
@@ -274,6 +275,7 @@ __all__ = [
     "MAX_TEXT_CHARS",
     "MODEL_KINDS",
     "SERVER_KINDS",
+    "SERVER_TURN_ORIGIN",
     "TURN_SCHEMA_VERSION",
     "AcceptedAnswer",
     "AccountId",

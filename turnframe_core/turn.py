@@ -54,6 +54,7 @@ from turnframe_core.ids import (
 from turnframe_core.interactions import InteractionResponse
 
 __all__ = [
+    "SERVER_TURN_ORIGIN",
     "TURN_SCHEMA_VERSION",
     "UNVERSIONED_SCHEMA_VERSION",
     "AssistantTurn",
@@ -74,6 +75,9 @@ __all__ = [
 MAX_TEXT_CHARS: Final = 20_000
 MAX_ATTACHMENTS: Final = 20
 MAX_ORIGIN_REF_CHARS: Final = 500
+#: The origin_ref prefix of a turn the server writes on its own (a follow-up); a user's input
+#: never carries it.
+SERVER_TURN_ORIGIN: Final = "turnframe.server:"
 
 #: An attachment's id: 1-200 printable ASCII characters, no space.
 AttachmentId = Annotated[str, StringConstraints(pattern=r"^[!-~]{1,200}$")]
@@ -182,9 +186,32 @@ class TurnInput(InputModel):
     @model_validator(mode="after")
     def _not_empty(self) -> TurnInput:
         has_text = self.text is not None and bool(self.text.strip())
+        if self.is_server_turn:
+            if has_text or self.interaction_response is not None or self.attachments:
+                raise InvalidTurnInput("a server turn carries no user text, answer or attachment")
+            return self
         if not has_text and self.interaction_response is None and not self.attachments:
             raise InvalidTurnInput("a turn needs text, a card answer or an attachment")
         return self
+
+    @classmethod
+    def server_turn(
+        cls, account_id: str, conversation_id: str, turn_id: str, cause: str, locale: str
+    ) -> TurnInput:
+        """The input of a turn the server writes on its own (e.g. the follow-up that tells the
+        user what the outside world answered): no user words, only what caused it."""
+        return cls(
+            account_id=account_id,
+            conversation_id=conversation_id,
+            turn_id=turn_id,
+            origin_ref=f"{SERVER_TURN_ORIGIN}{cause}",
+            locale=locale,
+        )
+
+    @property
+    def is_server_turn(self) -> bool:
+        """Written by the server, not sent by a user: `handle_turn` refuses it."""
+        return self.origin_ref is not None and self.origin_ref.startswith(SERVER_TURN_ORIGIN)
 
     @property
     def is_click_only(self) -> bool:

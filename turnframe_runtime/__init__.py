@@ -4,7 +4,7 @@ server copy and the ports an adopter implements).
 What this module exports is the public API; the stage modules behind it may change freely.
 """
 
-from turnframe_runtime.config import RuntimeConfig
+from turnframe_runtime.config import OutboxConfig, RuntimeConfig
 from turnframe_runtime.copy import CatalogCopy, MissingCopy, RenderedCopy, ServerCopy
 from turnframe_runtime.errors import (
     ConversationBusy,
@@ -15,6 +15,24 @@ from turnframe_runtime.errors import (
     TurnInProgress,
     UnknownWorkflow,
 )
+from turnframe_runtime.outbox.dispatch import (
+    DispatchOutcome,
+    NoSender,
+    OutboxDispatcher,
+    follow_up_turn_id,
+)
+from turnframe_runtime.outbox.ports import (
+    AppliesExternalAnswers,
+    NotReceived,
+    OutboxRequest,
+    OutboxSender,
+    SendCompleted,
+    SendFailed,
+    SendResult,
+    SendUnknown,
+)
+from turnframe_runtime.outbox.relay import Relay, RelayRound
+from turnframe_runtime.outbox.worker import OutboxWorker, connect_broker
 from turnframe_runtime.ports import (
     AnswerRequest,
     CaseCandidate,
@@ -38,11 +56,13 @@ from turnframe_runtime.runtime import TurnRuntime
 
 __all__ = [
     "AnswerRequest",
+    "AppliesExternalAnswers",
     "CaseCandidate",
     "CaseDirectory",
     "CatalogCopy",
     "ClaimReviewer",
     "ConversationBusy",
+    "DispatchOutcome",
     "ExecutionFailed",
     "ExecutionRejected",
     "ExecutionResult",
@@ -52,15 +72,28 @@ __all__ = [
     "LoadedCase",
     "MissingCopy",
     "Narrator",
+    "NoSender",
+    "NotReceived",
+    "OutboxConfig",
+    "OutboxDispatcher",
+    "OutboxRequest",
+    "OutboxSender",
+    "OutboxWorker",
     "RecoveredTurn",
     "RecoveryOutcome",
     "RecoveryReport",
+    "Relay",
+    "RelayRound",
     "RenderedCopy",
     "ReviewRequest",
     "ReviewVerdict",
     "ReviewerRequired",
     "RevisionConflict",
     "RuntimeConfig",
+    "SendCompleted",
+    "SendFailed",
+    "SendResult",
+    "SendUnknown",
     "ServerCopy",
     "StoresWithoutTransactions",
     "TransitionRequest",
@@ -69,4 +102,6 @@ __all__ = [
     "TurnRuntime",
     "UnknownWorkflow",
     "WorkflowExecutor",
+    "connect_broker",
+    "follow_up_turn_id",
 ]

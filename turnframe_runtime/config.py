@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["RuntimeConfig"]
+__all__ = ["OutboxConfig", "RuntimeConfig"]
 
 
 @dataclass(frozen=True)
@@ -27,3 +27,52 @@ class RuntimeConfig:
     max_selection_candidates: int = 5
     settle_wait_ms: int = 3_000
     conversation_wait_ms: int = 10_000
+
+
+@dataclass(frozen=True)
+class OutboxConfig:
+    """How outbox rows are carried out (DESIGN §7).
+
+    - `backoff_initial_ms`, `backoff_max_ms`, `max_attempts`: a retryable failure is sent again
+      after `backoff_initial_ms`, doubling up to `backoff_max_ms`; the `max_attempts`-th failure
+      is final. An attempt is a claim whose message left for a worker.
+    - `send_timeout_ms`: a sender that has not answered by then has an unknown outcome (never
+      sent again blindly: reconciliation settles it).
+    - `reconcile_after_ms`: how long after an unknown outcome (and between tries) reconciliation
+      asks the destination.
+    - `claim_lease_ms`: a claim older than this belongs to a dead worker; the reaper returns
+      the row to pending.
+    - `poll_ms`: the relay's longest wait between claims (PostgreSQL wakes it sooner with
+      LISTEN/NOTIFY); `batch_size`: rows claimed at a time.
+    """
+
+    backoff_initial_ms: int = 1_000
+    backoff_max_ms: int = 60_000
+    max_attempts: int = 5
+    send_timeout_ms: int = 10_000
+    reconcile_after_ms: int = 5_000
+    claim_lease_ms: int = 60_000
+    poll_ms: int = 1_000
+    batch_size: int = 100
+
+    def __post_init__(self) -> None:
+        for name in (
+            "backoff_initial_ms",
+            "backoff_max_ms",
+            "max_attempts",
+            "send_timeout_ms",
+            "reconcile_after_ms",
+            "claim_lease_ms",
+            "poll_ms",
+            "batch_size",
+        ):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ValueError(f"OutboxConfig.{name} is a whole number of at least 1")
+        if self.backoff_max_ms < self.backoff_initial_ms:
+            raise ValueError("OutboxConfig.backoff_max_ms is at least backoff_initial_ms")
+
+    def backoff_ms(self, attempt: int) -> int:
+        """The wait before attempt `attempt + 1` after attempt `attempt` failed retryably."""
+        doubled: int = self.backoff_initial_ms * 2 ** max(attempt - 1, 0)
+        return min(doubled, self.backoff_max_ms)

@@ -267,6 +267,9 @@ class Execution:
                     destination=atomicity.saga,
                     payload={
                         "account_id": envelope.account_id,
+                        # where the answer's follow-up turn goes, and in which language
+                        "conversation_id": self.turn.conversation_id,
+                        "locale": self.turn.locale,
                         "case_ref": envelope.case_ref.model_dump(mode="json"),
                         "command_type": envelope.command_type,
                         "payload": envelope.payload,

@@ -51,7 +51,7 @@ from turnframe_runtime.card_answer import (
 from turnframe_runtime.cards import CardFactory, RaisedCard, persist_card
 from turnframe_runtime.cases import CaseBook
 from turnframe_runtime.compose import Composer, TurnResult
-from turnframe_runtime.config import RuntimeConfig
+from turnframe_runtime.config import OutboxConfig, RuntimeConfig
 from turnframe_runtime.context import AuditTrail, Notes, Purpose, TurnContext, failure_code
 from turnframe_runtime.copy import CatalogCopy, MissingCopy, ServerCopy, receipt_title
 from turnframe_runtime.errors import (  # the last two are also named here, as they always were
@@ -64,6 +64,8 @@ from turnframe_runtime.errors import (  # the last two are also named here, as t
 from turnframe_runtime.execute import Execution
 from turnframe_runtime.follow_up import FollowUp
 from turnframe_runtime.narration import Narration
+from turnframe_runtime.outbox.dispatch import OutboxDispatcher
+from turnframe_runtime.outbox.ports import OutboxSender
 from turnframe_runtime.ports import (
     CaseDirectory,
     ClaimReviewer,
@@ -106,6 +108,8 @@ class TurnRuntime:
         config: RuntimeConfig | None = None,
         clock: Callable[[], int] | None = None,
         ids: IdSource | None = None,
+        senders: Mapping[str, OutboxSender] | None = None,
+        outbox: OutboxConfig | None = None,
     ) -> None:
         by_key = {w.key: w for w in workflows}
         if len(by_key) != len(workflows):
@@ -156,6 +160,7 @@ class TurnRuntime:
         missing = self._copy.missing(self._config.locales, required=receipts)
         if missing:
             raise MissingCopy(missing)
+        self._outbox = OutboxDispatcher(self, senders or {}, outbox)
 
     @property
     def stores(self) -> Stores:
@@ -172,6 +177,12 @@ class TurnRuntime:
     @property
     def executor(self) -> WorkflowExecutor:
         return self._executor
+
+    @property
+    def outbox(self) -> OutboxDispatcher:
+        """Carries out this runtime's outbox rows with its `senders` (the dispatch and reconcile
+        actors call it; `turnframe worker` runs them with a relay)."""
+        return self._outbox
 
     @property
     def config(self) -> RuntimeConfig:
@@ -206,6 +217,8 @@ class TurnRuntime:
         # Judged again (a few microseconds): one built with model_construct or changed with
         # model_copy(update=...) skipped its rules.
         turn_input = TurnInput.model_validate(turn_input.model_dump(warnings=False))
+        if turn_input.is_server_turn:
+            raise InvalidTurnInput("a user's turn cannot carry a server turn's origin")
         async with self._conversation(turn_input.account_id, turn_input.conversation_id):
             return await self._handle(turn_input)
 

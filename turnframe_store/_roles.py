@@ -395,6 +395,9 @@ class OutboxRole(_Role, ABC):
         rules.text(command_id)
         return await self._list_for_command(command_id)
 
+    async def pending_count(self) -> int:
+        return await self._pending_count()
+
     async def enqueue(self, entry: OutboxEntry) -> OutboxEntry:
         rules.record_keys(entry)
         rules.enqueueable(entry)
@@ -421,11 +424,23 @@ class OutboxRole(_Role, ABC):
         return await self._mark_failed(outbox_id, reason, retry)
 
     async def mark_outcome_unknown(
-        self, outbox_id: str, remote_ref: str | None = None
+        self, outbox_id: str, remote_ref: str | None = None, check_at: int | None = None
     ) -> OutboxEntry:
         rules.text(outbox_id, remote_ref)
+        check = None if check_at is None else rules.instant(check_at)
         self._faults.reach(FaultPoint.AFTER_OUTBOX_DISPATCH)
-        return await self._mark_outcome_unknown(outbox_id, remote_ref)
+        return await self._mark_outcome_unknown(outbox_id, remote_ref, check)
+
+    async def unclaim(self, outbox_id: str, worker_id: str) -> OutboxEntry:
+        rules.text(outbox_id)
+        rules.worker(worker_id)
+        return await self._unclaim(outbox_id, worker_id)
+
+    async def claim_reconciliations(
+        self, now: int, limit: int, until: int
+    ) -> tuple[OutboxEntry, ...]:
+        moment, most, lease = rules.instant(now), rules.limit(limit), rules.instant(until)
+        return await self._claim_reconciliations(moment, most, lease)
 
     async def reschedule(self, outbox_id: str, at: int) -> OutboxEntry:
         rules.text(outbox_id)
@@ -439,6 +454,9 @@ class OutboxRole(_Role, ABC):
 
     @abstractmethod
     async def _list_for_command(self, command_id: str) -> tuple[OutboxEntry, ...]: ...
+
+    @abstractmethod
+    async def _pending_count(self) -> int: ...
 
     @abstractmethod
     async def _enqueue(self, entry: OutboxEntry) -> OutboxEntry: ...
@@ -456,8 +474,16 @@ class OutboxRole(_Role, ABC):
 
     @abstractmethod
     async def _mark_outcome_unknown(
-        self, outbox_id: str, remote_ref: str | None
+        self, outbox_id: str, remote_ref: str | None, check_at: int | None
     ) -> OutboxEntry: ...
+
+    @abstractmethod
+    async def _unclaim(self, outbox_id: str, worker_id: str) -> OutboxEntry: ...
+
+    @abstractmethod
+    async def _claim_reconciliations(
+        self, now: int, limit: int, until: int
+    ) -> tuple[OutboxEntry, ...]: ...
 
     @abstractmethod
     async def _reschedule(self, outbox_id: str, at: int) -> OutboxEntry: ...

@@ -486,6 +486,10 @@ OUTBOX_FAIL: Final = OutboxMove(OPEN_OUTBOX, _S.FAILED)
 OUTBOX_REPORT_UNKNOWN: Final = OutboxMove(frozenset({_S.DISPATCHING}), _S.OUTCOME_UNKNOWN)
 OUTBOX_RESCHEDULE: Final = OutboxMove(frozenset({_S.PENDING, _S.OUTCOME_UNKNOWN}), _S.PENDING)
 OUTBOX_RELEASE: Final = OutboxMove(frozenset({_S.DISPATCHING}), _S.PENDING)
+#: A claim handed back unused (its message never reached the broker): not an attempt.
+OUTBOX_UNCLAIM: Final = OutboxMove(frozenset({_S.DISPATCHING}), _S.PENDING)
+#: Unknown outcomes due for reconciliation are leased (still unknown) until `until`.
+OUTBOX_RECONCILE: Final = OutboxMove(frozenset({_S.OUTCOME_UNKNOWN}), _S.OUTCOME_UNKNOWN)
 
 
 def _outbox_move(row: OutboxEntry, move: OutboxMove, refusal: str) -> Verdict:
@@ -508,6 +512,20 @@ def due(row: OutboxEntry, now: int) -> bool:
     return row.status in OUTBOX_CLAIM.sources and (
         row.next_attempt_at is None or row.next_attempt_at <= now
     )
+
+
+def due_for_reconciliation(row: OutboxEntry, now: int) -> bool:
+    return row.status in OUTBOX_RECONCILE.sources and (
+        row.next_attempt_at is None or row.next_attempt_at <= now
+    )
+
+
+def unclaim_row(row: OutboxEntry, worker_id: str) -> Verdict:
+    """Only the claimer hands a claim back, and only while it holds it."""
+    _outbox_move(row, OUTBOX_UNCLAIM, "holds no claim")
+    if row.claim_worker_id != worker_id:
+        raise Conflict("the row is claimed by another worker")
+    return Verdict.MOVE
 
 
 def claim_expired(row: OutboxEntry, claimed_before: int) -> bool:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 from collections.abc import AsyncIterator
 from typing import Any, Final, TypeVar, cast
@@ -24,7 +25,18 @@ from turnframe_store.protocols import (
     ReplayStore,
 )
 
-__all__ = ["ROLES", "ReadOnlyStores", "Stores", "protocol_methods"]
+__all__ = ["ROLES", "OutboxWakeups", "ReadOnlyStores", "Stores", "protocol_methods"]
+
+
+class OutboxWakeups:
+    """What a relay waits on between claims. `wait` returns True when new outbox rows may have
+    committed, False when the time ran out; either way the relay claims again (so a lost signal
+    costs at most one wait). This one only waits: stores without notifications are polled."""
+
+    async def wait(self, timeout_s: float) -> bool:
+        await asyncio.sleep(timeout_s)
+        return False
+
 
 _S = TypeVar("_S", bound="Stores")
 
@@ -162,6 +174,11 @@ class Stores:
         if locks is None:
             locks = self.__dict__["_conversation_locks"] = ConversationLocks()
         return locks.hold(account_id, conversation_id, timeout_s)
+
+    def outbox_wakeups(self) -> contextlib.AbstractAsyncContextManager[OutboxWakeups]:
+        """What tells a relay that outbox rows committed (PostgreSQL: LISTEN on a connection of
+        its own); stores without notifications hand out a plain wait, and the relay polls."""
+        return contextlib.nullcontext(OutboxWakeups())
 
     def read_only(self) -> ReadOnlyStores:
         """A view through which no write method is reachable (the plan-only path holds this)."""

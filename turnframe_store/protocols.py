@@ -327,6 +327,11 @@ class OutboxReader(Protocol):
         """The command's rows, sorted by (created_at, outbox_id)."""
         ...
 
+    async def pending_count(self) -> int:
+        """How many rows are not completed or failed (pending, dispatching or unknown): the
+        outbox's backlog, for lag alerts and for tests that wait for it to drain."""
+        ...
+
 
 class OutboxWriter(Protocol):
     async def enqueue(self, entry: OutboxEntry) -> OutboxEntry:
@@ -352,10 +357,25 @@ class OutboxWriter(Protocol):
         ...
 
     async def mark_outcome_unknown(
-        self, outbox_id: str, remote_ref: str | None = None
+        self, outbox_id: str, remote_ref: str | None = None, check_at: int | None = None
     ) -> OutboxEntry:
-        """dispatching -> outcome_unknown, claim released. A repeat is accepted and fills in a
-        missing remote_ref; a different remote_ref is `Conflict`."""
+        """dispatching -> outcome_unknown, claim released, due for reconciliation at `check_at`
+        (absent: at once). A repeat is accepted and fills in a missing remote_ref; a different
+        remote_ref is `Conflict`."""
+        ...
+
+    async def unclaim(self, outbox_id: str, worker_id: str) -> OutboxEntry:
+        """dispatching -> pending, due now, the attempt not counted: the claimer hands back a
+        claim whose message never left (the broker refused it). Another worker's claim, or a
+        row not dispatching, is `Conflict`."""
+        ...
+
+    async def claim_reconciliations(
+        self, now: int, limit: int, until: int
+    ) -> tuple[OutboxEntry, ...]:
+        """Unknown outcomes due for reconciliation at `now` (next_attempt_at absent or <= now),
+        sorted by (created_at, outbox_id), at most `limit`: each stays outcome_unknown and is
+        not due again before `until` (a lease: a reconciler that dies is retried then)."""
         ...
 
     async def reschedule(self, outbox_id: str, at: int) -> OutboxEntry:

@@ -29,7 +29,14 @@ from turnframe_core import (
     verify_chain,
 )
 from turnframe_core._canonical import digest_bytes
-from turnframe_runtime import CatalogCopy, RuntimeConfig, TurnRuntime
+from turnframe_runtime import (
+    CatalogCopy,
+    OutboxConfig,
+    OutboxWorker,
+    RuntimeConfig,
+    TurnRuntime,
+    connect_broker,
+)
 from turnframe_store import (
     InvalidDatabaseUrl,
     ManualClock,
@@ -58,6 +65,8 @@ __all__ = [
 ]
 
 DEMO_DB_FILE: Final = "turnframe-demo.db"
+#: the embedded mode's relay polls (SQLite has no notifications) every 20 ms
+EMBEDDED: Final = OutboxConfig(poll_ms=20)
 DEMO_ACCOUNT: Final = "acct_demo"
 
 
@@ -147,7 +156,7 @@ async def run_demo(
     an earlier run's conversation is reloaded and shown first.
     """
     if db is None:
-        return await _converse(out, desk if desk is not None else DeskHarness())
+        return await _converse(out, desk if desk is not None else DeskHarness(outbox=EMBEDDED))
     if desk is not None:
         raise ValueError("run_demo takes a database URL or a harness, not both")
     stores = await SqlStores.connect(db)
@@ -159,6 +168,7 @@ async def run_demo(
         if run > 1:
             await _show_earlier_run(out, stores, run - 1)
         desk = DeskHarness(
+            outbox=EMBEDDED,
             stores=stores,
             clock=ManualClock(system_clock()),
             ids=UlidIdSource(),
@@ -169,6 +179,12 @@ async def run_demo(
         return await _converse(out, desk, trip_id=f"T-{100 + run}")
     finally:
         await stores.aclose()
+
+
+async def _last_turn(desk: DeskHarness) -> AssistantTurn:
+    """The conversation's newest turn (the follow-up the server wrote)."""
+    (turn,) = await desk.runtime.load_conversation(desk.account_id, desk.conversation_id, 1)
+    return turn
 
 
 def _conversation(run: int) -> str:
@@ -235,7 +251,16 @@ async def _converse(out: TextIO, desk: DeskHarness, trip_id: str = "T-100") -> l
         ),
     )
     card = desk.card(asked)
-    await step("(clicks “Rebook”)", lambda: desk.click(card, "opt_rebook"))
+    # The airline is reached only through the outbox: an in-process dramatiq worker (the
+    # embedded mode) carries the row out, and the server tells the conversation what came back.
+    worker = OutboxWorker(desk.runtime, connect_broker("stub://"), threads=2)
+    await worker.start()
+    try:
+        await step("(clicks “Rebook”)", lambda: desk.click(card, "opt_rebook"))
+        await worker.drain()
+    finally:
+        await worker.stop()
+    await step("(the airline answers; no user message)", lambda: _last_turn(desk))
     await step("(clicks “Rebook” on the same card again)", lambda: desk.click(card, "opt_rebook"))
     text = "Rebook the return flight as well."
     asked = await step(

@@ -20,11 +20,13 @@ from turnframe_runtime import (
     CatalogCopy,
     ClaimReviewer,
     Narrator,
+    OutboxConfig,
     RuntimeConfig,
     ServerCopy,
     TurnRuntime,
 )
 from turnframe_store import EventCursor, JournalEntry, ManualClock, MemoryStores, Stores
+from turnframe_test.airline import FakeAirline
 from turnframe_test.backends import StoreBackend
 from turnframe_test.domains.travel import (
     TRIP_TEMPLATES,
@@ -61,6 +63,8 @@ class DeskHarness:
         ids: IdSource | None = None,
         copy: ServerCopy | None = None,
         workflow: WorkflowDefinition | None = None,
+        airline: FakeAirline | None = None,
+        outbox: OutboxConfig | None = None,
     ) -> DeskHarness:
         """A harness on fresh stores of `backend` that share its clock (or on `stores`, when
         given: another harness's, to put two accounts on one database)."""
@@ -76,6 +80,8 @@ class DeskHarness:
             ids=ids,
             copy=copy,
             workflow=workflow,
+            airline=airline,
+            outbox=outbox,
         )
 
     def __init__(
@@ -91,6 +97,8 @@ class DeskHarness:
         ids: IdSource | None = None,
         copy: ServerCopy | None = None,
         workflow: WorkflowDefinition | None = None,
+        airline: FakeAirline | None = None,
+        outbox: OutboxConfig | None = None,
     ) -> None:
         self.clock = clock if clock is not None else ManualClock()
         self.stores = stores if stores is not None else MemoryStores(clock=self.clock)
@@ -107,6 +115,9 @@ class DeskHarness:
         self.ids = ids if ids is not None else SequentialIdSource()
         self.copy = copy if copy is not None else CatalogCopy(TRIP_TEMPLATES)
         self.workflow = workflow if workflow is not None else TripWorkflow()
+        #: the airline the outbox reaches (`runtime.outbox` dispatches to it)
+        self.airline = airline if airline is not None else FakeAirline()
+        self.outbox = outbox
         self.runtime = self._runtime()
 
     def _runtime(self) -> TurnRuntime:
@@ -122,6 +133,8 @@ class DeskHarness:
             config=self.config,
             clock=self.clock,
             ids=self.ids,
+            senders={"airline": self.airline},
+            outbox=self.outbox,
         )
 
     def use_stores(self, stores: Stores) -> None:

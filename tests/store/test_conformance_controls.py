@@ -470,6 +470,43 @@ class RescheduleDueNow(MemoryOutbox):
         return await engine.write(write)
 
 
+class CountingUnclaim(MemoryOutbox):
+    """unclaim hands the row back but keeps the attempt it never made."""
+
+    async def _unclaim(self, outbox_id: str, worker_id: str) -> OutboxEntry:
+        engine = self._engine
+
+        def write(undo: _UndoLog) -> OutboxEntry:
+            row = engine.row(outbox_id)
+            if row.status is not OutboxStatus.DISPATCHING or row.claim_worker_id != worker_id:
+                raise Conflict("not this worker's claim")
+            return engine._move_row(
+                undo, row, status=OutboxStatus.PENDING, claim_worker_id=None, claim_taken_at=None
+            )
+
+        return await engine.write(write)
+
+
+class UnleasedReconciliation(MemoryOutbox):
+    """claim_reconciliations hands out the due rows without leasing them."""
+
+    async def _claim_reconciliations(
+        self, now: int, limit: int, until: int
+    ) -> tuple[OutboxEntry, ...]:
+        engine = self._engine
+
+        def read() -> tuple[OutboxEntry, ...]:
+            rows = [
+                r
+                for r in engine.t.outbox.values()
+                if r.status is OutboxStatus.OUTCOME_UNKNOWN
+                and (r.next_attempt_at is None or r.next_attempt_at <= now)
+            ]
+            return tuple(sorted(rows, key=lambda r: (r.created_at, r.outbox_id))[:limit])
+
+        return await engine.read(read)
+
+
 class InclusiveReaper(MemoryOutbox):
     """release_expired_claims also releases claims taken exactly at the limit."""
 
@@ -841,6 +878,16 @@ CONTROLS: dict[str, tuple[str, type[Any], str]] = {
         "outbox",
         RescheduleDueNow,
         "check_a_rescheduled_outbox_row_waits_until_it_is_due",
+    ),
+    "counting_unclaim": (
+        "outbox",
+        CountingUnclaim,
+        "check_an_unused_claim_is_handed_back_without_counting_an_attempt",
+    ),
+    "unleased_reconciliation": (
+        "outbox",
+        UnleasedReconciliation,
+        "check_unknown_outcomes_are_leased_to_one_reconciler_at_a_time",
     ),
     "inclusive_reaper": (
         "outbox",

@@ -66,8 +66,10 @@ from turnframe_store.conformance.ordering import (
 from turnframe_store.conformance.outbox import (
     check_a_rescheduled_outbox_row_waits_until_it_is_due,
     check_an_outbox_row_is_claimed_by_one_worker_only,
+    check_an_unused_claim_is_handed_back_without_counting_an_attempt,
     check_outbox_enqueue_refuses_duplicates_and_non_pending_rows,
     check_the_reaper_releases_expired_claims,
+    check_unknown_outcomes_are_leased_to_one_reconciler_at_a_time,
 )
 from turnframe_store.conformance.replay import (
     check_a_replay_record_is_upserted_until_its_phase_is_terminal,
@@ -122,6 +124,8 @@ __all__ = [
     "check_outbox_enqueue_refuses_duplicates_and_non_pending_rows",
     "check_an_outbox_row_is_claimed_by_one_worker_only",
     "check_a_rescheduled_outbox_row_waits_until_it_is_due",
+    "check_an_unused_claim_is_handed_back_without_counting_an_attempt",
+    "check_unknown_outcomes_are_leased_to_one_reconciler_at_a_time",
     "check_the_reaper_releases_expired_claims",
     # replay
     "check_a_replay_record_is_upserted_until_its_phase_is_terminal",

@@ -159,3 +159,59 @@ async def check_the_reaper_releases_expired_claims(stores: Stores) -> None:
         [("obx_1", 2), ("obx_3", 1)],
         "the next claim",
     )
+
+
+@_check
+async def check_an_unused_claim_is_handed_back_without_counting_an_attempt(stores: Stores) -> None:
+    outbox = stores.outbox
+    await outbox.enqueue(_outbox_row("obx_1"))
+    await outbox.claim_due(_T0, 1, "worker-1")
+    await _refused(Conflict, outbox.unclaim("obx_1", "worker-2"), "another worker's claim")
+    back = await outbox.unclaim("obx_1", "worker-1")
+    _equal(
+        (back.status, back.attempt_count, back.claim_worker_id, back.next_attempt_at),
+        (OutboxStatus.PENDING, 0, None, None),
+        "the handed-back row (due now, no attempt counted)",
+    )
+    await _refused(Conflict, outbox.unclaim("obx_1", "worker-1"), "a row no longer claimed")
+    (again,) = await outbox.claim_due(_T0 + 1, 5, "worker-2")
+    _equal(again.attempt_count, 1, "the next claim is the first attempt")
+
+
+@_check
+async def check_unknown_outcomes_are_leased_to_one_reconciler_at_a_time(stores: Stores) -> None:
+    outbox = stores.outbox
+    for n in (1, 2, 3):
+        await outbox.enqueue(_outbox_row(f"obx_{n}", created_at=_T0 + n))
+    await outbox.claim_due(_T0 + 10, 5, "worker-1")
+    await outbox.mark_outcome_unknown("obx_1", check_at=_T0 + 100)
+    await outbox.mark_outcome_unknown("obx_2")
+    _equal(
+        (await outbox.mark_outcome_unknown("obx_1", check_at=_T0 + 5)).next_attempt_at,
+        _T0 + 100,
+        "a repeated report keeps the first schedule",
+    )
+    first = await outbox.claim_reconciliations(_T0 + 20, 5, _T0 + 200)
+    _equal(
+        _ids(first, "outbox_id"), ["obx_2"], "the unknown outcomes due (a dispatching row is not)"
+    )
+    _equal(
+        (first[0].status, first[0].next_attempt_at),
+        (OutboxStatus.OUTCOME_UNKNOWN, _T0 + 200),
+        "a leased reconciliation",
+    )
+    _equal(await outbox.claim_reconciliations(_T0 + 99, 5, _T0 + 300), (), "nothing due before")
+    due = await outbox.claim_reconciliations(_T0 + 200, 1, _T0 + 400)
+    _equal(_ids(due, "outbox_id"), ["obx_1"], "the oldest due first, at most the limit")
+    claims = await asyncio.gather(
+        *(outbox.claim_reconciliations(_T0 + 400, 5, _T0 + 500) for _ in range(4))
+    )
+    _equal(
+        sorted(r.outbox_id for batch in claims for r in batch),
+        ["obx_1", "obx_2"],
+        "unknown outcomes leased to 4 concurrent reconcilers (each once)",
+    )
+    _equal(await outbox.pending_count(), 3, "the open rows")
+    await outbox.mark_completed("obx_1")
+    await outbox.mark_failed("obx_2", "conformance.refused")
+    _equal(await outbox.pending_count(), 1, "the open rows once two ended")

@@ -530,18 +530,42 @@ class _Engine:
         )
 
     def mark_outcome_unknown(
-        self, undo: _UndoLog, outbox_id: str, remote_ref: str | None
+        self, undo: _UndoLog, outbox_id: str, remote_ref: str | None, check_at: int | None
     ) -> OutboxEntry:
         row = self.row(outbox_id)
         if rules.report_unknown(row, remote_ref) is Verdict.REPEAT:
             return row
+        first = row.status is not rules.OUTBOX_REPORT_UNKNOWN.target
         return self._move_row(
             undo,
             row,
             status=rules.OUTBOX_REPORT_UNKNOWN.target,
             remote_ref=remote_ref if remote_ref is not None else row.remote_ref,
+            next_attempt_at=check_at if first else row.next_attempt_at,
             **_NO_CLAIM,
         )
+
+    def unclaim(self, undo: _UndoLog, outbox_id: str, worker_id: str) -> OutboxEntry:
+        row = self.row(outbox_id)
+        rules.unclaim_row(row, worker_id)
+        return self._move_row(
+            undo,
+            row,
+            status=rules.OUTBOX_UNCLAIM.target,
+            attempt_count=max(row.attempt_count - 1, 0),
+            next_attempt_at=None,
+            **_NO_CLAIM,
+        )
+
+    def claim_reconciliations(
+        self, undo: _UndoLog, now: int, limit: int, until: int
+    ) -> tuple[OutboxEntry, ...]:
+        due = [row for row in self.t.outbox.values() if rules.due_for_reconciliation(row, now)]
+        due.sort(key=rules.by_enqueueing)
+        return tuple(self._move_row(undo, row, next_attempt_at=until) for row in due[:limit])
+
+    def open_rows(self) -> int:
+        return sum(1 for row in self.t.outbox.values() if not row.status.is_terminal)
 
     def reschedule(self, undo: _UndoLog, outbox_id: str, at: int) -> OutboxEntry:
         row = self.row(outbox_id)

@@ -265,6 +265,9 @@ class MemoryOutbox(OutboxRole):
     async def _list_for_command(self, command_id: str) -> tuple[OutboxEntry, ...]:
         return await self._engine.read(lambda: self._engine.rows_for_command(command_id))
 
+    async def _pending_count(self) -> int:
+        return await self._engine.read(self._engine.open_rows)
+
     async def _enqueue(self, entry: OutboxEntry) -> OutboxEntry:
         return await self._engine.write(lambda undo: self._engine.enqueue(undo, entry))
 
@@ -281,9 +284,23 @@ class MemoryOutbox(OutboxRole):
             lambda undo: self._engine.mark_failed(undo, outbox_id, reason, retry_at)
         )
 
-    async def _mark_outcome_unknown(self, outbox_id: str, remote_ref: str | None) -> OutboxEntry:
+    async def _mark_outcome_unknown(
+        self, outbox_id: str, remote_ref: str | None, check_at: int | None
+    ) -> OutboxEntry:
         return await self._engine.write(
-            lambda undo: self._engine.mark_outcome_unknown(undo, outbox_id, remote_ref)
+            lambda undo: self._engine.mark_outcome_unknown(undo, outbox_id, remote_ref, check_at)
+        )
+
+    async def _unclaim(self, outbox_id: str, worker_id: str) -> OutboxEntry:
+        return await self._engine.write(
+            lambda undo: self._engine.unclaim(undo, outbox_id, worker_id)
+        )
+
+    async def _claim_reconciliations(
+        self, now: int, limit: int, until: int
+    ) -> tuple[OutboxEntry, ...]:
+        return await self._engine.write(
+            lambda undo: self._engine.claim_reconciliations(undo, now, limit, until)
         )
 
     async def _reschedule(self, outbox_id: str, at: int) -> OutboxEntry:

@@ -32,6 +32,9 @@ class OutboxStatements:
     outbox_unknown: Statement
     outbox_reschedule: Statement
     outbox_release: Statement
+    outbox_unclaim: Statement
+    outbox_reconcile: Statement
+    outbox_open: Statement
 
     @classmethod
     def build(cls, sql: Compiler) -> OutboxStatements:
@@ -73,7 +76,44 @@ class OutboxStatements:
                 remote_ref.is_not(None),
             ),
         )
+        reconcile = rules.OUTBOX_RECONCILE
+        reconcilable = (
+            sa.select(outbox.c.outbox_id)
+            .where(
+                among(outbox.c.status, reconcile.sources),
+                sa.or_(outbox.c.next_attempt_at.is_(None), outbox.c.next_attempt_at <= now),
+            )
+            .order_by(outbox.c.created_at, outbox.c.outbox_id)
+            .limit(bind("limit"))
+            .with_for_update(skip_locked=True)
+            .cte("reconcilable")
+        )
         return cls(
+            outbox_unclaim=c(
+                "outbox_unclaim",
+                move(rules.OUTBOX_UNCLAIM, row_key, outbox.c.claim_worker_id == bind("worker_id"))
+                .values(
+                    attempt_count=sa.case(
+                        (outbox.c.attempt_count > 0, outbox.c.attempt_count - 1), else_=0
+                    ),
+                    next_attempt_at=sa.null(),
+                    **no_claim,
+                )
+                .returning(*outbox.c),
+            ),
+            outbox_reconcile=c(
+                "outbox_reconcile",
+                sa.update(outbox)
+                .where(outbox.c.outbox_id == reconcilable.c.outbox_id)
+                .values(next_attempt_at=bind("until", when))
+                .returning(*outbox.c),
+            ),
+            outbox_open=c(
+                "outbox_open",
+                sa.select(sa.func.count().label("open_rows")).where(
+                    among(outbox.c.status, rules.OPEN_OUTBOX)
+                ),
+            ),
             outbox_insert=c("outbox_insert", sa.insert(outbox).values(values_of(outbox))),
             outbox_get=c("outbox_get", sa.select(outbox).where(row_key)),
             outbox_of_command=c(
@@ -121,6 +161,14 @@ class OutboxStatements:
                 .values(
                     status=unknown.target.value,
                     remote_ref=sa.func.coalesce(remote_ref, outbox.c.remote_ref),
+                    # the first report schedules reconciliation; a repeat keeps the schedule
+                    next_attempt_at=sa.case(
+                        (
+                            outbox.c.status == unknown.target.value,
+                            outbox.c.next_attempt_at,
+                        ),
+                        else_=bind("check_at", when),
+                    ),
                     **no_claim,
                 )
                 .returning(*outbox.c),
@@ -203,12 +251,35 @@ class SqlOutbox(OutboxRole):
             statement, params, lambda row: rules.fail_row(row, reason, retry_at)
         )
 
-    async def _mark_outcome_unknown(self, outbox_id: str, remote_ref: str | None) -> OutboxEntry:
+    async def _mark_outcome_unknown(
+        self, outbox_id: str, remote_ref: str | None, check_at: int | None
+    ) -> OutboxEntry:
+        check = None if check_at is None else self._core.backend.time_in(check_at)
         return await self._move(
             self._st.outbox_unknown,
-            {"outbox_id": outbox_id, "remote_ref": remote_ref},
+            {"outbox_id": outbox_id, "remote_ref": remote_ref, "check_at": check},
             lambda row: rules.report_unknown(row, remote_ref),
         )
+
+    async def _unclaim(self, outbox_id: str, worker_id: str) -> OutboxEntry:
+        return await self._move(
+            self._st.outbox_unclaim,
+            {"outbox_id": outbox_id, "worker_id": worker_id},
+            lambda row: rules.unclaim_row(row, worker_id),
+        )
+
+    async def _claim_reconciliations(
+        self, now: int, limit: int, until: int
+    ) -> tuple[OutboxEntry, ...]:
+        time_in = self._core.backend.time_in
+        params = {"now": time_in(now), "limit": limit, "until": time_in(until)}
+        (result,) = await self._core.write([Step(self._st.outbox_reconcile, params)])
+        rows = self._core.codec.outbox_rows(result.rows)
+        return tuple(sorted(rows, key=rules.by_enqueueing))
+
+    async def _pending_count(self) -> int:
+        rows = await self._core.fetch(self._st.outbox_open, {})
+        return int(rows[0]["open_rows"])
 
     async def _reschedule(self, outbox_id: str, at: int) -> OutboxEntry:
         return await self._move(

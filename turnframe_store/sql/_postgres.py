@@ -13,6 +13,7 @@ from psycopg.conninfo import conninfo_to_dict
 from psycopg.pq import TransactionStatus
 from psycopg_pool import AsyncConnectionPool, PoolTimeout
 
+from turnframe_store.bundle import OutboxWakeups
 from turnframe_store.errors import Busy, Unavailable
 from turnframe_store.sql import errors
 from turnframe_store.sql._backend import (
@@ -31,6 +32,41 @@ __all__ = ["PostgresBackend"]
 
 _EPOCH: Final = datetime(1970, 1, 1, tzinfo=UTC)
 _MS: Final = timedelta(milliseconds=1)
+
+
+class _Listener(OutboxWakeups):
+    def __init__(self, conninfo: str, channel: str, payload: str) -> None:
+        self._conninfo, self._channel, self._payload = conninfo, channel, payload
+        self._connection: psycopg.AsyncConnection[Any] | None = None
+
+    async def _connected(self) -> psycopg.AsyncConnection[Any]:
+        if self._connection is None or self._connection.closed:
+            connection = await psycopg.AsyncConnection.connect(self._conninfo, autocommit=True)
+            await connection.execute(f'LISTEN "{self._channel}"')
+            self._connection = connection
+        return self._connection
+
+    async def wait(self, timeout_s: float) -> bool:
+        started = asyncio.get_running_loop().time()
+        try:
+            connection = await self._connected()
+            async for note in connection.notifies(timeout=timeout_s):
+                if note.payload == self._payload:
+                    return True
+                if asyncio.get_running_loop().time() - started >= timeout_s:
+                    break
+            return False
+        except psycopg.Error:
+            await self.close()
+            left = timeout_s - (asyncio.get_running_loop().time() - started)
+            await asyncio.sleep(max(left, 0))
+            return False
+
+    async def close(self) -> None:
+        connection, self._connection = self._connection, None
+        if connection is not None:
+            with contextlib.suppress(psycopg.Error):
+                await connection.close()
 
 
 class _PgConnection(Connection):
@@ -145,6 +181,19 @@ class PostgresBackend(Backend):
         self.locks = locks
         self.hooks = Hooks()
         self.loop = asyncio.get_running_loop()
+        self.conninfo = ""
+
+    @contextlib.asynccontextmanager
+    async def listen(self, channel: str, payload: str) -> AsyncIterator[OutboxWakeups]:
+        """A connection of its own, listening on `channel`; its `wait` returns True on a
+        notification whose payload is `payload`. A lost connection is opened again on the next
+        wait (the relay polls meanwhile), so a database restart costs one poll interval."""
+        self.on_own_loop()
+        listener = _Listener(self.conninfo, channel, payload)
+        try:
+            yield listener
+        finally:
+            await listener.close()
 
     @classmethod
     async def open(cls, conninfo: str, config: SqlConfig) -> PostgresBackend:
@@ -181,7 +230,9 @@ class PostgresBackend(Backend):
             name="turnframe-locks",
         )
         await locks.open(wait=False)
-        return cls(pool, locks)
+        backend = cls(pool, locks)
+        backend.conninfo = conninfo
+        return backend
 
     def time_in(self, ms: int) -> datetime:
         return _EPOCH + ms * _MS

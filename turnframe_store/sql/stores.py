@@ -23,7 +23,7 @@ from typing import Any
 
 from sqlalchemy.engine import make_url
 
-from turnframe_store.bundle import Stores
+from turnframe_store.bundle import OutboxWakeups, Stores
 from turnframe_store.clock import Clock, system_clock
 from turnframe_store.errors import Conflict, MissingExtra
 from turnframe_store.faults import FaultPlan
@@ -162,6 +162,17 @@ class SqlStores(Stores):
             lock: contextlib.AbstractAsyncContextManager[None] = advisory(key, timeout_s)
             return lock
         return self._locks.hold(account_id, conversation_id, timeout_s)
+
+    def outbox_wakeups(self) -> contextlib.AbstractAsyncContextManager[OutboxWakeups]:
+        """On PostgreSQL a LISTEN on `turnframe_outbox` (the tf_outbox insert trigger notifies
+        it when the inserting transaction commits); on SQLite a plain wait (relays poll)."""
+        listen = getattr(self.engine.backend, "listen", None)
+        if listen is None:
+            return super().outbox_wakeups()
+        wakeups: contextlib.AbstractAsyncContextManager[OutboxWakeups] = listen(
+            "turnframe_outbox", self.config.schema or "public"
+        )
+        return wakeups
 
     @classmethod
     async def connect(

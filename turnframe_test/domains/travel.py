@@ -62,7 +62,10 @@ from turnframe_runtime import (
     ExecutionResult,
     ExecutionTimeout,
     LoadedCase,
+    OutboxRequest,
     RevisionConflict,
+    SendCompleted,
+    SendFailed,
 )
 
 __all__ = [
@@ -87,6 +90,10 @@ REQUEST_REBOOKING = "trip.request_rebooking"
 CONFIRM_REBOOKING = "trip.confirm_rebooking"
 KEEP_LEG = "trip.keep_leg"
 WITHDRAW = "trip.withdraw"
+#: the airline's answer to a rebooking, recorded on the trip (only ever from a verified callback)
+RECORD_AIRLINE_ANSWER = "trip.record_airline_answer"
+REBOOKED = "trip.rebooked"
+REBOOKING_REFUSED = "trip.rebooking_refused"
 
 #: English receipt and card copy of the sample domain (template id -> text).
 TRIP_TEMPLATES: dict[str, dict[str, str]] = {
@@ -98,6 +105,8 @@ TRIP_TEMPLATES: dict[str, dict[str, str]] = {
         "trip.rebooking_sent.title": "Rebooking of the {leg} flight sent to the airline",
         "trip.leg_kept.title": "The {leg} flight is kept as booked",
         "trip.withdrawn.title": "Trip withdrawn",
+        "trip.rebooked.title": "The airline rebooked the {leg} flight (reference {reference})",
+        "trip.rebooking_refused.title": "The airline did not rebook the {leg} flight ({code})",
     },
     "it": {
         "trip.name_set.title": "Nome del viaggiatore impostato: {name}",
@@ -107,6 +116,12 @@ TRIP_TEMPLATES: dict[str, dict[str, str]] = {
         "trip.rebooking_sent.title": "Riprenotazione del volo di {leg} inviata alla compagnia",
         "trip.leg_kept.title": "Il volo di {leg} resta com'è",
         "trip.withdrawn.title": "Viaggio ritirato",
+        "trip.rebooked.title": (
+            "La compagnia ha riprenotato il volo di {leg} (riferimento {reference})"
+        ),
+        "trip.rebooking_refused.title": (
+            "La compagnia non ha riprenotato il volo di {leg} ({code})"
+        ),
     },
 }
 
@@ -296,6 +311,10 @@ class TripWorkflow:
                     "trip.already_sent",
                     f"The {leg} flight's rebooking was already sent to the airline.",
                 )
+            if legs.get(leg, {}).get("status") == "rebooked":
+                return _refuse(
+                    "trip.already_rebooked", f"The airline already rebooked the {leg} flight."
+                )
             if op == REQUEST_REBOOKING:
                 if not (state.get("name") and state.get("email")):
                     return _refuse(
@@ -320,6 +339,12 @@ class TripWorkflow:
                 confirmation=ConfirmationPolicy.EXPLICIT_CLICK,
                 atomicity=ExternalSaga(saga="airline"),
             )
+        if command_type == RECORD_AIRLINE_ANSWER:  # only a verified callback may record it
+            return CommandPolicy(
+                risk=RiskClass.EXTERNAL_REGULATED,
+                confirmation=ConfirmationPolicy.NONE,
+                atomicity=PerCase(),
+            )
         if command_type == WITHDRAW:
             return CommandPolicy(
                 risk=RiskClass.DESTRUCTIVE,
@@ -329,7 +354,20 @@ class TripWorkflow:
         return CommandPolicy.conservative()
 
     def receipt_templates(self) -> Sequence[str]:
-        return tuple(_EVENT_TYPES.values())
+        return (*_EVENT_TYPES.values(), REBOOKED, REBOOKING_REFUSED)
+
+    def external_answer(
+        self, request: OutboxRequest, result: SendCompleted | SendFailed
+    ) -> CompiledCommand | None:
+        """The airline's answer to a rebooking, recorded on the trip."""
+        if request.command_type != CONFIRM_REBOOKING:
+            return None
+        leg = str(request.payload.get("leg", ""))
+        if isinstance(result, SendCompleted):
+            answer = {"leg": leg, "outcome": "rebooked", "reference": result.reference}
+        else:
+            answer = {"leg": leg, "outcome": "refused", "code": result.code}
+        return CompiledCommand(command_type=RECORD_AIRLINE_ANSWER, payload=answer)
 
     def receipt_claims(self) -> Mapping[str, Sequence[ClaimClass]]:
         """What each receipt lets prose beside it claim. A rebooking sent to the airline is a
@@ -344,6 +382,8 @@ class TripWorkflow:
             _EVENT_TYPES[CONFIRM_REBOOKING]: (ClaimClass.SUBMISSION,),
             _EVENT_TYPES[KEEP_LEG]: changed,
             _EVENT_TYPES[WITHDRAW]: (ClaimClass.DELETION, ClaimClass.COMPLETION),
+            REBOOKED: changed,
+            REBOOKING_REFUSED: (),
         }
 
     def follow_up_receipts(self) -> Sequence[str]:
@@ -411,7 +451,11 @@ class TripWorkflow:
 def _leg_words(leg: Mapping[str, Any]) -> str:
     if leg.get("kept"):
         return "kept as booked"
-    return {"rebooking_sent": "rebooking sent to the airline"}.get(leg.get("status", ""), "booked")
+    return {
+        "rebooking_sent": "rebooking sent to the airline",
+        "rebooked": "rebooked by the airline",
+        "rebooking_refused": "rebooking refused by the airline",
+    }.get(leg.get("status", ""), "booked")
 
 
 # --- the domain's own database, directory and executor -----------------------------------------
@@ -521,6 +565,12 @@ _EVENT_TYPES = {
 }
 
 
+def _event_type(command_type: str, payload: Mapping[str, Any]) -> str:
+    if command_type == RECORD_AIRLINE_ANSWER:
+        return REBOOKED if payload.get("outcome") == "rebooked" else REBOOKING_REFUSED
+    return _EVENT_TYPES[command_type]
+
+
 class ProcessCrash(BaseException):
     """The process dies here: nothing after it runs (no handler a program would write catches a
     `BaseException` that is not an `Exception`), and recovery finishes the turn."""
@@ -613,7 +663,7 @@ class TripExecutor:
                 case_id=trip_id,
                 case_revision=new_revision,
                 command_id=envelope.command_id,
-                event_type=_EVENT_TYPES[envelope.command_type],
+                event_type=_event_type(envelope.command_type, envelope.payload),
                 payload=dict(envelope.payload),
                 occurred_at=self.clock_ms(),
             )
@@ -654,5 +704,11 @@ class TripExecutor:
         elif command_type == WITHDRAW:
             state["status"] = "withdrawn"
             state["rebooking"] = None
+        elif command_type == RECORD_AIRLINE_ANSWER:
+            leg = state["legs"][payload["leg"]]
+            if payload.get("outcome") == "rebooked":
+                leg.update(status="rebooked", reference=payload.get("reference"))
+            else:
+                leg.update(status="rebooking_refused")
         else:
             raise ExecutionRejected("turnframe.operation.unknown", "Unknown command.")

@@ -1,0 +1,357 @@
+"""The dispatch and reconcile actors' work: one outbox row carried out, and its answer recorded.
+
+Rules (DESIGN §7):
+- A message names a row and the attempt its claim made. A row that is no longer dispatching
+  that attempt was carried out (or handed on) already: the message is a redelivery and does
+  nothing.
+- An attempt after one whose outcome was never recorded (its worker died) asks the destination
+  first (`reconcile`) and sends only when the destination never received the key.
+- A retryable failure goes back to pending with backoff; the last attempt's failure is final.
+- An unknown outcome (a timeout, a sender that raised) is never sent again blindly: the row
+  becomes `outcome_unknown`, the conversation is told that verification is in progress (a
+  server-written turn), and the reconciler asks the destination until it knows.
+- A final answer is recorded in ONE transaction with the follow-up turn that applies it: the
+  outbox status, the user-less turn, and the journaled command (a verified external-callback
+  origin) that records the answer on the case. That command then runs through the executor,
+  the journal and the commit bundle like any command, and the turn's reply is composed from
+  the ledger with server copy only (the recovery path, so a crash anywhere after the recording
+  transaction is finished by `recover_unfinished` the same way).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Awaitable, Callable, Mapping
+from enum import StrEnum
+from typing import TYPE_CHECKING, Any
+
+from turnframe_core import codes
+from turnframe_core.commands import ExternalCallback, origin_satisfies
+from turnframe_core.ids import derive_id
+from turnframe_core.turn import TurnInput
+from turnframe_core.understanding import Understanding
+from turnframe_runtime.accept import PreviousTurnUnfinished, accept_turn
+from turnframe_runtime.cases import workflow_for
+from turnframe_runtime.compose import TurnResult
+from turnframe_runtime.config import OutboxConfig
+from turnframe_runtime.outbox.ports import (
+    AppliesExternalAnswers,
+    NotReceived,
+    OutboxRequest,
+    OutboxSender,
+    SendCompleted,
+    SendFailed,
+    SendResult,
+    SendUnknown,
+)
+from turnframe_runtime.reduce import Plan, PlannedCommand, envelope_for
+from turnframe_store.bundle import Stores
+from turnframe_store.errors import NotFound
+from turnframe_store.records import OutboxEntry, OutboxStatus
+
+if TYPE_CHECKING:
+    from turnframe_runtime.runtime import TurnRuntime, _Turn
+
+__all__ = ["DispatchOutcome", "NoSender", "OutboxDispatcher", "follow_up_turn_id"]
+
+#: the act id of the command that records an external answer (it has no user act)
+_ANSWER_ACT = "external_answer"
+
+
+class DispatchOutcome(StrEnum):
+    """What one dispatch or reconciliation did."""
+
+    COMPLETED = "completed"
+    FAILED = "failed"
+    RETRY_SCHEDULED = "retry_scheduled"
+    UNKNOWN = "outcome_unknown"
+    STILL_UNKNOWN = "still_unknown"
+    RESENT = "resent"
+    #: the row had moved on: a redelivered or stale message, nothing done
+    DUPLICATE = "duplicate"
+
+
+class NoSender(LookupError):
+    """This worker has no sender for the row's destination (its claim was handed back)."""
+
+
+def follow_up_turn_id(account_id: str, outbox_id: str, purpose: str) -> str:
+    """The id of the turn that tells a row's conversation about it: one per row and purpose
+    (`answer`, `unknown`), so a second writer of the same follow-up meets the first's turn."""
+    return derive_id(
+        "turn",
+        "turnframe.follow_up_turn.v1",
+        {"account_id": account_id, "outbox_id": outbox_id, "purpose": purpose},
+    )
+
+
+class OutboxDispatcher:
+    """Carries out outbox rows for one runtime, with its senders (by destination)."""
+
+    def __init__(
+        self,
+        runtime: TurnRuntime,
+        senders: Mapping[str, OutboxSender],
+        config: OutboxConfig | None = None,
+    ) -> None:
+        self._runtime = runtime
+        self._senders = dict(senders)
+        self.config = config or OutboxConfig()
+
+    @property
+    def stores(self) -> Stores:
+        return self._runtime.stores
+
+    def _now(self) -> int:
+        return self._runtime._clock()
+
+    # --- the actors' bodies ----------------------------------------------------------------------
+
+    async def dispatch(self, outbox_id: str, attempt: int) -> DispatchOutcome:
+        """Carry out the row's claimed attempt `attempt` (see the module's rules)."""
+        try:
+            row = await self.stores.outbox.get(outbox_id)
+        except NotFound:
+            return DispatchOutcome.DUPLICATE
+        if row.status is not OutboxStatus.DISPATCHING or row.attempt_count != attempt:
+            return DispatchOutcome.DUPLICATE
+        sender = self._senders.get(row.destination)
+        if sender is None:
+            if row.claim_worker_id is not None:
+                await self.stores.outbox.unclaim(row.outbox_id, row.claim_worker_id)
+            raise NoSender(f"no sender for the destination {row.destination!r}")
+        request = OutboxRequest.of(row)
+        result: SendResult | None = None
+        if attempt > 1 and row.last_failure is None:
+            # The attempt before this one ended without a recorded answer: it may have arrived.
+            asked = await self._ask(sender.reconcile, request)
+            result = None if isinstance(asked, NotReceived) else asked
+        if result is None:
+            sent = await self._ask(sender.send, request)
+            result = sent if not isinstance(sent, NotReceived) else SendUnknown("not_received")
+        if isinstance(result, SendFailed) and result.retryable:
+            if attempt < self.config.max_attempts:
+                retry_at = self._now() + self.config.backoff_ms(attempt)
+                with contextlib.suppress(Exception):  # else the claim stays; the reaper acts
+                    await self.stores.outbox.mark_failed(row.outbox_id, result.code, retry_at)
+                return DispatchOutcome.RETRY_SCHEDULED
+            result = SendFailed(result.code, retryable=False, detail=result.detail)
+        if isinstance(result, SendUnknown):
+            return await self._unknown(row, result)
+        return await self._answer(row, request, result)
+
+    async def reconcile(self, outbox_id: str) -> DispatchOutcome:
+        """Settle an unknown outcome by asking the destination."""
+        try:
+            row = await self.stores.outbox.get(outbox_id)
+        except NotFound:
+            return DispatchOutcome.DUPLICATE
+        if row.status is not OutboxStatus.OUTCOME_UNKNOWN:
+            return DispatchOutcome.DUPLICATE
+        sender = self._senders.get(row.destination)
+        if sender is None:
+            raise NoSender(f"no sender for the destination {row.destination!r}")
+        request = OutboxRequest.of(row)
+        result = await self._ask(sender.reconcile, request)
+        if isinstance(result, NotReceived):
+            await self.stores.outbox.reschedule(row.outbox_id, self._now())
+            return DispatchOutcome.RESENT
+        if isinstance(result, SendUnknown) or (isinstance(result, SendFailed) and result.retryable):
+            return DispatchOutcome.STILL_UNKNOWN  # its lease brings it back later
+        return await self._answer(row, request, result)
+
+    async def _ask(
+        self,
+        call: Callable[[OutboxRequest], Awaitable[SendResult | NotReceived]],
+        request: OutboxRequest,
+    ) -> SendResult | NotReceived:
+        """The sender's answer within the send timeout; silence or an error is unknown."""
+        try:
+            answer = await asyncio.wait_for(call(request), self.config.send_timeout_ms / 1000)
+        except TimeoutError:
+            return SendUnknown("timeout")
+        except Exception as error:
+            return SendUnknown(f"sender_error:{type(error).__name__}")
+        if not isinstance(answer, SendCompleted | SendFailed | SendUnknown | NotReceived):
+            return SendUnknown("unreadable_answer")
+        return answer
+
+    # --- the follow-up turns ---------------------------------------------------------------------
+
+    async def _unknown(self, row: OutboxEntry, result: SendUnknown) -> DispatchOutcome:
+        """outcome_unknown, and the conversation told that verification is in progress, in one
+        transaction."""
+        check_at = self._now() + self.config.reconcile_after_ms
+        where = await self._conversation_of(row)
+        if where is None:
+            await self.stores.outbox.mark_outcome_unknown(row.outbox_id, result.reference, check_at)
+            return DispatchOutcome.UNKNOWN
+        account_id, conversation_id, locale = where
+        turn_id = follow_up_turn_id(account_id, row.outbox_id, "unknown")
+
+        async def record(tx: Stores, t: _Turn) -> bool:
+            current = await tx.outbox.get(row.outbox_id)
+            if (
+                current.status is not OutboxStatus.DISPATCHING
+                or current.attempt_count != row.attempt_count
+            ):
+                return False
+            await tx.outbox.mark_outcome_unknown(row.outbox_id, result.reference, check_at)
+            try:
+                await tx.conversations.get_user_turn(account_id, turn_id)
+                return True  # told before (an earlier attempt's unknown outcome)
+            except NotFound:
+                pass
+            user_turn, t.recorder.record = await accept_turn(tx, t.ctx, ())
+            await tx.commits.commit(t.recorder.accepted(user_turn))
+            t.notes.notice(codes.NOTICE_VERIFICATION_IN_PROGRESS)
+            assistant = await self._runtime._composer(t, narrate=False).compose(_nothing(t))
+            await t.recorder.deliver(tx, assistant)
+            return True
+
+        turn_input = TurnInput.server_turn(
+            account_id, conversation_id, turn_id, f"outbox:{row.outbox_id}:unknown", locale
+        )
+        recorded = await self._in_turn(turn_input, record)
+        return DispatchOutcome.UNKNOWN if recorded else DispatchOutcome.DUPLICATE
+
+    async def _answer(
+        self, row: OutboxEntry, request: OutboxRequest, result: SendCompleted | SendFailed
+    ) -> DispatchOutcome:
+        """The answer recorded with the follow-up turn that applies it (one transaction), then
+        that turn finished like any interrupted turn."""
+        final = OutboxStatus.COMPLETED if isinstance(result, SendCompleted) else OutboxStatus.FAILED
+        outcome = (
+            DispatchOutcome.COMPLETED if final is OutboxStatus.COMPLETED else DispatchOutcome.FAILED
+        )
+        where = await self._conversation_of(row)
+        if where is None:  # no conversation to tell (a row enqueued outside a turn)
+            async with self.stores.transaction() as tx:
+                if not await self._settle_row(tx, row, result):
+                    return DispatchOutcome.DUPLICATE
+            return outcome
+        account_id, conversation_id, locale = where
+        turn_id = follow_up_turn_id(account_id, row.outbox_id, "answer")
+        planned: list[PlannedCommand] = []
+
+        async def record(tx: Stores, t: _Turn) -> bool:
+            if not await self._settle_row(tx, row, result):
+                return False
+            case = await t.cases.load(request.case_ref.key)
+            planned[:] = self._answer_command(t, request, result, case)
+            user_turn, t.recorder.record = await accept_turn(tx, t.ctx, [case] if case else [])
+            if planned:
+                await t.execution.admit(tx, None, planned, user_turn)
+                return True
+            await tx.commits.commit(t.recorder.accepted(user_turn))
+            if final is OutboxStatus.FAILED:
+                t.notes.notice(codes.NOTICE_COMMAND_FAILED)
+            assistant = await self._runtime._composer(t, narrate=False).compose(_nothing(t))
+            await t.recorder.deliver(tx, assistant)
+            return True
+
+        turn_input = TurnInput.server_turn(
+            account_id, conversation_id, turn_id, f"outbox:{row.outbox_id}:answer", locale
+        )
+        if not await self._in_turn(turn_input, record, finish=True):
+            return DispatchOutcome.DUPLICATE
+        return outcome
+
+    def _answer_command(
+        self,
+        t: _Turn,
+        request: OutboxRequest,
+        result: SendCompleted | SendFailed,
+        case: Any,
+    ) -> list[PlannedCommand]:
+        """The workflow's command that records the answer, with a verified callback origin (the
+        answer came back on the channel the row opened, for its idempotency key)."""
+        if case is None:
+            return []
+        workflow = workflow_for(self._runtime.workflows, request.case_ref.workflow)
+        if not isinstance(workflow, AppliesExternalAnswers):
+            return []
+        command = workflow.external_answer(request, result)
+        if command is None:
+            return []
+        origin = ExternalCallback(callback_id=request.outbox_id, signature_verified=True)
+        policy = workflow.policy(command.command_type)
+        envelope = envelope_for(
+            t.ctx.account_id, t.ctx.turn_id, _ANSWER_ACT, 0, case.case_ref, origin, command
+        )
+        if not origin_satisfies(origin, policy):
+            t.audit.decided(envelope, policy, False)
+            return []
+        return [PlannedCommand(_ANSWER_ACT, envelope, policy)]  # admitting records the decision
+
+    async def _settle_row(self, tx: Stores, row: OutboxEntry, result: Any) -> bool:
+        """The row's final status, unless someone recorded its answer already."""
+        current = await tx.outbox.get(row.outbox_id)
+        if current.status.is_terminal or current.status is OutboxStatus.PENDING:
+            return False
+        if (
+            current.status is OutboxStatus.DISPATCHING
+            and current.attempt_count != row.attempt_count
+        ):
+            return False
+        if isinstance(result, SendCompleted):
+            await tx.outbox.mark_completed(row.outbox_id)
+        else:
+            await tx.outbox.mark_failed(row.outbox_id, result.code)
+        return True
+
+    async def _in_turn(
+        self,
+        turn_input: TurnInput,
+        record: Callable[[Stores, _Turn], Awaitable[bool]],
+        *,
+        finish: bool = False,
+    ) -> bool:
+        """Run `record` in one transaction under the conversation's lock, after finishing the
+        conversation's unfinished previous turn if there is one; with `finish`, then finish the
+        turn it started (run its command by key, compose, deliver)."""
+        runtime = self._runtime
+        account_id, conversation_id = turn_input.account_id, turn_input.conversation_id
+        turn_id = turn_input.turn_id
+        assert turn_id is not None
+        async with runtime._conversation(account_id, conversation_id):
+            for _ in range(2):
+                t = runtime._begin(turn_input, turn_id)
+                try:
+                    async with self.stores.transaction() as tx:
+                        recorded = await record(tx, t)
+                    break
+                except PreviousTurnUnfinished as previous:
+                    await runtime._recovery().turn(account_id, previous.turn_id)
+            else:
+                raise PreviousTurnUnfinished(turn_id)
+            if recorded and finish:
+                await runtime._recovery().turn(account_id, turn_id)
+        return recorded
+
+    async def _conversation_of(self, row: OutboxEntry) -> tuple[str, str, str] | None:
+        """The account, conversation and locale of the turn that enqueued the row."""
+        body = row.payload
+        account_id = str(body.get("account_id", ""))
+        conversation_id, locale = body.get("conversation_id"), body.get("locale")
+        if isinstance(conversation_id, str) and isinstance(locale, str):
+            return account_id, conversation_id, locale
+        try:
+            entry = await self.stores.journal.get(account_id, row.command_id)
+            user = await self.stores.conversations.get_user_turn(account_id, entry.turn_id)
+        except NotFound:
+            return None
+        return account_id, user.conversation_id, user.input.locale
+
+
+def _nothing(t: _Turn) -> TurnResult:
+    """A turn that ran nothing and showed nothing: only its notices speak."""
+    return TurnResult(
+        understanding=Understanding(),
+        plan=Plan(),
+        cases=t.cases,
+        readback={},
+        shown=[],
+        touched=frozenset(),
+    )

@@ -1,0 +1,123 @@
+"""The relay: due outbox rows claimed by status and handed to the dispatch actor.
+
+Rules (DESIGN §7):
+- Rows are claimed by status (pending and due), never after a "last id seen" cursor, so a row
+  whose transaction commits after later rows is claimed as soon as it is visible.
+- A claim is recorded before its message leaves; a message the broker refuses hands its claim
+  back (not counted as an attempt). A relay that dies between the two leaves a claim the
+  reaper returns to pending once its lease ran out.
+- Unknown outcomes due for reconciliation are leased and handed to the reconcile actor.
+- Between rounds the relay waits for the store's wakeup (PostgreSQL: LISTEN/NOTIFY on insert)
+  or at most `poll_ms`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import socket
+import uuid
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+
+from turnframe_runtime.config import OutboxConfig
+from turnframe_store.bundle import Stores
+from turnframe_store.records import OutboxEntry
+
+__all__ = ["Relay", "RelayRound", "relay_worker_id"]
+
+_log = logging.getLogger("turnframe_runtime.outbox")
+
+#: hands one claimed row to the dispatch actor (True) or reports the broker refused it (False)
+Publish = Callable[[OutboxEntry], Awaitable[bool]]
+
+
+def relay_worker_id() -> str:
+    """This relay's name on its claims: host, process and a random part."""
+    return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+
+
+@dataclass(frozen=True)
+class RelayRound:
+    """What one round did."""
+
+    published: int = 0
+    handed_back: int = 0
+    reaped: int = 0
+    reconciling: int = 0
+
+
+class Relay:
+    """Claims due rows and publishes them; reaps dead claims; leases reconciliations."""
+
+    def __init__(
+        self,
+        stores: Stores,
+        publish: Publish,
+        reconcile: Publish,
+        *,
+        config: OutboxConfig | None = None,
+        clock: Callable[[], int],
+        worker_id: str | None = None,
+    ) -> None:
+        self._stores = stores
+        self._publish = publish
+        self._reconcile = reconcile
+        self.config = config or OutboxConfig()
+        self._clock = clock
+        self.worker_id = worker_id or relay_worker_id()
+        self._last_reap = 0
+
+    async def round(self) -> RelayRound:
+        """Claim and publish every due row (in batches), reap when a reap is due, and lease the
+        reconciliations due."""
+        published = handed_back = reaped = reconciling = 0
+        now = self._clock()
+        if now - self._last_reap >= self.config.claim_lease_ms // 4:
+            reaped = await self._stores.outbox.release_expired_claims(
+                now - self.config.claim_lease_ms
+            )
+            self._last_reap = now
+        while True:
+            rows = await self._stores.outbox.claim_due(
+                self._clock(), self.config.batch_size, self.worker_id
+            )
+            for row in rows:
+                if await self._publish(row):
+                    published += 1
+                else:
+                    handed_back += 1
+                    with contextlib.suppress(Exception):
+                        await self._stores.outbox.unclaim(row.outbox_id, self.worker_id)
+            if handed_back or len(rows) < self.config.batch_size:
+                break
+        now = self._clock()
+        due = await self._stores.outbox.claim_reconciliations(
+            now, self.config.batch_size, now + self.config.reconcile_after_ms
+        )
+        for row in due:
+            if await self._reconcile(row):
+                reconciling += 1
+        return RelayRound(published, handed_back, reaped, reconciling)
+
+    async def run(self, stop: asyncio.Event) -> None:
+        """Rounds until `stop` is set. A round that fails (the database away) is logged and
+        tried again after one poll interval."""
+        async with self._stores.outbox_wakeups() as wakeups:
+            while not stop.is_set():
+                try:
+                    done = await self.round()
+                    if done.handed_back:
+                        _log.warning("outbox.broker_refused", extra={"rows": done.handed_back})
+                except Exception:
+                    _log.exception("outbox.relay_round_failed")
+                    done = RelayRound()
+                if stop.is_set():
+                    break
+                if done.published >= self.config.batch_size:
+                    continue  # more may be due at once
+                # Not cancelled midway (a LISTEN connection is left clean): a stop waits at most
+                # one poll interval.
+                await wakeups.wait(self.config.poll_ms / 1000)
