@@ -107,6 +107,50 @@ def postgres_url(postgres_service: Service) -> str:
     return postgres_service.use()
 
 
+def _redis_answers(url: str) -> bool:
+    import redis
+
+    try:
+        return bool(redis.Redis.from_url(url, socket_timeout=2).ping())
+    except redis.RedisError:
+        return False
+
+
+def find_redis(stack: list[Callable[[], None]]) -> Service:
+    """A Redis server the outbox tests' brokers may use (`stack` gets the cleanups)."""
+    given = os.environ.get("TURNFRAME_TEST_REDIS_URL")
+    if given:
+        if not _redis_answers(given):
+            return Service(None, "TURNFRAME_TEST_REDIS_URL is set but Redis does not answer")
+        return Service(given, "TURNFRAME_TEST_REDIS_URL")
+    if _answers(6379) and _redis_answers("redis://127.0.0.1:6379/0"):
+        return Service("redis://127.0.0.1:6379/0", "local Redis on 127.0.0.1:6379")
+    if _docker_engine():
+        from testcontainers.redis import RedisContainer
+
+        container = RedisContainer("redis:7")
+        container.start()
+        stack.append(container.stop)
+        host, port = container.get_container_host_ip(), container.get_exposed_port(6379)
+        return Service(f"redis://{host}:{port}/0", "testcontainers redis:7")
+    return Service(
+        None,
+        "no Redis: TURNFRAME_TEST_REDIS_URL is unset, nothing answers on 127.0.0.1:6379 and "
+        "no Docker engine runs testcontainers",
+    )
+
+
+@pytest.fixture(scope="session")
+def redis_service(_service_cleanups: list[Callable[[], None]]) -> Service:
+    return find_redis(_service_cleanups)
+
+
+@pytest.fixture
+def redis_url(redis_service: Service) -> str:
+    """The Redis server's URL (fails under TURNFRAME_REQUIRE_SERVICES=1, else skips)."""
+    return redis_service.use()
+
+
 # --- isolated SQL databases ---------------------------------------------------------------------
 
 

@@ -47,7 +47,7 @@ from turnframe_runtime.outbox.ports import (
 )
 from turnframe_runtime.reduce import Plan, PlannedCommand, envelope_for
 from turnframe_store.bundle import Stores
-from turnframe_store.errors import NotFound
+from turnframe_store.errors import Conflict, NotFound
 from turnframe_store.records import OutboxEntry, OutboxStatus
 
 if TYPE_CHECKING:
@@ -322,6 +322,10 @@ class OutboxDispatcher:
                     async with self.stores.transaction() as tx:
                         recorded = await record(tx, t)
                     break
+                except Conflict:
+                    # The row moved, or the follow-up turn exists, between the reads and the
+                    # writes: another worker recorded it (this transaction wrote nothing).
+                    return False
                 except PreviousTurnUnfinished as previous:
                     await runtime._recovery().turn(account_id, previous.turn_id)
             else:

@@ -30,6 +30,7 @@ from turnframe_core import (
     CaseRef,
     ClaimClass,
     CommandBatch,
+    CommandEnvelope,
     CommandPolicy,
     CompiledCommand,
     ConfirmationPolicy,
@@ -571,6 +572,28 @@ def _event_type(command_type: str, payload: Mapping[str, Any]) -> str:
     return _EVENT_TYPES[command_type]
 
 
+def trip_event(envelope: CommandEnvelope, new_revision: int, occurred_at: int) -> DomainEvent:
+    """The event a trip command leaves (its id derives from the command's idempotency key)."""
+    return DomainEvent(
+        event_id=derive_id("evt", "turnframe_test.trip.event", {"key": envelope.idempotency_key}),
+        account_id=envelope.account_id,
+        workflow=TRIP,
+        case_id=envelope.case_ref.case_id,
+        case_revision=new_revision,
+        command_id=envelope.command_id,
+        event_type=_event_type(envelope.command_type, envelope.payload),
+        payload=dict(envelope.payload),
+        occurred_at=occurred_at,
+    )
+
+
+def apply_trip_command(
+    state: dict[str, Any], command_type: str, payload: Mapping[str, Any]
+) -> None:
+    """One command applied to a trip's state (the executor's rule)."""
+    TripExecutor._apply(state, command_type, payload)
+
+
 class ProcessCrash(BaseException):
     """The process dies here: nothing after it runs (no handler a program would write catches a
     `BaseException` that is not an `Exception`), and recovery finishes the turn."""
@@ -654,19 +677,7 @@ class TripExecutor:
         per_envelope: list[ExecutionResult] = []
         for envelope in envelopes:
             self._apply(state, envelope.command_type, envelope.payload)
-            event = DomainEvent(
-                event_id=derive_id(
-                    "evt", "turnframe_test.trip.event", {"key": envelope.idempotency_key}
-                ),
-                account_id=account,
-                workflow=TRIP,
-                case_id=trip_id,
-                case_revision=new_revision,
-                command_id=envelope.command_id,
-                event_type=_event_type(envelope.command_type, envelope.payload),
-                payload=dict(envelope.payload),
-                occurred_at=self.clock_ms(),
-            )
+            event = trip_event(envelope, new_revision, self.clock_ms())
             events.append(event)
             per_envelope.append(ExecutionResult(new_revision=new_revision, events=(event,)))
         trip.state = state

@@ -1,0 +1,242 @@
+"""Real dramatiq worker processes on PostgreSQL and Redis, started and stopped by the test:
+1,000 external commands carried out by 2 `turnframe worker` processes, each taking effect at
+the airline exactly once; the same with workers SIGKILLed mid-dispatch at least 20 times; a row
+whose transaction commits after later rows is still carried out.
+
+The rows are enqueued as the confirmation turns enqueue them (test_dispatch.py follows a turn
+to its row); the trips live in the shared travel desk's tables."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import psycopg
+import pytest
+
+from turnframe_core import derive_id
+from turnframe_core._derive import derive_outbox_id
+from turnframe_runtime import TurnRuntime, connect_broker
+from turnframe_store import OutboxEntry, OutboxStatus
+from turnframe_store.sql._url import parse_url
+from turnframe_test.domains.travel_pg import PostgresTripDesk
+from turnframe_test.outbox_app import desk_runtime
+from turnframe_test.postgres import PrivateDatabase
+
+pytestmark = pytest.mark.slow
+
+ACCOUNT = "acct_w"
+WORKER_ENV = {"TURNFRAME_TEST_OUTBOX": "claim_lease_ms=3000,poll_ms=200,send_timeout_ms=5000"}
+
+
+@dataclass
+class Shared:
+    url: str
+    conninfo: str
+    broker_url: str
+    runtime: TurnRuntime
+    desk: PostgresTripDesk
+    workers: list[subprocess.Popen[bytes]]
+    log: Path
+
+    def start_worker(self) -> subprocess.Popen[bytes]:
+        command = [str(Path(sys.executable).parent / "turnframe"), "worker"]
+        command += ["--db", self.url, "--broker", self.broker_url, "--threads", "4"]
+        command += ["--heartbeat-timeout-ms", "2000"]
+        with self.log.open("ab") as log:
+            worker = subprocess.Popen(
+                command, env={**os.environ, **WORKER_ENV}, stdout=log, stderr=log
+            )
+        self.workers.append(worker)
+        return worker
+
+    async def open_rows(self) -> int:
+        return await self.runtime.stores.outbox.pending_count()
+
+    async def drained(self, timeout_s: float) -> bool:
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            if await self.open_rows() == 0:
+                return True
+            await asyncio.sleep(0.2)
+        return False
+
+    async def scalar(self, sql: str) -> int:
+        async with await psycopg.AsyncConnection.connect(self.conninfo) as connection:
+            row = await (await connection.execute(sql)).fetchone()
+        assert row is not None
+        return int(row[0])
+
+
+@pytest.fixture
+async def shared(postgres_url: str, redis_url: str, tmp_path: Path) -> AsyncIterator[Shared]:
+    async with PrivateDatabase(postgres_url) as db:
+        runtime = await desk_runtime(db.url)
+        desk = runtime.directory
+        assert isinstance(desk, PostgresTripDesk)
+        connect_broker(redis_url).flush_all()
+        state = Shared(
+            db.url, parse_url(db.url)[1], redis_url, runtime, desk, [], tmp_path / "workers.log"
+        )
+        try:
+            yield state
+        finally:
+            for worker in state.workers:
+                if worker.poll() is None:
+                    worker.send_signal(signal.SIGTERM)
+            for worker in state.workers:
+                try:
+                    worker.wait(timeout=15)
+                except subprocess.TimeoutExpired:
+                    worker.kill()
+            await runtime.stores.aclose()
+            await desk.aclose()
+
+
+def _row(n: int, conversation: str, created_at: int) -> OutboxEntry:
+    command_id = derive_id("cmd", "tests.outbox.command", {"n": n})
+    return OutboxEntry(
+        outbox_id=derive_outbox_id(ACCOUNT, command_id),
+        command_id=command_id,
+        destination="airline",
+        payload={
+            "account_id": ACCOUNT,
+            "conversation_id": conversation,
+            "locale": "en",
+            "case_ref": {"workflow": "trip", "case_id": f"T-{n}", "expected_revision": 2},
+            "command_type": "trip.confirm_rebooking",
+            "payload": {"leg": "outbound"},
+        },
+        idempotency_key=f"key-{n}",
+        created_at=created_at,
+    )
+
+
+async def _trips_and_rows(shared: Shared, count: int, conversations: int) -> list[OutboxEntry]:
+    """`count` trips whose outbound rebooking was sent, and their outbox rows."""
+    rows = []
+    for n in range(count):
+        conversation = f"conv_w{n % conversations}"
+        await shared.desk.open_trip(
+            ACCOUNT,
+            f"T-{n}",
+            f"Trip {n}",
+            conversation,
+            name="Ada Lovelace",
+            email="ada@example.com",
+            legs={
+                "outbound": {"status": "rebooking_sent", "kept": False},
+                "return": {"status": "booked", "kept": False},
+            },
+        )
+        rows.append(_row(n, conversation, 1_700_000_000_000 + n))
+    for start in range(0, count, 100):
+        async with shared.runtime.stores.transaction() as tx:
+            for row in rows[start : start + 100]:
+                await tx.outbox.enqueue(row)
+    return rows
+
+
+async def _assert_exactly_once(shared: Shared, count: int) -> dict[str, int]:
+    """Each key took effect once at the airline and once on its trip; every row completed;
+    every conversation was told. Returns the counts."""
+    await shared.runtime.recover_unfinished()  # follow-up turns a killed worker left
+    counts = {
+        "airline keys": await shared.scalar("SELECT count(*) FROM fake_airline_request"),
+        "airline requests": await shared.scalar(
+            "SELECT coalesce(sum(requests), 0) FROM fake_airline_request"
+        ),
+        "completed rows": await shared.scalar(
+            "SELECT count(*) FROM tf_outbox WHERE status = 'completed'"
+        ),
+        "answers applied": await shared.scalar(
+            "SELECT count(*) FROM travel_applied"
+            " WHERE command->>'command_type' = 'trip.record_airline_answer'"
+        ),
+        "rebooked events": await shared.scalar(
+            "SELECT count(*) FROM tf_domain_event WHERE event_type = 'trip.rebooked'"
+        ),
+        "follow-up turns delivered": await shared.scalar(
+            "SELECT count(*) FROM tf_turn_phase WHERE phase = 'delivered'"
+        ),
+    }
+    print(counts)
+    assert counts["airline keys"] == count
+    assert counts["completed rows"] == count
+    assert counts["answers applied"] == count
+    assert counts["rebooked events"] == count
+    assert counts["follow-up turns delivered"] == count
+    for n in random.Random(7).sample(range(count), 20):
+        state = await shared.desk.state(ACCOUNT, f"T-{n}")
+        assert state is not None and state["legs"]["outbound"]["status"] == "rebooked"
+    return counts
+
+
+async def test_two_workers_carry_out_1000_commands_each_exactly_once(shared: Shared) -> None:
+    await _trips_and_rows(shared, 1_000, 100)
+    shared.start_worker()
+    shared.start_worker()
+    assert await shared.drained(240), f"{await shared.open_rows()} rows still open"
+    counts = await _assert_exactly_once(shared, 1_000)
+    assert counts["airline requests"] == 1_000  # nobody died: nothing was even sent twice
+
+
+async def test_workers_killed_mid_dispatch_lose_and_double_nothing(shared: Shared) -> None:
+    await _trips_and_rows(shared, 1_000, 100)
+    live = [shared.start_worker(), shared.start_worker()]
+    kills, rng = 0, random.Random(13)
+    deadline = time.monotonic() + 240
+    while kills < 20 and time.monotonic() < deadline:
+        await asyncio.sleep(rng.uniform(0.3, 0.8))
+        victim = live.pop(rng.randrange(len(live)))
+        victim.send_signal(signal.SIGKILL)
+        victim.wait()
+        kills += 1
+        live.append(shared.start_worker())
+    assert kills >= 20
+    opened_before = await shared.open_rows()
+    print(f"killed {kills} workers; rows still open then: {opened_before}")
+    assert await shared.drained(240), f"{await shared.open_rows()} rows still open"
+    await _assert_exactly_once(shared, 1_000)
+
+
+async def test_a_row_committed_after_later_rows_is_still_carried_out(shared: Shared) -> None:
+    rows = await _trips_and_rows(shared, 0, 1)
+    assert rows == []
+    for n in range(3):
+        await shared.desk.open_trip(ACCOUNT, f"T-{n}", f"Trip {n}", "conv_late")
+    late, *later = [_row(n, "conv_late", 1_700_000_000_000 + n) for n in range(3)]
+    inserted, commit = asyncio.Event(), asyncio.Event()
+
+    async def late_writer() -> None:  # the oldest row, in a transaction that commits last
+        async with shared.runtime.stores.transaction() as tx:
+            await tx.outbox.enqueue(late)
+            inserted.set()
+            await commit.wait()
+
+    writer = asyncio.create_task(late_writer())
+    await inserted.wait()
+    for row in later:
+        await shared.runtime.stores.outbox.enqueue(row)
+    shared.start_worker()
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        done = [await shared.runtime.stores.outbox.get(r.outbox_id) for r in later]
+        if all(r.status is OutboxStatus.COMPLETED for r in done):
+            break
+        await asyncio.sleep(0.2)
+    assert all(r.status is OutboxStatus.COMPLETED for r in done)
+    commit.set()
+    await writer
+    assert await shared.drained(60), "the late row was skipped"
+    assert (await shared.runtime.stores.outbox.get(late.outbox_id)).status is (
+        OutboxStatus.COMPLETED
+    )

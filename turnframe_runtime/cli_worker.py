@@ -1,0 +1,91 @@
+"""`turnframe worker --db URL --broker URL`: the outbox relay and a dramatiq worker.
+
+It runs the adopter's runtime (`--app MODULE:FACTORY`, as `turnframe recover`; default
+`$TURNFRAME_APP`, else the sample travel desk on PostgreSQL) with its senders: the relay claims
+due rows and publishes them, the actors carry them out. Run as many as you like on one
+database and one broker; SIGTERM or SIGINT stops fetching, finishes the messages in hand and
+exits.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import importlib
+import inspect
+import os
+import signal
+import sys
+from typing import Any
+
+from turnframe_runtime.outbox.worker import OutboxWorker, connect_broker
+from turnframe_runtime.runtime import TurnRuntime
+from turnframe_store.errors import InvalidDatabaseUrl, MissingExtra
+
+__all__ = ["register"]
+
+_DEFAULT_APP = "turnframe_test.outbox_app:desk_runtime"
+
+
+def register(commands: Any) -> None:
+    parser = commands.add_parser("worker", help="run the outbox relay and a dramatiq worker")
+    parser.add_argument("--db", metavar="URL", required=True, help="the store's database")
+    parser.add_argument(
+        "--broker",
+        metavar="URL",
+        required=True,
+        help="redis://host:6379/0, amqp://… (the rabbitmq extra) or stub:// (this process)",
+    )
+    parser.add_argument(
+        "--app",
+        metavar="MODULE:FACTORY",
+        default=os.environ.get("TURNFRAME_APP") or _DEFAULT_APP,
+        help="builds your TurnRuntime, with its senders, on the database URL "
+        f"(default: $TURNFRAME_APP, else {_DEFAULT_APP})",
+    )
+    parser.add_argument("--threads", type=int, default=8, help="actor threads (default 8)")
+    parser.add_argument(
+        "--no-relay", action="store_true", help="carry out messages only; another runs the relay"
+    )
+    parser.add_argument(
+        "--heartbeat-timeout-ms",
+        type=int,
+        default=None,
+        help="Redis: how long before a dead worker's messages are delivered again",
+    )
+    parser.set_defaults(run=_run)
+
+
+def _run(args: argparse.Namespace) -> int:
+    try:
+        asyncio.run(_work(args))
+    except (InvalidDatabaseUrl, MissingExtra, ValueError) as unusable:
+        print(f"turnframe worker: {unusable}", file=sys.stderr)
+        return 2
+    except (ImportError, AttributeError) as missing:
+        print(f"turnframe worker: cannot load {args.app}: {missing}", file=sys.stderr)
+        return 2
+    return 0
+
+
+async def _work(args: argparse.Namespace) -> None:
+    module_name, _, factory_name = args.app.partition(":")
+    factory = getattr(importlib.import_module(module_name), factory_name)
+    runtime = factory(args.db)
+    if inspect.isawaitable(runtime):
+        runtime = await runtime
+    if not isinstance(runtime, TurnRuntime):
+        raise AttributeError(f"{args.app} did not return a TurnRuntime")
+    broker = connect_broker(args.broker, heartbeat_timeout_ms=args.heartbeat_timeout_ms)
+    worker = OutboxWorker(runtime, broker, threads=args.threads, relay=not args.no_relay)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    await worker.start()
+    print(f"turnframe worker: running (relay {'off' if args.no_relay else 'on'})", flush=True)
+    try:
+        await stop.wait()
+    finally:
+        await worker.stop()
+        await runtime.stores.aclose()
