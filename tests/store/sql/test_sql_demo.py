@@ -29,7 +29,7 @@ async def test_a_second_demo_run_reloads_the_first_runs_conversation(
 
     printed = second.getvalue()
     assert "Run 1: a new conversation, conv_demo_0001" in first.getvalue()
-    assert "Reloaded run 1 from the store: conv_demo_0001, 9 turns, replay chain intact" in printed
+    assert "Reloaded run 1 from the store: conv_demo_0001, 10 turns, replay chain intact" in printed
     assert "Run 2: a new conversation, conv_demo_0002" in printed
     first_run_turn_one = STORED.search(first.getvalue())
     reloaded_turn_one = STORED.search(printed)
