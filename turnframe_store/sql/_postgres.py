@@ -174,6 +174,7 @@ class PostgresBackend(Backend):
         self,
         pool: AsyncConnectionPool[psycopg.AsyncConnection[Any]],
         locks: AsyncConnectionPool[psycopg.AsyncConnection[Any]] | None = None,
+        conninfo: str = "",
     ) -> None:
         self.pool = pool
         #: connections that hold conversation locks (a turn holds one for its whole length, so
@@ -181,7 +182,8 @@ class PostgresBackend(Backend):
         self.locks = locks
         self.hooks = Hooks()
         self.loop = asyncio.get_running_loop()
-        self.conninfo = ""
+        #: where a LISTEN connection of its own goes (`listen`)
+        self.conninfo = conninfo
 
     @contextlib.asynccontextmanager
     async def listen(self, channel: str, payload: str) -> AsyncIterator[OutboxWakeups]:
@@ -190,6 +192,8 @@ class PostgresBackend(Backend):
         wait (the relay polls meanwhile), so a database restart costs one poll interval."""
         self.on_own_loop()
         listener = _Listener(self.conninfo, channel, payload)
+        with contextlib.suppress(psycopg.Error):  # listening from here on; else on first wait
+            await listener._connected()
         try:
             yield listener
         finally:
@@ -202,37 +206,29 @@ class PostgresBackend(Backend):
         options = f"{given or ''} -c timezone=UTC".strip()
         if config.statement_timeout_ms is not None:
             options += f" -c statement_timeout={config.statement_timeout_ms}"
-        pool: AsyncConnectionPool[psycopg.AsyncConnection[Any]] = AsyncConnectionPool(
-            conninfo,
-            kwargs={"autocommit": True, "options": options},
-            min_size=config.pool_min_size,
-            max_size=config.pool_size,
-            timeout=config.acquire_timeout_s,
-            max_idle=config.max_idle_s,
-            max_lifetime=config.max_lifetime_s,
-            open=False,
-            name="turnframe",
-        )
+
+        def pool_of(name: str, min_size: int, max_size: int) -> AsyncConnectionPool[Any]:
+            return AsyncConnectionPool(
+                conninfo,
+                kwargs={"autocommit": True, "options": options},
+                min_size=min_size,
+                max_size=max_size,
+                timeout=config.acquire_timeout_s,
+                max_idle=config.max_idle_s,
+                max_lifetime=config.max_lifetime_s,
+                open=False,
+                name=name,
+            )
+
+        pool = pool_of("turnframe", config.pool_min_size, config.pool_size)
         try:
             await pool.open(wait=config.pool_min_size > 0, timeout=config.acquire_timeout_s)
         except (PoolTimeout, psycopg.Error) as exc:
             await pool.close()
             raise Unavailable(f"could not connect to PostgreSQL ({type(exc).__name__})") from None
-        locks: AsyncConnectionPool[psycopg.AsyncConnection[Any]] = AsyncConnectionPool(
-            conninfo,
-            kwargs={"autocommit": True, "options": options},
-            min_size=0,
-            max_size=config.lock_pool_size,
-            timeout=config.acquire_timeout_s,
-            max_idle=config.max_idle_s,
-            max_lifetime=config.max_lifetime_s,
-            open=False,
-            name="turnframe-locks",
-        )
+        locks = pool_of("turnframe-locks", 0, config.lock_pool_size)
         await locks.open(wait=False)
-        backend = cls(pool, locks)
-        backend.conninfo = conninfo
-        return backend
+        return cls(pool, locks, conninfo)
 
     def time_in(self, ms: int) -> datetime:
         return _EPOCH + ms * _MS
