@@ -22,17 +22,17 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any
 
 from turnframe_core import codes
+from turnframe_core.cases import CaseKey
 from turnframe_core.commands import ExternalCallback, origin_satisfies
 from turnframe_core.ids import derive_id
 from turnframe_core.turn import TurnInput
 from turnframe_core.understanding import Understanding
 from turnframe_runtime.accept import PreviousTurnUnfinished, accept_turn
-from turnframe_runtime.cases import workflow_for
 from turnframe_runtime.compose import TurnResult
 from turnframe_runtime.config import OutboxConfig
 from turnframe_runtime.outbox.ports import (
@@ -45,7 +45,7 @@ from turnframe_runtime.outbox.ports import (
     SendResult,
     SendUnknown,
 )
-from turnframe_runtime.reduce import Plan, PlannedCommand, envelope_for
+from turnframe_runtime.reduce import CaseInView, Plan, PlannedCommand, envelope_for
 from turnframe_store.bundle import Stores
 from turnframe_store.errors import Conflict, NotFound
 from turnframe_store.records import OutboxEntry, OutboxStatus
@@ -181,16 +181,10 @@ class OutboxDispatcher:
 
     async def _unknown(self, row: OutboxEntry, result: SendUnknown) -> DispatchOutcome:
         """outcome_unknown, and the conversation told that verification is in progress, in one
-        transaction."""
+        transaction (told once per row, whatever attempt ends unknown)."""
         check_at = self._now() + self.config.reconcile_after_ms
-        where = await self._conversation_of(row)
-        if where is None:
-            await self.stores.outbox.mark_outcome_unknown(row.outbox_id, result.reference, check_at)
-            return DispatchOutcome.UNKNOWN
-        account_id, conversation_id, locale = where
-        turn_id = follow_up_turn_id(account_id, row.outbox_id, "unknown")
 
-        async def record(tx: Stores, t: _Turn) -> bool:
+        async def record(tx: Stores, t: _Turn | None) -> bool:
             current = await tx.outbox.get(row.outbox_id)
             if (
                 current.status is not OutboxStatus.DISPATCHING
@@ -198,22 +192,11 @@ class OutboxDispatcher:
             ):
                 return False
             await tx.outbox.mark_outcome_unknown(row.outbox_id, result.reference, check_at)
-            try:
-                await tx.conversations.get_user_turn(account_id, turn_id)
-                return True  # told before (an earlier attempt's unknown outcome)
-            except NotFound:
-                pass
-            user_turn, t.recorder.record = await accept_turn(tx, t.ctx, ())
-            await tx.commits.commit(t.recorder.accepted(user_turn))
-            t.notes.notice(codes.NOTICE_VERIFICATION_IN_PROGRESS)
-            assistant = await self._runtime._composer(t, narrate=False).compose(_nothing(t))
-            await t.recorder.deliver(tx, assistant)
+            if t is not None and not await _told(tx, t):
+                await self._tell(tx, t, codes.NOTICE_VERIFICATION_IN_PROGRESS)
             return True
 
-        turn_input = TurnInput.server_turn(
-            account_id, conversation_id, turn_id, f"outbox:{row.outbox_id}:unknown", locale
-        )
-        recorded = await self._in_turn(turn_input, record)
+        recorded = await self._follow_up(row, "unknown", record)
         return DispatchOutcome.UNKNOWN if recorded else DispatchOutcome.DUPLICATE
 
     async def _answer(
@@ -221,55 +204,43 @@ class OutboxDispatcher:
     ) -> DispatchOutcome:
         """The answer recorded with the follow-up turn that applies it (one transaction), then
         that turn finished like any interrupted turn."""
-        final = OutboxStatus.COMPLETED if isinstance(result, SendCompleted) else OutboxStatus.FAILED
-        outcome = (
-            DispatchOutcome.COMPLETED if final is OutboxStatus.COMPLETED else DispatchOutcome.FAILED
-        )
-        where = await self._conversation_of(row)
-        if where is None:  # no conversation to tell (a row enqueued outside a turn)
-            async with self.stores.transaction() as tx:
-                if not await self._settle_row(tx, row, result):
-                    return DispatchOutcome.DUPLICATE
-            return outcome
-        account_id, conversation_id, locale = where
-        turn_id = follow_up_turn_id(account_id, row.outbox_id, "answer")
-        planned: list[PlannedCommand] = []
+        completed = isinstance(result, SendCompleted)
 
-        async def record(tx: Stores, t: _Turn) -> bool:
+        async def record(tx: Stores, t: _Turn | None) -> bool:
             if not await self._settle_row(tx, row, result):
                 return False
-            case = await t.cases.load(request.case_ref.key)
-            planned[:] = self._answer_command(t, request, result, case)
-            user_turn, t.recorder.record = await accept_turn(tx, t.ctx, [case] if case else [])
-            if planned:
-                await t.execution.admit(tx, None, planned, user_turn)
+            if t is None:
                 return True
-            await tx.commits.commit(t.recorder.accepted(user_turn))
-            if final is OutboxStatus.FAILED:
-                t.notes.notice(codes.NOTICE_COMMAND_FAILED)
-            assistant = await self._runtime._composer(t, narrate=False).compose(_nothing(t))
-            await t.recorder.deliver(tx, assistant)
+            case = t.cases.get(request.case_ref.key)
+            loaded = [case] if case else []
+            planned = self._answer_command(t, request, result, case)
+            if planned:
+                user_turn, t.recorder.record = await accept_turn(tx, t.ctx, loaded)
+                await t.execution.admit(tx, None, planned, user_turn)
+            elif not completed:  # nothing records it on the case: the user is told it failed
+                await self._tell(tx, t, codes.NOTICE_COMMAND_FAILED, loaded)
             return True
 
-        turn_input = TurnInput.server_turn(
-            account_id, conversation_id, turn_id, f"outbox:{row.outbox_id}:answer", locale
+        # The case is read before the transaction (the domain's I/O holds no store transaction).
+        recorded = await self._follow_up(
+            row, "answer", record, load=request.case_ref.key, finish=True
         )
-        if not await self._in_turn(turn_input, record, finish=True):
+        if not recorded:
             return DispatchOutcome.DUPLICATE
-        return outcome
+        return DispatchOutcome.COMPLETED if completed else DispatchOutcome.FAILED
 
     def _answer_command(
         self,
         t: _Turn,
         request: OutboxRequest,
         result: SendCompleted | SendFailed,
-        case: Any,
+        case: CaseInView | None,
     ) -> list[PlannedCommand]:
         """The workflow's command that records the answer, with a verified callback origin (the
         answer came back on the channel the row opened, for its idempotency key)."""
         if case is None:
             return []
-        workflow = workflow_for(self._runtime.workflows, request.case_ref.workflow)
+        workflow = case.workflow
         if not isinstance(workflow, AppliesExternalAnswers):
             return []
         command = workflow.external_answer(request, result)
@@ -284,6 +255,17 @@ class OutboxDispatcher:
             t.audit.decided(envelope, policy, False)
             return []
         return [PlannedCommand(_ANSWER_ACT, envelope, policy)]  # admitting records the decision
+
+    async def _tell(
+        self, tx: Stores, t: _Turn, notice: str, loaded: Sequence[CaseInView] = ()
+    ) -> None:
+        """A follow-up turn that runs nothing: its notice composed from server copy and
+        delivered with the user-less turn, in the caller's transaction."""
+        user_turn, t.recorder.record = await accept_turn(tx, t.ctx, loaded)
+        await tx.commits.commit(t.recorder.accepted(user_turn))
+        t.notes.notice(notice)
+        assistant = await self._runtime._composer(t, narrate=False).compose(_nothing(t))
+        await t.recorder.deliver(tx, assistant)
 
     async def _settle_row(self, tx: Stores, row: OutboxEntry, result: Any) -> bool:
         """The row's final status, unless someone recorded its answer already."""
@@ -301,31 +283,36 @@ class OutboxDispatcher:
             await tx.outbox.mark_failed(row.outbox_id, result.code)
         return True
 
-    async def _in_turn(
+    async def _follow_up(
         self,
-        turn_input: TurnInput,
-        record: Callable[[Stores, _Turn], Awaitable[bool]],
+        row: OutboxEntry,
+        purpose: str,
+        record: Callable[[Stores, _Turn | None], Awaitable[bool]],
         *,
+        load: CaseKey | None = None,
         finish: bool = False,
     ) -> bool:
-        """Run `record` in one transaction under the conversation's lock, after finishing the
-        conversation's unfinished previous turn if there is one; with `finish`, then finish the
-        turn it started (run its command by key, compose, deliver)."""
+        """Run `record` in one transaction, with the row's follow-up turn begun (None when the
+        row names no conversation to tell), under the conversation's lock and after finishing
+        the conversation's unfinished previous turn; with `finish`, then finish the turn it
+        started (run its command by key, compose, deliver). False when another worker had
+        recorded the row (this transaction wrote nothing)."""
+        where = await self._conversation_of(row)
+        if where is None:
+            return await self._recorded(record, None)
+        account_id, conversation_id, locale = where
+        turn_id = follow_up_turn_id(account_id, row.outbox_id, purpose)
+        cause = f"outbox:{row.outbox_id}:{purpose}"
+        turn_input = TurnInput.server_turn(account_id, conversation_id, turn_id, cause, locale)
         runtime = self._runtime
-        account_id, conversation_id = turn_input.account_id, turn_input.conversation_id
-        turn_id = turn_input.turn_id
-        assert turn_id is not None
         async with runtime._conversation(account_id, conversation_id):
             for _ in range(2):
                 t = runtime._begin(turn_input, turn_id)
+                if load is not None:
+                    await t.cases.load(load)
                 try:
-                    async with self.stores.transaction() as tx:
-                        recorded = await record(tx, t)
+                    recorded = await self._recorded(record, t)
                     break
-                except Conflict:
-                    # The row moved, or the follow-up turn exists, between the reads and the
-                    # writes: another worker recorded it (this transaction wrote nothing).
-                    return False
                 except PreviousTurnUnfinished as previous:
                     await runtime._recovery().turn(account_id, previous.turn_id)
             else:
@@ -333,6 +320,17 @@ class OutboxDispatcher:
             if recorded and finish:
                 await runtime._recovery().turn(account_id, turn_id)
         return recorded
+
+    async def _recorded(
+        self, record: Callable[[Stores, _Turn | None], Awaitable[bool]], t: _Turn | None
+    ) -> bool:
+        try:
+            async with self.stores.transaction() as tx:
+                return await record(tx, t)
+        except Conflict:
+            # The row moved, or the follow-up turn exists, between the reads and the writes:
+            # another worker recorded it.
+            return False
 
     async def _conversation_of(self, row: OutboxEntry) -> tuple[str, str, str] | None:
         """The account, conversation and locale of the turn that enqueued the row."""
@@ -347,6 +345,15 @@ class OutboxDispatcher:
         except NotFound:
             return None
         return account_id, user.conversation_id, user.input.locale
+
+
+async def _told(tx: Stores, t: _Turn) -> bool:
+    """Whether this follow-up turn was written before (an earlier attempt's)."""
+    try:
+        await tx.conversations.get_user_turn(t.ctx.account_id, t.ctx.turn_id)
+    except NotFound:
+        return False
+    return True
 
 
 def _nothing(t: _Turn) -> TurnResult:

@@ -97,7 +97,6 @@ class OutboxWorker:
         self._worker: dramatiq.Worker | None = None
         self._stop = asyncio.Event()
         self._relay_task: asyncio.Task[None] | None = None
-        self.outcomes: dict[str, int] = {}
         broker.declare_queue(OUTBOX_QUEUE)
         for name, body in (
             (DISPATCH_ACTOR, self._dispatch_sync),
@@ -158,8 +157,7 @@ class OutboxWorker:
         future: concurrent.futures.Future[DispatchOutcome] = asyncio.run_coroutine_threadsafe(
             work, loop
         )
-        outcome = future.result()
-        self.outcomes[outcome.value] = self.outcomes.get(outcome.value, 0) + 1
+        future.result()  # an error fails the message; the row's claim stays for the reaper
 
     def _dispatch_sync(self, outbox_id: str, attempt: int) -> None:
         self._run(self._runtime.outbox.dispatch(outbox_id, attempt))
