@@ -12,14 +12,12 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import importlib
-import inspect
 import os
 import sys
 from typing import Any
 
+from turnframe_runtime.cli_app import load_runtime
 from turnframe_runtime.recover import RecoveryOutcome, RecoveryReport
-from turnframe_runtime.runtime import TurnRuntime
 from turnframe_store.errors import InvalidDatabaseUrl, MissingExtra
 
 __all__ = ["register"]
@@ -64,13 +62,7 @@ def _run(args: argparse.Namespace) -> int:
 
 
 async def _recover(db: str, app: str, older_than_ms: int | None, limit: int) -> RecoveryReport:
-    module_name, _, factory_name = app.partition(":")
-    factory = getattr(importlib.import_module(module_name), factory_name)
-    runtime = factory(db)
-    if inspect.isawaitable(runtime):
-        runtime = await runtime
-    if not isinstance(runtime, TurnRuntime):
-        raise AttributeError(f"{app} did not return a TurnRuntime")
+    runtime = await load_runtime(app, db)
     try:
         return await runtime.recover_unfinished(limit=limit, older_than_ms=older_than_ms)
     finally:

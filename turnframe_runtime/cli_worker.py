@@ -11,15 +11,13 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import importlib
-import inspect
 import os
 import signal
 import sys
 from typing import Any
 
+from turnframe_runtime.cli_app import load_runtime
 from turnframe_runtime.outbox.worker import OutboxWorker, connect_broker
-from turnframe_runtime.runtime import TurnRuntime
 from turnframe_store.errors import InvalidDatabaseUrl, MissingExtra
 
 __all__ = ["register"]
@@ -69,13 +67,7 @@ def _run(args: argparse.Namespace) -> int:
 
 
 async def _work(args: argparse.Namespace) -> None:
-    module_name, _, factory_name = args.app.partition(":")
-    factory = getattr(importlib.import_module(module_name), factory_name)
-    runtime = factory(args.db)
-    if inspect.isawaitable(runtime):
-        runtime = await runtime
-    if not isinstance(runtime, TurnRuntime):
-        raise AttributeError(f"{args.app} did not return a TurnRuntime")
+    runtime = await load_runtime(args.app, args.db)
     broker = connect_broker(args.broker, heartbeat_timeout_ms=args.heartbeat_timeout_ms)
     worker = OutboxWorker(runtime, broker, threads=args.threads, relay=not args.no_relay)
     stop = asyncio.Event()

@@ -7,6 +7,8 @@ answer is recorded is finished by recovery."""
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
+
 import pytest
 
 from turnframe_core import ExternalCallback, TurnPhase, codes
@@ -24,6 +26,7 @@ from turnframe_test.airline import FakeAirline, MemoryAirlineLedger
 from turnframe_test.domains.travel import ProcessCrash
 
 REBOOK = "trip.request_rebooking"
+DeskFactory = Callable[..., Awaitable[DeskHarness]]
 
 
 class _Published:
@@ -129,15 +132,12 @@ async def test_a_redelivered_message_does_nothing(desk: DeskHarness) -> None:
 
 
 async def test_retryable_failures_back_off_and_the_last_one_is_final(
-    make_desk: object,
+    make_desk: DeskFactory,
 ) -> None:
     config = OutboxConfig(backoff_initial_ms=1_000, backoff_max_ms=1_500, max_attempts=3)
-    desk: DeskHarness = await make_desk(  # type: ignore[operator]
-        airline=FakeAirline(busy_first=10), outbox=config
-    )
+    desk = await make_desk(airline=FakeAirline(busy_first=10), outbox=config)
     row = await _confirmed(desk)
-    relay, published = None, _Published()
-    relay = _relay(desk, published)
+    relay = _relay(desk, _Published())
     waits = []
     for attempt in (1, 2, 3):
         assert (await relay.round()).published == 1
@@ -162,12 +162,10 @@ async def test_retryable_failures_back_off_and_the_last_one_is_final(
 
 
 async def test_silence_becomes_unknown_then_reconciliation_tells_the_answer(
-    make_desk: object,
+    make_desk: DeskFactory,
 ) -> None:
     config = OutboxConfig(send_timeout_ms=50, reconcile_after_ms=5_000)
-    desk: DeskHarness = await make_desk(  # type: ignore[operator]
-        airline=FakeAirline(silent=True), outbox=config
-    )
+    desk = await make_desk(airline=FakeAirline(silent=True), outbox=config)
     row = await _confirmed(desk)
     published = _Published()
     relay = _relay(desk, published)

@@ -1,5 +1,5 @@
 """Every runtime test that touches stores runs on memory, SQLite and PostgreSQL: its harness comes
-from the `desk` / `make_desk` fixtures (tests/runtime/conftest.py), never built by hand."""
+from the `desk` / `make_desk` fixtures (tests/conftest.py), never built by hand."""
 
 from __future__ import annotations
 

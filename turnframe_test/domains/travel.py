@@ -471,6 +471,21 @@ class Trip:
     conversations: set[str] = field(default_factory=set)
 
 
+def new_trip_state(label: str, **fields: Any) -> dict[str, Any]:
+    """A trip just opened: both legs booked, nothing owed filled in (`fields` override)."""
+    return {
+        "label": label,
+        "name": None,
+        "email": None,
+        "travel_date": None,
+        "legs": {leg: {"status": "booked", "kept": False} for leg in LEGS},
+        "rebooking": None,
+        "status": "open",
+        "locked": False,
+        **fields,
+    }
+
+
 class TripDesk:
     """The travel desk's own records (what an adopter keeps in its own database)."""
 
@@ -487,18 +502,7 @@ class TripDesk:
         conversation_id: str | None = None,
         **fields: Any,
     ) -> Trip:
-        state: dict[str, Any] = {
-            "label": label,
-            "name": None,
-            "email": None,
-            "travel_date": None,
-            "legs": {leg: {"status": "booked", "kept": False} for leg in LEGS},
-            "rebooking": None,
-            "status": "open",
-            "locked": False,
-        }
-        state.update(fields)
-        trip = Trip(account_id=account_id, trip_id=trip_id, state=state)
+        trip = Trip(account_id=account_id, trip_id=trip_id, state=new_trip_state(label, **fields))
         if conversation_id:
             trip.conversations.add(conversation_id)
             self.by_conversation.setdefault((account_id, conversation_id), []).append(trip_id)
@@ -587,13 +591,6 @@ def trip_event(envelope: CommandEnvelope, new_revision: int, occurred_at: int) -
     )
 
 
-def apply_trip_command(
-    state: dict[str, Any], command_type: str, payload: Mapping[str, Any]
-) -> None:
-    """One command applied to a trip's state (the executor's rule)."""
-    TripExecutor._apply(state, command_type, payload)
-
-
 class ProcessCrash(BaseException):
     """The process dies here: nothing after it runs (no handler a program would write catches a
     `BaseException` that is not an `Exception`), and recovery finishes the turn."""
@@ -676,7 +673,7 @@ class TripExecutor:
         events: list[DomainEvent] = []
         per_envelope: list[ExecutionResult] = []
         for envelope in envelopes:
-            self._apply(state, envelope.command_type, envelope.payload)
+            apply_trip_command(state, envelope.command_type, envelope.payload)
             event = trip_event(envelope, new_revision, self.clock_ms())
             events.append(event)
             per_envelope.append(ExecutionResult(new_revision=new_revision, events=(event,)))
@@ -693,33 +690,36 @@ class TripExecutor:
             raise self._after.popleft()
         return ExecutionResult(new_revision=new_revision, events=tuple(events))
 
-    @staticmethod
-    def _apply(state: dict[str, Any], command_type: str, payload: Mapping[str, Any]) -> None:
-        if state.get("status") == "withdrawn":
-            raise ExecutionRejected("trip.closed", "This trip is closed.")
-        if command_type in (SET_NAME, SET_EMAIL, SET_TRAVEL_DATE):
-            state.update(payload)
-        elif command_type == REQUEST_REBOOKING:
-            if state["legs"][payload["leg"]]["kept"]:
-                raise ExecutionRejected("trip.leg_kept", "That flight is kept as booked.")
-            state["rebooking"] = {"leg": payload["leg"]}
-        elif command_type == CONFIRM_REBOOKING:
-            if (state.get("rebooking") or {}).get("leg") != payload["leg"]:
-                raise ExecutionRejected("trip.nothing_to_confirm", "No rebooking is waiting.")
-            state["legs"][payload["leg"]]["status"] = "rebooking_sent"
+
+def apply_trip_command(
+    state: dict[str, Any], command_type: str, payload: Mapping[str, Any]
+) -> None:
+    """One command applied to a trip's state (the executor's rule, shared by both desks)."""
+    if state.get("status") == "withdrawn":
+        raise ExecutionRejected("trip.closed", "This trip is closed.")
+    if command_type in (SET_NAME, SET_EMAIL, SET_TRAVEL_DATE):
+        state.update(payload)
+    elif command_type == REQUEST_REBOOKING:
+        if state["legs"][payload["leg"]]["kept"]:
+            raise ExecutionRejected("trip.leg_kept", "That flight is kept as booked.")
+        state["rebooking"] = {"leg": payload["leg"]}
+    elif command_type == CONFIRM_REBOOKING:
+        if (state.get("rebooking") or {}).get("leg") != payload["leg"]:
+            raise ExecutionRejected("trip.nothing_to_confirm", "No rebooking is waiting.")
+        state["legs"][payload["leg"]]["status"] = "rebooking_sent"
+        state["rebooking"] = None
+    elif command_type == KEEP_LEG:
+        state["legs"][payload["leg"]]["kept"] = True
+        if (state.get("rebooking") or {}).get("leg") == payload["leg"]:
             state["rebooking"] = None
-        elif command_type == KEEP_LEG:
-            state["legs"][payload["leg"]]["kept"] = True
-            if (state.get("rebooking") or {}).get("leg") == payload["leg"]:
-                state["rebooking"] = None
-        elif command_type == WITHDRAW:
-            state["status"] = "withdrawn"
-            state["rebooking"] = None
-        elif command_type == RECORD_AIRLINE_ANSWER:
-            leg = state["legs"][payload["leg"]]
-            if payload.get("outcome") == "rebooked":
-                leg.update(status="rebooked", reference=payload.get("reference"))
-            else:
-                leg.update(status="rebooking_refused")
+    elif command_type == WITHDRAW:
+        state["status"] = "withdrawn"
+        state["rebooking"] = None
+    elif command_type == RECORD_AIRLINE_ANSWER:
+        leg = state["legs"][payload["leg"]]
+        if payload.get("outcome") == "rebooked":
+            leg.update(status="rebooked", reference=payload.get("reference"))
         else:
-            raise ExecutionRejected("turnframe.operation.unknown", "Unknown command.")
+            leg.update(status="rebooking_refused")
+    else:
+        raise ExecutionRejected("turnframe.operation.unknown", "Unknown command.")

@@ -26,7 +26,7 @@ from turnframe_runtime import (
     LoadedCase,
     RevisionConflict,
 )
-from turnframe_test.domains.travel import LEGS, TRIP, apply_trip_command, trip_event
+from turnframe_test.domains.travel import TRIP, apply_trip_command, new_trip_state, trip_event
 
 __all__ = ["PostgresTripDesk"]
 
@@ -72,17 +72,7 @@ class PostgresTripDesk:
     async def open_trip(
         self, account_id: str, trip_id: str, label: str, conversation_id: str, **fields: Any
     ) -> None:
-        state: dict[str, Any] = {
-            "label": label,
-            "name": None,
-            "email": None,
-            "travel_date": None,
-            "legs": {leg: {"status": "booked", "kept": False} for leg in LEGS},
-            "rebooking": None,
-            "status": "open",
-            "locked": False,
-            **fields,
-        }
+        state = new_trip_state(label, **fields)
         async with self.pool.connection() as connection:
             await connection.execute(
                 "INSERT INTO travel_trip VALUES (%s, %s, %s, %s, %s, 1)",
