@@ -7,7 +7,7 @@ answer is recorded is finished by recovery."""
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 
 import pytest
 
@@ -36,13 +36,13 @@ class _Published:
         self.dispatch: list[OutboxEntry] = []
         self.reconcile: list[OutboxEntry] = []
 
-    async def to_dispatch(self, row: OutboxEntry) -> bool:
-        self.dispatch.append(row)
-        return True
+    async def to_dispatch(self, rows: Sequence[OutboxEntry]) -> list[bool]:
+        self.dispatch.extend(rows)
+        return [True] * len(rows)
 
-    async def to_reconcile(self, row: OutboxEntry) -> bool:
-        self.reconcile.append(row)
-        return True
+    async def to_reconcile(self, rows: Sequence[OutboxEntry]) -> list[bool]:
+        self.reconcile.extend(rows)
+        return [True] * len(rows)
 
 
 def _relay(desk: DeskHarness, published: _Published) -> Relay:
@@ -55,11 +55,12 @@ def _relay(desk: DeskHarness, published: _Published) -> Relay:
     )
 
 
-async def _confirmed(desk: DeskHarness, trip_id: str = "T-100") -> OutboxEntry:
-    """A rebooking of the outbound flight confirmed by a click: its outbox row."""
-    desk.ready_trip(trip_id)
+async def _confirmed(desk: DeskHarness, leg: str = "outbound") -> OutboxEntry:
+    """A rebooking of the trip's `leg` flight confirmed by a click: its outbox row."""
+    if desk.desk.trip(desk.account_id, "T-100") is None:
+        desk.ready_trip()
     asked = await desk.say(
-        "Rebook the outbound", act("a1", REBOOK, "h1", "Rebook the outbound", leg="outbound")
+        f"Rebook the {leg}", act("a1", REBOOK, "h1", f"Rebook the {leg}", leg=leg)
     )
     sent = await desk.click(desk.card(asked), "opt_rebook")
     # The in-turn receipt says only what committed then: the request was sent.
@@ -284,3 +285,25 @@ def test_a_request_reads_its_row() -> None:
         "T-1",
         {"leg": "outbound"},
     )
+
+
+async def test_a_row_the_broker_refuses_is_handed_back_without_counting_an_attempt(
+    desk: DeskHarness,
+) -> None:
+    first = await _confirmed(desk, "outbound")
+    second = await _confirmed(desk, "return")
+    taken: list[OutboxEntry] = []
+
+    async def broker_away_after_one(rows: Sequence[OutboxEntry]) -> list[bool]:
+        taken.extend(rows[:1])
+        return [True] + [False] * (len(rows) - 1)
+
+    relay = Relay(desk.stores, broker_away_after_one, broker_away_after_one, clock=desk.clock)
+    done = await relay.round()
+    assert (done.published, done.handed_back) == (1, 1)
+    assert [r.outbox_id for r in taken] == [first.outbox_id]
+    back = await desk.stores.outbox.get(second.outbox_id)
+    assert (back.status, back.attempt_count) == (OutboxStatus.PENDING, 0)
+    published = _Published()
+    assert (await _relay(desk, published).round()).published == 1
+    assert [(r.outbox_id, r.attempt_count) for r in published.dispatch] == [(second.outbox_id, 1)]

@@ -268,15 +268,9 @@ class OutboxDispatcher:
         await t.recorder.deliver(tx, assistant)
 
     async def _settle_row(self, tx: Stores, row: OutboxEntry, result: Any) -> bool:
-        """The row's final status, unless someone recorded its answer already."""
-        current = await tx.outbox.get(row.outbox_id)
-        if current.status.is_terminal or current.status is OutboxStatus.PENDING:
-            return False
-        if (
-            current.status is OutboxStatus.DISPATCHING
-            and current.attempt_count != row.attempt_count
-        ):
-            return False
+        """The row's final status. A row another attempt settled differently, or the reaper
+        returned to pending, refuses the move (`Conflict`: nothing is written); one settled the
+        same way accepts it, and the follow-up turn's id stops a second turn."""
         if isinstance(result, SendCompleted):
             await tx.outbox.mark_completed(row.outbox_id)
         else:
@@ -298,8 +292,11 @@ class OutboxDispatcher:
         started (run its command by key, compose, deliver). False when another worker had
         recorded the row (this transaction wrote nothing)."""
         where = await self._conversation_of(row)
-        if where is None:
-            return await self._recorded(record, None)
+        if where is None:  # only the row moves: one write needs no transaction of its own
+            try:
+                return await record(self.stores, None)
+            except Conflict:
+                return False
         account_id, conversation_id, locale = where
         turn_id = follow_up_turn_id(account_id, row.outbox_id, purpose)
         cause = f"outbox:{row.outbox_id}:{purpose}"
@@ -333,12 +330,16 @@ class OutboxDispatcher:
             return False
 
     async def _conversation_of(self, row: OutboxEntry) -> tuple[str, str, str] | None:
-        """The account, conversation and locale of the turn that enqueued the row."""
+        """The account, conversation and locale of the turn that enqueued the row; None for a
+        row that names no conversation (`conversation_id: None`, enqueued outside a turn). A
+        row from before rows named it is looked up through its command's journal entry."""
         body = row.payload
         account_id = str(body.get("account_id", ""))
-        conversation_id, locale = body.get("conversation_id"), body.get("locale")
-        if isinstance(conversation_id, str) and isinstance(locale, str):
-            return account_id, conversation_id, locale
+        if "conversation_id" in body:
+            conversation_id, locale = body["conversation_id"], body.get("locale")
+            if isinstance(conversation_id, str):
+                return account_id, conversation_id, locale if isinstance(locale, str) else "en"
+            return None
         try:
             entry = await self.stores.journal.get(account_id, row.command_id)
             user = await self.stores.conversations.get_user_turn(account_id, entry.turn_id)

@@ -19,7 +19,7 @@ import logging
 import os
 import socket
 import uuid
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 
 from turnframe_runtime.config import OutboxConfig
@@ -30,8 +30,9 @@ __all__ = ["Relay", "RelayRound", "relay_worker_id"]
 
 _log = logging.getLogger("turnframe_runtime.outbox")
 
-#: hands one claimed row to the dispatch actor (True) or reports the broker refused it (False)
-Publish = Callable[[OutboxEntry], Awaitable[bool]]
+#: hands claimed rows to an actor, in order; for each, whether the broker took it (a row after
+#: a refusal is not tried: the broker is away)
+Publish = Callable[[Sequence[OutboxEntry]], Awaitable[Sequence[bool]]]
 
 
 def relay_worker_id() -> str:
@@ -84,22 +85,23 @@ class Relay:
             rows = await self._stores.outbox.claim_due(
                 self._clock(), self.config.batch_size, self.worker_id
             )
-            for row in rows:
-                if await self._publish(row):
+            taken = list(await self._publish(rows)) if rows else []
+            taken += [False] * (len(rows) - len(taken))
+            for row, sent in zip(rows, taken, strict=True):
+                if sent:
                     published += 1
-                else:
-                    handed_back += 1
-                    with contextlib.suppress(Exception):
-                        await self._stores.outbox.unclaim(row.outbox_id, self.worker_id)
+                    continue
+                handed_back += 1
+                with contextlib.suppress(Exception):
+                    await self._stores.outbox.unclaim(row.outbox_id, self.worker_id)
             if handed_back or len(rows) < self.config.batch_size:
                 break
         now = self._clock()
         due = await self._stores.outbox.claim_reconciliations(
             now, self.config.batch_size, now + self.config.reconcile_after_ms
         )
-        for row in due:
-            if await self._reconcile(row):
-                reconciling += 1
+        if due:
+            reconciling = sum(1 for sent in await self._reconcile(due) if sent)
         return RelayRound(published, handed_back, reaped, reconciling)
 
     async def run(self, stop: asyncio.Event) -> None:

@@ -17,6 +17,7 @@ import concurrent.futures
 import contextlib
 import logging
 import time
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Final
 
 import dramatiq
@@ -133,20 +134,26 @@ class OutboxWorker:
             message_timestamp=int(time.time() * 1000),
         )
 
-    async def publish(self, row: OutboxEntry) -> bool:
-        """Hand a claimed row to the dispatch actor; False when the broker refused it."""
-        return await self._enqueue(self._message(DISPATCH_ACTOR, row, row.attempt_count))
+    async def publish(self, rows: Sequence[OutboxEntry]) -> list[bool]:
+        """Hand claimed rows to the dispatch actor, in one hop to a thread; for each, whether
+        the broker took it (after a refusal the rest are not tried)."""
+        messages = [self._message(DISPATCH_ACTOR, row, row.attempt_count) for row in rows]
+        return await asyncio.to_thread(self._enqueue, messages)
 
-    async def publish_reconcile(self, row: OutboxEntry) -> bool:
-        return await self._enqueue(self._message(RECONCILE_ACTOR, row))
+    async def publish_reconcile(self, rows: Sequence[OutboxEntry]) -> list[bool]:
+        messages = [self._message(RECONCILE_ACTOR, row) for row in rows]
+        return await asyncio.to_thread(self._enqueue, messages)
 
-    async def _enqueue(self, message: dramatiq.Message[Any]) -> bool:
-        try:
-            await asyncio.to_thread(self.broker.enqueue, message)
-        except Exception:
-            _log.warning("outbox.publish_failed", exc_info=True)
-            return False
-        return True
+    def _enqueue(self, messages: Sequence[dramatiq.Message[Any]]) -> list[bool]:
+        taken: list[bool] = []
+        for message in messages:
+            try:
+                self.broker.enqueue(message)
+            except Exception:
+                _log.warning("outbox.publish_failed", exc_info=True)
+                break
+            taken.append(True)
+        return taken + [False] * (len(messages) - len(taken))
 
     # --- the actors ------------------------------------------------------------------------------
 
@@ -177,7 +184,26 @@ class OutboxWorker:
             )
             self._worker.start()
         if self._with_relay:
-            self._relay_task = asyncio.create_task(self.relay().run(self._stop))
+            self._relay_task = asyncio.create_task(self._relay_and_sweep())
+
+    async def _relay_and_sweep(self) -> None:
+        """The relay, and a recovery sweep every claim lease: a follow-up turn whose worker died
+        after recording its answer (or any turn a crashed process left) is finished by the
+        next sweep once its marker is older than the lease."""
+        lease_ms = self.config.claim_lease_ms
+
+        async def sweep() -> None:
+            while not self._stop.is_set():
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self._stop.wait(), lease_ms / 1000)
+                if self._stop.is_set():
+                    break
+                try:
+                    await self._runtime.recover_unfinished(older_than_ms=lease_ms)
+                except Exception:
+                    _log.exception("outbox.recovery_sweep_failed")
+
+        await asyncio.gather(self.relay().run(self._stop), sweep())
 
     async def drain(self, timeout_s: float = 30.0) -> bool:
         """Wait until the outbox holds no open row (or `timeout_s` passed); True when drained.
