@@ -1,7 +1,9 @@
 """Real dramatiq worker processes on PostgreSQL and Redis, started and stopped by the test:
 1,000 external commands carried out by 2 `turnframe worker` processes, each taking effect at
-the airline exactly once; the same with workers SIGKILLed mid-dispatch at least 20 times; a row
-whose transaction commits after later rows is still carried out.
+the airline exactly once; the same with workers SIGKILLed mid-dispatch at least 20 times, and
+across a Redis restart that loses every queued message; a row whose transaction commits after
+later rows is still carried out; a silent airline ends in an unknown outcome, a notice, then
+reconciliation and the follow-up receipt.
 
 The rows are enqueued as the confirmation turns enqueue them (test_dispatch.py follows a turn
 to its row); the trips live in the shared travel desk's tables."""
@@ -11,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import os
 import random
+import shutil
 import signal
 import subprocess
 import sys
@@ -47,13 +50,13 @@ class Shared:
     workers: list[subprocess.Popen[bytes]]
     log: Path
 
-    def start_worker(self) -> subprocess.Popen[bytes]:
+    def start_worker(self, **env: str) -> subprocess.Popen[bytes]:
         command = [str(Path(sys.executable).parent / "turnframe"), "worker"]
         command += ["--db", self.url, "--broker", self.broker_url, "--threads", "4"]
         command += ["--heartbeat-timeout-ms", "2000"]
         with self.log.open("ab") as log:
             worker = subprocess.Popen(
-                command, env={**os.environ, **WORKER_ENV}, stdout=log, stderr=log
+                command, env={**os.environ, **WORKER_ENV, **env}, stdout=log, stderr=log
             )
         self.workers.append(worker)
         return worker
@@ -243,3 +246,66 @@ async def test_a_row_committed_after_later_rows_is_still_carried_out(shared: Sha
     assert (await shared.runtime.stores.outbox.get(late.outbox_id)).status is (
         OutboxStatus.COMPLETED
     )
+
+
+def _restart_redis(url: str) -> None:
+    """Stop the local Redis (losing every queued message: it keeps no data) and start it
+    again, as the machine's guide starts it."""
+    host, port = "127.0.0.1", url.rsplit(":", 1)[1].split("/")[0]
+    if shutil.which("redis-server") is None or "127.0.0.1" not in url:
+        pytest.fail("restarting Redis needs the local redis-server on 127.0.0.1")
+    subprocess.run(["redis-cli", "-h", host, "-p", port, "shutdown", "nosave"], check=False)
+    time.sleep(2)
+    subprocess.run(
+        [
+            *("redis-server", "--daemonize", "yes", "--bind", "127.0.0.1", "-::1"),
+            *("--port", port, "--save", "", "--appendonly", "no"),
+        ],
+        check=True,
+    )
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        ping = subprocess.run(["redis-cli", "-h", host, "-p", port, "ping"], capture_output=True)
+        if ping.stdout.strip() == b"PONG":
+            return
+        time.sleep(0.2)
+    pytest.fail("Redis did not come back")
+
+
+async def test_every_row_is_carried_out_across_a_redis_restart(shared: Shared) -> None:
+    await _trips_and_rows(shared, 1_000, 100)
+    shared.start_worker()
+    shared.start_worker()
+    while await shared.open_rows() > 700:  # well under way
+        await asyncio.sleep(0.05)
+    await asyncio.to_thread(_restart_redis, shared.broker_url)
+    print(f"Redis restarted with {await shared.open_rows()} rows open")
+    assert await shared.drained(240), f"{await shared.open_rows()} rows still open"
+    await _assert_exactly_once(shared, 1_000)
+
+
+async def test_a_silent_airline_is_reconciled_and_the_traveller_told_twice(
+    shared: Shared,
+) -> None:
+    silent = {  # the airline acts and never answers
+        "TURNFRAME_TEST_AIRLINE": "silent",
+        "TURNFRAME_TEST_OUTBOX": "claim_lease_ms=3000,poll_ms=200,send_timeout_ms=300,"
+        "reconcile_after_ms=1000",
+    }
+    await _trips_and_rows(shared, 20, 20)
+    shared.start_worker(**silent)
+    shared.start_worker(**silent)
+    assert await shared.drained(120), f"{await shared.open_rows()} rows still open"
+    assert await shared.scalar("SELECT sum(requests) FROM fake_airline_request") == 20
+    for n in range(20):
+        turns = await shared.runtime.load_conversation(ACCOUNT, f"conv_w{n}")
+        codes_seen = [
+            getattr(b, "code", None) or getattr(b, "status_code", None)
+            for turn in turns
+            for b in turn.blocks
+            if b.kind in ("notice", "receipt")
+        ]
+        assert codes_seen == [
+            "turnframe.notice.verification_in_progress",
+            "trip.rebooked",
+        ]
