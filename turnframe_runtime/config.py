@@ -69,6 +69,11 @@ class OutboxConfig:
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ValueError(f"OutboxConfig.{name} is a whole number of at least 1")
+        if self.claim_lease_ms <= self.send_timeout_ms:
+            raise ValueError(
+                "OutboxConfig.claim_lease_ms exceeds send_timeout_ms (else every slow send is "
+                "reaped while it runs)"
+            )
         if self.backoff_max_ms < self.backoff_initial_ms:
             raise ValueError("OutboxConfig.backoff_max_ms is at least backoff_initial_ms")
 

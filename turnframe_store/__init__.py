@@ -51,6 +51,7 @@ from turnframe_store.protocols import (
     ReplayWriter,
 )
 from turnframe_store.records import (
+    OUTBOX_CLAIM_EXPIRED,
     CaseInvalidation,
     CommitBundle,
     CommitResult,
@@ -141,6 +142,7 @@ __all__ = [
     "JournalCompletion",
     "JournalEntry",
     "JournalStatus",
+    "OUTBOX_CLAIM_EXPIRED",
     "OutboxEntry",
     "OutboxStatus",
     "PhaseMarker",

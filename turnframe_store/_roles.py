@@ -409,19 +409,29 @@ class OutboxRole(_Role, ABC):
         self._faults.reach(FaultPoint.BEFORE_OUTBOX_DISPATCH)
         return await self._claim_due(moment, most, worker_id)
 
-    async def mark_completed(self, outbox_id: str) -> OutboxEntry:
+    async def begin_dispatch(self, outbox_id: str, attempt: int, now: int) -> OutboxEntry:
         rules.text(outbox_id)
+        return await self._begin_dispatch(outbox_id, rules.whole(attempt), rules.instant(now))
+
+    async def mark_completed(self, outbox_id: str, attempt: int | None = None) -> OutboxEntry:
+        rules.text(outbox_id)
+        at = None if attempt is None else rules.whole(attempt)
         self._faults.reach(FaultPoint.AFTER_OUTBOX_DISPATCH)
-        return await self._mark_completed(outbox_id)
+        return await self._mark_completed(outbox_id, at)
 
     async def mark_failed(
-        self, outbox_id: str, reason: str, retry_at: int | None = None
+        self,
+        outbox_id: str,
+        reason: str,
+        retry_at: int | None = None,
+        attempt: int | None = None,
     ) -> OutboxEntry:
         rules.text(outbox_id)
         rules.reason(reason)
         retry = None if retry_at is None else rules.instant(retry_at)
+        at = None if attempt is None else rules.whole(attempt)
         self._faults.reach(FaultPoint.AFTER_OUTBOX_DISPATCH)
-        return await self._mark_failed(outbox_id, reason, retry)
+        return await self._mark_failed(outbox_id, reason, retry, at)
 
     async def mark_outcome_unknown(
         self, outbox_id: str, remote_ref: str | None = None, check_at: int | None = None
@@ -465,11 +475,14 @@ class OutboxRole(_Role, ABC):
     async def _claim_due(self, now: int, limit: int, worker_id: str) -> tuple[OutboxEntry, ...]: ...
 
     @abstractmethod
-    async def _mark_completed(self, outbox_id: str) -> OutboxEntry: ...
+    async def _begin_dispatch(self, outbox_id: str, attempt: int, now: int) -> OutboxEntry: ...
+
+    @abstractmethod
+    async def _mark_completed(self, outbox_id: str, attempt: int | None) -> OutboxEntry: ...
 
     @abstractmethod
     async def _mark_failed(
-        self, outbox_id: str, reason: str, retry_at: int | None
+        self, outbox_id: str, reason: str, retry_at: int | None, attempt: int | None
     ) -> OutboxEntry: ...
 
     @abstractmethod

@@ -35,6 +35,7 @@ from turnframe_store.errors import Conflict, Corrupt, InvalidRecord, NotFound, S
 from turnframe_store.faults import FaultPoint
 from turnframe_store.records import (
     _FINISH_STATUSES,
+    OUTBOX_CLAIM_EXPIRED,
     CaseInvalidation,
     CommitBundle,
     ConversationRecord,
@@ -514,6 +515,29 @@ def due(row: OutboxEntry, now: int) -> bool:
     )
 
 
+CLAIM_EXPIRED: Final = OUTBOX_CLAIM_EXPIRED
+
+
+def begin_dispatch_row(row: OutboxEntry, attempt: int) -> Verdict:
+    """Only the claim's own attempt begins, and only once."""
+    if row.status is not OutboxStatus.DISPATCHING or row.attempt_count != attempt:
+        raise Conflict("the row is not dispatching that attempt")
+    if row.dispatch_started_at is not None:
+        raise Conflict("that attempt began already")
+    return Verdict.MOVE
+
+
+def same_attempt(row: OutboxEntry, attempt: int | None) -> None:
+    """An answer settles only the attempt that got it (a reaped claim's worker is too late)."""
+    if attempt is None:
+        return
+    if row.attempt_count != attempt or row.status not in (
+        OutboxStatus.DISPATCHING,
+        OutboxStatus.OUTCOME_UNKNOWN,
+    ):
+        raise Conflict("the row moved on from that attempt")
+
+
 def due_for_reconciliation(row: OutboxEntry, now: int) -> bool:
     return row.status in OUTBOX_RECONCILE.sources and (
         row.next_attempt_at is None or row.next_attempt_at <= now
@@ -533,19 +557,23 @@ def claim_expired(row: OutboxEntry, claimed_before: int) -> bool:
     return row.status in OUTBOX_RELEASE.sources and (row.claim_taken_at or 0) < claimed_before
 
 
-def complete_row(row: OutboxEntry) -> Verdict:
+def complete_row(row: OutboxEntry, attempt: int | None = None) -> Verdict:
     if row.status is OUTBOX_COMPLETE.target:
         return Verdict.REPEAT
+    same_attempt(row, attempt)
     return _outbox_move(row, OUTBOX_COMPLETE, "does not complete")
 
 
-def fail_row(row: OutboxEntry, reason: str, retry_at: int | None) -> Verdict:
+def fail_row(
+    row: OutboxEntry, reason: str, retry_at: int | None, attempt: int | None = None
+) -> Verdict:
     """Back to pending due at `retry_at`, or (without it) failed; the same failure again is a
     repeat."""
+    if retry_at is None and row.status is OUTBOX_FAIL.target and row.last_failure == reason:
+        return Verdict.REPEAT
+    same_attempt(row, attempt)
     if retry_at is not None:
         return _outbox_move(row, OUTBOX_RETRY, "does not fail")
-    if row.status is OUTBOX_FAIL.target and row.last_failure == reason:
-        return Verdict.REPEAT
     return _outbox_move(row, OUTBOX_FAIL, "does not fail")
 
 

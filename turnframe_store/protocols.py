@@ -345,15 +345,27 @@ class OutboxWriter(Protocol):
         and the claim (worker_id, now). No row is ever handed to two claimers."""
         ...
 
-    async def mark_completed(self, outbox_id: str) -> OutboxEntry:
-        """dispatching | outcome_unknown -> completed, claim cleared; a repeat is accepted."""
+    async def begin_dispatch(self, outbox_id: str, attempt: int, now: int) -> OutboxEntry:
+        """An actor begins the claim's attempt `attempt` (dispatch_started_at = now). A row not
+        dispatching that attempt, or whose attempt began already (a redelivered message: the
+        attempt may have reached the destination), is `Conflict`."""
+        ...
+
+    async def mark_completed(self, outbox_id: str, attempt: int | None = None) -> OutboxEntry:
+        """dispatching | outcome_unknown -> completed, claim cleared; a repeat is accepted. With
+        `attempt`, only while the row is still at that attempt (else `Conflict`)."""
         ...
 
     async def mark_failed(
-        self, outbox_id: str, reason: str, retry_at: int | None = None
+        self,
+        outbox_id: str,
+        reason: str,
+        retry_at: int | None = None,
+        attempt: int | None = None,
     ) -> OutboxEntry:
         """From pending, dispatching or outcome_unknown: back to pending due at `retry_at`, or
-        (without it) failed. The same failure again is accepted."""
+        (without it) failed. The same failure again is accepted. With `attempt`, only while the
+        row is dispatching or unknown at that attempt (else `Conflict`)."""
         ...
 
     async def mark_outcome_unknown(
@@ -384,7 +396,8 @@ class OutboxWriter(Protocol):
 
     async def release_expired_claims(self, claimed_before: int) -> int:
         """Reaper: move dispatching rows claimed before `claimed_before` back to pending, due now;
-        return how many moved."""
+        a row whose attempt had begun records `CLAIM_EXPIRED` as its last failure (its outcome
+        was never recorded). Return how many moved."""
         ...
 
 

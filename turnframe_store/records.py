@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from enum import StrEnum
-from typing import Annotated, Any, ClassVar, Literal
+from typing import Annotated, Any, ClassVar, Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -52,6 +52,7 @@ __all__ = [
     "JournalCompletion",
     "JournalEntry",
     "JournalStatus",
+    "OUTBOX_CLAIM_EXPIRED",
     "OutboxEntry",
     "OutboxStatus",
     "PhaseMarker",
@@ -259,6 +260,11 @@ class OutboxStatus(StrEnum):
         return self in (OutboxStatus.COMPLETED, OutboxStatus.FAILED)
 
 
+#: What the reaper records as the last failure of a row whose attempt had begun: its outcome was
+#: never recorded, so the next attempt asks the destination before it sends.
+OUTBOX_CLAIM_EXPIRED: Final = "turnframe.outbox.claim_expired"
+
+
 class OutboxEntry(_Record):
     """One external side effect awaiting dispatch. A system queue row: no account column."""
 
@@ -274,6 +280,8 @@ class OutboxEntry(_Record):
     completed_at: Millis | None = None
     claim_worker_id: str | None = None
     claim_taken_at: Millis | None = None
+    #: when an actor began this claim's attempt (it may have reached the destination since)
+    dispatch_started_at: Millis | None = None
     last_failure: str | None = None
     remote_ref: str | None = None
 
@@ -284,6 +292,8 @@ class OutboxEntry(_Record):
             raise ValueError("claim_worker_id and claim_taken_at are set together")
         if claimed != (self.status is OutboxStatus.DISPATCHING):
             raise ValueError("a row carries a claim exactly while it is dispatching")
+        if self.dispatch_started_at is not None and not claimed:
+            raise ValueError("only a claimed row has a dispatch under way")
         if (self.completed_at is not None) != self.status.is_terminal:
             raise ValueError("completed_at is set exactly when the row is completed or failed")
         return self

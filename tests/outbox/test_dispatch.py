@@ -7,17 +7,26 @@ answer is recorded is finished by recovery."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Awaitable, Callable, Sequence
 
 import pytest
 
-from turnframe_core import ExternalCallback, TurnPhase, codes
+from turnframe_core import (
+    DirectSafeUserAct,
+    ExternalCallback,
+    TurnPhase,
+    codes,
+    origin_satisfies,
+)
 from turnframe_runtime import (
     DispatchOutcome,
     OutboxConfig,
     OutboxRequest,
     Relay,
     RelayRound,
+    SendFailed,
+    SendResult,
     follow_up_turn_id,
 )
 from turnframe_store import JournalStatus, OutboxEntry, OutboxStatus
@@ -203,7 +212,8 @@ async def test_an_attempt_after_a_dead_worker_asks_before_it_sends(desk: DeskHar
     row = await _confirmed(desk)
     relay = _relay(desk, _Published())
     await relay.round()
-    # The first attempt's worker reached the airline and died before recording anything.
+    # The first attempt's worker began, reached the airline and died before recording anything.
+    await desk.stores.outbox.begin_dispatch(row.outbox_id, 1, desk.clock())
     await desk.airline.ledger.act(row.idempotency_key, row.outbox_id)
     desk.clock.advance(desk.runtime.outbox.config.claim_lease_ms + 1)
     done = await relay.round()
@@ -219,6 +229,7 @@ async def test_a_dead_worker_whose_request_never_arrived_sends_it(desk: DeskHarn
     row = await _confirmed(desk)
     relay = _relay(desk, _Published())
     await relay.round()
+    await desk.stores.outbox.begin_dispatch(row.outbox_id, 1, desk.clock())  # then it died
     desk.clock.advance(desk.runtime.outbox.config.claim_lease_ms + 1)
     await relay.round()
     assert await desk.runtime.outbox.dispatch(row.outbox_id, 1) is DispatchOutcome.DUPLICATE
@@ -254,6 +265,14 @@ async def test_a_crash_after_the_answer_is_recorded_is_finished_by_recovery(
 
 
 async def test_an_answer_command_is_never_proposable_by_words(desk: DeskHarness) -> None:
+    # Twice guarded: no operation offers it, and its policy wants a trusted origin.
+    policy = desk.workflow.policy("trip.record_airline_answer")
+    words = DirectSafeUserAct(evidence_digest="sha256:" + "0" * 64)
+    assert not origin_satisfies(words, policy)
+    assert origin_satisfies(ExternalCallback(callback_id="obx_1", signature_verified=True), policy)
+    assert not origin_satisfies(
+        ExternalCallback(callback_id="obx_1", signature_verified=False), policy
+    )
     desk.ready_trip()
     turn = await desk.say(
         "Mark it rebooked",
@@ -307,3 +326,74 @@ async def test_a_row_the_broker_refuses_is_handed_back_without_counting_an_attem
     published = _Published()
     assert (await _relay(desk, published).round()).published == 1
     assert [(r.outbox_id, r.attempt_count) for r in published.dispatch] == [(second.outbox_id, 1)]
+
+
+async def test_a_redelivered_message_of_a_begun_attempt_asks_before_it_sends(
+    desk: DeskHarness,
+) -> None:
+    row = await _confirmed(desk)
+    await _relay(desk, _Published()).round()
+    # Attempt 1 began and reached the airline; its worker died; Redis delivers the same
+    # message again while the row is still dispatching that attempt.
+    await desk.stores.outbox.begin_dispatch(row.outbox_id, 1, desk.clock())
+    await desk.airline.ledger.act(row.idempotency_key, row.outbox_id)
+
+    assert await desk.runtime.outbox.dispatch(row.outbox_id, 1) is DispatchOutcome.COMPLETED
+
+    assert (desk.airline.sent, desk.airline.reconciled) == (0, 1)
+    assert [n for _, n in _ledger(desk).requests.values()] == [1]
+
+
+async def test_an_attempt_after_a_recorded_failure_and_a_death_still_asks_first(
+    make_desk: DeskFactory,
+) -> None:
+    desk = await make_desk(airline=FakeAirline(busy_first=1))
+    row = await _confirmed(desk)
+    relay = _relay(desk, _Published())
+    await relay.round()
+    assert await desk.runtime.outbox.dispatch(row.outbox_id, 1) is (DispatchOutcome.RETRY_SCHEDULED)
+    desk.clock.advance(desk.runtime.outbox.config.backoff_initial_ms)
+    await relay.round()  # attempt 2: it begins, reaches the airline, and its worker dies
+    await desk.stores.outbox.begin_dispatch(row.outbox_id, 2, desk.clock())
+    await desk.airline.ledger.act(row.idempotency_key, row.outbox_id)
+    desk.clock.advance(desk.runtime.outbox.config.claim_lease_ms + 1)
+    assert (await relay.round()).reaped == 1
+
+    assert await desk.runtime.outbox.dispatch(row.outbox_id, 3) is DispatchOutcome.COMPLETED
+
+    assert desk.airline.reconciled == 1
+    assert [n for _, n in _ledger(desk).requests.values()] == [1]
+
+
+class _HeldAirline(FakeAirline):
+    """Sends wait until released, then fail retryably: a worker too slow for its lease."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.release = asyncio.Event()
+
+    async def send(self, request: OutboxRequest) -> SendResult:
+        await self.release.wait()
+        return SendFailed("airline.busy", retryable=True)
+
+
+async def test_a_worker_whose_claim_was_reaped_cannot_settle_the_next_attempt(
+    make_desk: DeskFactory,
+) -> None:
+    airline = _HeldAirline()
+    desk = await make_desk(airline=airline)
+    row = await _confirmed(desk)
+    relay = _relay(desk, _Published())
+    await relay.round()
+    slow = asyncio.create_task(desk.runtime.outbox.dispatch(row.outbox_id, 1))
+    await asyncio.sleep(0.05)  # attempt 1 began and waits on the airline
+    desk.clock.advance(desk.runtime.outbox.config.claim_lease_ms + 1)
+    done = await relay.round()
+    assert (done.reaped, done.published) == (1, 1)  # attempt 2 is claimed
+
+    airline.release.set()
+    await slow  # attempt 1's late failure
+
+    current = await desk.stores.outbox.get(row.outbox_id)
+    assert (current.status, current.attempt_count) == (OutboxStatus.DISPATCHING, 2)
+    assert current.next_attempt_at is None  # not rescheduled by the stale attempt

@@ -37,7 +37,7 @@ from turnframe_test.postgres import PrivateDatabase
 pytestmark = pytest.mark.slow
 
 ACCOUNT = "acct_w"
-WORKER_ENV = {"TURNFRAME_TEST_OUTBOX": "claim_lease_ms=3000,poll_ms=200,send_timeout_ms=5000"}
+WORKER_ENV = {"TURNFRAME_TEST_OUTBOX": "claim_lease_ms=3000,poll_ms=200,send_timeout_ms=2000"}
 
 
 @dataclass
@@ -212,8 +212,11 @@ async def test_workers_killed_mid_dispatch_lose_and_double_nothing(shared: Share
     assert kills >= 20
     opened_before = await shared.open_rows()
     print(f"killed {kills} workers; rows still open then: {opened_before}")
+    assert opened_before > 0  # the kills came while rows were being carried out
     assert await shared.drained(240), f"{await shared.open_rows()} rows still open"
-    await _assert_exactly_once(shared, 1_000)
+    counts = await _assert_exactly_once(shared, 1_000)
+    # Every attempt a killed worker began was asked about before anything was sent again.
+    assert counts["airline requests"] == 1_000
 
 
 async def test_a_row_committed_after_later_rows_is_still_carried_out(shared: Shared) -> None:
@@ -281,7 +284,8 @@ async def test_every_row_is_carried_out_across_a_redis_restart(shared: Shared) -
     await asyncio.to_thread(_restart_redis, shared.broker_url)
     print(f"Redis restarted with {await shared.open_rows()} rows open")
     assert await shared.drained(240), f"{await shared.open_rows()} rows still open"
-    await _assert_exactly_once(shared, 1_000)
+    counts = await _assert_exactly_once(shared, 1_000)
+    assert counts["airline requests"] == 1_000
 
 
 async def test_a_silent_airline_is_reconciled_and_the_traveller_told_twice(

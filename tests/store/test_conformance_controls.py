@@ -487,6 +487,55 @@ class CountingUnclaim(MemoryOutbox):
         return await engine.write(write)
 
 
+class ForgetfulReaper(MemoryOutbox):
+    """the reaper returns a begun claim without recording that its outcome is unknown."""
+
+    async def _release_expired_claims(self, claimed_before: int) -> int:
+        engine = self._engine
+
+        def write(undo: _UndoLog) -> int:
+            stale = [
+                r
+                for r in engine.t.outbox.values()
+                if r.status is OutboxStatus.DISPATCHING and (r.claim_taken_at or 0) < claimed_before
+            ]
+            for row in stale:
+                engine._move_row(
+                    undo,
+                    row,
+                    status=OutboxStatus.PENDING,
+                    next_attempt_at=None,
+                    claim_worker_id=None,
+                    claim_taken_at=None,
+                    dispatch_started_at=None,
+                )
+            return len(stale)
+
+        return await engine.write(write)
+
+
+class AnyAttemptSettles(MemoryOutbox):
+    """mark_completed and mark_failed ignore the attempt they are given."""
+
+    async def _mark_completed(self, outbox_id: str, attempt: int | None) -> OutboxEntry:
+        return await super()._mark_completed(outbox_id, None)
+
+    async def _mark_failed(
+        self, outbox_id: str, reason: str, retry_at: int | None, attempt: int | None
+    ) -> OutboxEntry:
+        return await super()._mark_failed(outbox_id, reason, retry_at, None)
+
+
+class RepeatableBegin(MemoryOutbox):
+    """begin_dispatch accepts the same attempt beginning again."""
+
+    async def _begin_dispatch(self, outbox_id: str, attempt: int, now: int) -> OutboxEntry:
+        row = self._engine.row(outbox_id)
+        if row.dispatch_started_at is not None and row.attempt_count == attempt:
+            return row
+        return await super()._begin_dispatch(outbox_id, attempt, now)
+
+
 class UnleasedReconciliation(MemoryOutbox):
     """claim_reconciliations hands out the due rows without leasing them."""
 
@@ -883,6 +932,21 @@ CONTROLS: dict[str, tuple[str, type[Any], str]] = {
         "outbox",
         CountingUnclaim,
         "check_an_unused_claim_is_handed_back_without_counting_an_attempt",
+    ),
+    "forgetful_reaper": (
+        "outbox",
+        ForgetfulReaper,
+        "check_the_reaper_records_that_a_begun_attempt_never_answered",
+    ),
+    "any_attempt_settles": (
+        "outbox",
+        AnyAttemptSettles,
+        "check_only_the_claims_own_attempt_settles_it",
+    ),
+    "repeatable_begin": (
+        "outbox",
+        RepeatableBegin,
+        "check_an_attempt_begins_once",
     ),
     "unleased_reconciliation": (
         "outbox",

@@ -48,7 +48,7 @@ from turnframe_runtime.outbox.ports import (
 from turnframe_runtime.reduce import CaseInView, Plan, PlannedCommand, envelope_for
 from turnframe_store.bundle import Stores
 from turnframe_store.errors import Conflict, NotFound
-from turnframe_store.records import OutboxEntry, OutboxStatus
+from turnframe_store.records import OUTBOX_CLAIM_EXPIRED, OutboxEntry, OutboxStatus
 
 if TYPE_CHECKING:
     from turnframe_runtime.runtime import TurnRuntime, _Turn
@@ -110,21 +110,30 @@ class OutboxDispatcher:
 
     async def dispatch(self, outbox_id: str, attempt: int) -> DispatchOutcome:
         """Carry out the row's claimed attempt `attempt` (see the module's rules)."""
+        outbox = self.stores.outbox
         try:
-            row = await self.stores.outbox.get(outbox_id)
+            row = await outbox.begin_dispatch(outbox_id, attempt, self._now())
+            first = True
         except NotFound:
             return DispatchOutcome.DUPLICATE
-        if row.status is not OutboxStatus.DISPATCHING or row.attempt_count != attempt:
-            return DispatchOutcome.DUPLICATE
+        except Conflict:  # moved on, or this attempt began before (a redelivered message)
+            try:
+                row = await outbox.get(outbox_id)
+            except NotFound:
+                return DispatchOutcome.DUPLICATE
+            if row.status is not OutboxStatus.DISPATCHING or row.attempt_count != attempt:
+                return DispatchOutcome.DUPLICATE
+            first = False
         sender = self._senders.get(row.destination)
         if sender is None:
             if row.claim_worker_id is not None:
-                await self.stores.outbox.unclaim(row.outbox_id, row.claim_worker_id)
+                await outbox.unclaim(row.outbox_id, row.claim_worker_id)
             raise NoSender(f"no sender for the destination {row.destination!r}")
         request = OutboxRequest.of(row)
         result: SendResult | None = None
-        if attempt > 1 and row.last_failure is None:
-            # The attempt before this one ended without a recorded answer: it may have arrived.
+        if not first or row.last_failure == OUTBOX_CLAIM_EXPIRED:
+            # This attempt, or the one before it, began and recorded no answer: it may have
+            # reached the destination, which is asked before anything is sent again.
             asked = await self._ask(sender.reconcile, request)
             result = None if isinstance(asked, NotReceived) else asked
         if result is None:
@@ -134,7 +143,7 @@ class OutboxDispatcher:
             if attempt < self.config.max_attempts:
                 retry_at = self._now() + self.config.backoff_ms(attempt)
                 with contextlib.suppress(Exception):  # else the claim stays; the reaper acts
-                    await self.stores.outbox.mark_failed(row.outbox_id, result.code, retry_at)
+                    await outbox.mark_failed(row.outbox_id, result.code, retry_at, attempt)
                 return DispatchOutcome.RETRY_SCHEDULED
             result = SendFailed(result.code, retryable=False, detail=result.detail)
         if isinstance(result, SendUnknown):
@@ -268,13 +277,13 @@ class OutboxDispatcher:
         await t.recorder.deliver(tx, assistant)
 
     async def _settle_row(self, tx: Stores, row: OutboxEntry, result: Any) -> bool:
-        """The row's final status. A row another attempt settled differently, or the reaper
-        returned to pending, refuses the move (`Conflict`: nothing is written); one settled the
-        same way accepts it, and the follow-up turn's id stops a second turn."""
+        """The row's final status, for this attempt only: a row the reaper handed on, or
+        another attempt settled differently, refuses (`Conflict`: nothing is written); one
+        settled the same way accepts it, and the follow-up turn's id stops a second turn."""
         if isinstance(result, SendCompleted):
-            await tx.outbox.mark_completed(row.outbox_id)
+            await tx.outbox.mark_completed(row.outbox_id, row.attempt_count)
         else:
-            await tx.outbox.mark_failed(row.outbox_id, result.code)
+            await tx.outbox.mark_failed(row.outbox_id, result.code, None, row.attempt_count)
         return True
 
     async def _follow_up(

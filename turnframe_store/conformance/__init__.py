@@ -65,9 +65,12 @@ from turnframe_store.conformance.ordering import (
 )
 from turnframe_store.conformance.outbox import (
     check_a_rescheduled_outbox_row_waits_until_it_is_due,
+    check_an_attempt_begins_once,
     check_an_outbox_row_is_claimed_by_one_worker_only,
     check_an_unused_claim_is_handed_back_without_counting_an_attempt,
+    check_only_the_claims_own_attempt_settles_it,
     check_outbox_enqueue_refuses_duplicates_and_non_pending_rows,
+    check_the_reaper_records_that_a_begun_attempt_never_answered,
     check_the_reaper_releases_expired_claims,
     check_unknown_outcomes_are_leased_to_one_reconciler_at_a_time,
 )
@@ -125,6 +128,9 @@ __all__ = [
     "check_an_outbox_row_is_claimed_by_one_worker_only",
     "check_a_rescheduled_outbox_row_waits_until_it_is_due",
     "check_an_unused_claim_is_handed_back_without_counting_an_attempt",
+    "check_an_attempt_begins_once",
+    "check_the_reaper_records_that_a_begun_attempt_never_answered",
+    "check_only_the_claims_own_attempt_settles_it",
     "check_unknown_outcomes_are_leased_to_one_reconciler_at_a_time",
     "check_the_reaper_releases_expired_claims",
     # replay

@@ -10,7 +10,7 @@ from turnframe_store.conformance._data import _DESTINATION, _T0, _ids, _outbox_r
 from turnframe_store.conformance._expect import _equal, _refused
 from turnframe_store.conformance._runner import _check
 from turnframe_store.errors import Conflict, InvalidRecord, NotFound
-from turnframe_store.records import OutboxEntry, OutboxStatus
+from turnframe_store.records import OUTBOX_CLAIM_EXPIRED, OutboxEntry, OutboxStatus
 
 
 @_check
@@ -215,3 +215,57 @@ async def check_unknown_outcomes_are_leased_to_one_reconciler_at_a_time(stores: 
     await outbox.mark_completed("obx_1")
     await outbox.mark_failed("obx_2", "conformance.refused")
     _equal(await outbox.pending_count(), 1, "the open rows once two ended")
+
+
+@_check
+async def check_an_attempt_begins_once(stores: Stores) -> None:
+    outbox = stores.outbox
+    await outbox.enqueue(_outbox_row("obx_1"))
+    await outbox.claim_due(_T0, 1, "worker-1")
+    await _refused(Conflict, outbox.begin_dispatch("obx_1", 2, _T0), "another attempt begins")
+    began = await outbox.begin_dispatch("obx_1", 1, _T0 + 1)
+    _equal(began.dispatch_started_at, _T0 + 1, "the attempt's start")
+    await _refused(
+        Conflict, outbox.begin_dispatch("obx_1", 1, _T0 + 2), "the same attempt beginning again"
+    )
+    await _refused(NotFound, outbox.begin_dispatch("obx_missing", 1, _T0), "a missing row")
+
+
+@_check
+async def check_the_reaper_records_that_a_begun_attempt_never_answered(stores: Stores) -> None:
+    outbox = stores.outbox
+    for n in (1, 2):
+        await outbox.enqueue(_outbox_row(f"obx_{n}", created_at=_T0 + n))
+    await outbox.claim_due(_T0, 2, "worker-1")
+    await outbox.begin_dispatch("obx_1", 1, _T0 + 1)
+    _equal(await outbox.release_expired_claims(_T0 + 10), 2, "both claims, reaped")
+    reaped = await outbox.get("obx_1")
+    _equal(
+        (reaped.status, reaped.last_failure, reaped.dispatch_started_at),
+        (OutboxStatus.PENDING, OUTBOX_CLAIM_EXPIRED, None),
+        "a reaped row whose attempt had begun",
+    )
+    _equal((await outbox.get("obx_2")).last_failure, None, "a claim that never began")
+    again = await outbox.claim_due(_T0 + 20, 2, "worker-2")
+    _equal([r.dispatch_started_at for r in again], [None, None], "new claims have not begun")
+
+
+@_check
+async def check_only_the_claims_own_attempt_settles_it(stores: Stores) -> None:
+    outbox = stores.outbox
+    await outbox.enqueue(_outbox_row("obx_1"))
+    await outbox.claim_due(_T0, 1, "worker-1")
+    await outbox.release_expired_claims(_T0 + 10)
+    await _refused(
+        Conflict, outbox.mark_failed("obx_1", "late", _T0 + 50, attempt=1), "a reaped attempt"
+    )
+    await _refused(Conflict, outbox.mark_completed("obx_1", attempt=1), "a reaped attempt")
+    await outbox.claim_due(_T0 + 20, 1, "worker-2")
+    await _refused(Conflict, outbox.mark_completed("obx_1", attempt=1), "the earlier attempt")
+    await _refused(
+        Conflict, outbox.mark_failed("obx_1", "late", attempt=1), "the earlier attempt failing"
+    )
+    _equal((await outbox.get("obx_1")).status, OutboxStatus.DISPATCHING, "the row, unmoved")
+    done = await outbox.mark_completed("obx_1", attempt=2)
+    _equal(done.status, OutboxStatus.COMPLETED, "its own attempt's answer")
+    _equal(await outbox.mark_completed("obx_1", attempt=1), done, "completing it again")

@@ -47,7 +47,11 @@ __all__ = ["_Engine"]
 
 R = TypeVar("R")
 
-_NO_CLAIM: Final[dict[str, Any]] = {"claim_worker_id": None, "claim_taken_at": None}
+_NO_CLAIM: Final[dict[str, Any]] = {
+    "claim_worker_id": None,
+    "claim_taken_at": None,
+    "dispatch_started_at": None,
+}
 
 
 def _sequence(event: DomainEvent) -> int:
@@ -493,9 +497,14 @@ class _Engine:
             for row in due[:limit]
         )
 
-    def mark_completed(self, undo: _UndoLog, outbox_id: str) -> OutboxEntry:
+    def begin_dispatch(self, undo: _UndoLog, outbox_id: str, attempt: int, now: int) -> OutboxEntry:
         row = self.row(outbox_id)
-        if rules.complete_row(row) is Verdict.REPEAT:
+        rules.begin_dispatch_row(row, attempt)
+        return self._move_row(undo, row, dispatch_started_at=now)
+
+    def mark_completed(self, undo: _UndoLog, outbox_id: str, attempt: int | None) -> OutboxEntry:
+        row = self.row(outbox_id)
+        if rules.complete_row(row, attempt) is Verdict.REPEAT:
             return row
         return self._move_row(
             undo,
@@ -506,10 +515,15 @@ class _Engine:
         )
 
     def mark_failed(
-        self, undo: _UndoLog, outbox_id: str, reason: str, retry_at: int | None
+        self,
+        undo: _UndoLog,
+        outbox_id: str,
+        reason: str,
+        retry_at: int | None,
+        attempt: int | None,
     ) -> OutboxEntry:
         row = self.row(outbox_id)
-        if rules.fail_row(row, reason, retry_at) is Verdict.REPEAT:
+        if rules.fail_row(row, reason, retry_at, attempt) is Verdict.REPEAT:
             return row
         if retry_at is not None:
             return self._move_row(
@@ -577,8 +591,14 @@ class _Engine:
         stale = [row for row in rows if rules.claim_expired(row, claimed_before)]
         stale.sort(key=lambda r: (r.claim_taken_at or 0, r.outbox_id))
         for row in stale:
+            began = row.dispatch_started_at is not None
             self._move_row(
-                undo, row, status=rules.OUTBOX_RELEASE.target, next_attempt_at=None, **_NO_CLAIM
+                undo,
+                row,
+                status=rules.OUTBOX_RELEASE.target,
+                next_attempt_at=None,
+                last_failure=rules.CLAIM_EXPIRED if began else row.last_failure,
+                **_NO_CLAIM,
             )
         return len(stale)
 

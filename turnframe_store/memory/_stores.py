@@ -276,12 +276,21 @@ class MemoryOutbox(OutboxRole):
             lambda undo: self._engine.claim_due(undo, now, limit, worker_id)
         )
 
-    async def _mark_completed(self, outbox_id: str) -> OutboxEntry:
-        return await self._engine.write(lambda undo: self._engine.mark_completed(undo, outbox_id))
-
-    async def _mark_failed(self, outbox_id: str, reason: str, retry_at: int | None) -> OutboxEntry:
+    async def _begin_dispatch(self, outbox_id: str, attempt: int, now: int) -> OutboxEntry:
         return await self._engine.write(
-            lambda undo: self._engine.mark_failed(undo, outbox_id, reason, retry_at)
+            lambda undo: self._engine.begin_dispatch(undo, outbox_id, attempt, now)
+        )
+
+    async def _mark_completed(self, outbox_id: str, attempt: int | None) -> OutboxEntry:
+        return await self._engine.write(
+            lambda undo: self._engine.mark_completed(undo, outbox_id, attempt)
+        )
+
+    async def _mark_failed(
+        self, outbox_id: str, reason: str, retry_at: int | None, attempt: int | None
+    ) -> OutboxEntry:
+        return await self._engine.write(
+            lambda undo: self._engine.mark_failed(undo, outbox_id, reason, retry_at, attempt)
         )
 
     async def _mark_outcome_unknown(

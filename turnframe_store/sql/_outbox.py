@@ -12,7 +12,7 @@ import sqlalchemy as sa
 from turnframe_store import _rules as rules
 from turnframe_store._roles import OutboxRole
 from turnframe_store._rules import Verdict
-from turnframe_store.records import OutboxEntry
+from turnframe_store.records import OutboxEntry, OutboxStatus
 from turnframe_store.sql._backend import Result, Row, Statement
 from turnframe_store.sql._core import SqlCore, Step
 from turnframe_store.sql._statements import Compiler, among, bind, values_of
@@ -35,13 +35,27 @@ class OutboxStatements:
     outbox_unclaim: Statement
     outbox_reconcile: Statement
     outbox_open: Statement
+    outbox_begin: Statement
 
     @classmethod
     def build(cls, sql: Compiler) -> OutboxStatements:
         c = sql.compile
         outbox = sql.tables["tf_outbox"]
         row_key = outbox.c.outbox_id == bind("outbox_id")
-        no_claim = {"claim_worker_id": sa.null(), "claim_taken_at": sa.null()}
+        no_claim = {
+            "claim_worker_id": sa.null(),
+            "claim_taken_at": sa.null(),
+            "dispatch_started_at": sa.null(),
+        }
+        # with an attempt given, the row must still be at it (`_rules.same_attempt`)
+        attempt = bind("attempt", sa.Integer)
+        at_attempt = sa.or_(
+            attempt.is_(None),
+            sa.and_(
+                outbox.c.attempt_count == attempt,
+                among(outbox.c.status, {OutboxStatus.DISPATCHING, OutboxStatus.OUTCOME_UNKNOWN}),
+            ),
+        )
         when = outbox.c.completed_at.type
         now = bind("now", when)
 
@@ -136,13 +150,13 @@ class OutboxStatements:
             ),
             outbox_complete=c(
                 "outbox_complete",
-                move(rules.OUTBOX_COMPLETE, row_key)
+                move(rules.OUTBOX_COMPLETE, row_key, at_attempt)
                 .values(completed_at=now, **no_claim)
                 .returning(*outbox.c),
             ),
             outbox_retry=c(
                 "outbox_retry",
-                move(rules.OUTBOX_RETRY, row_key)
+                move(rules.OUTBOX_RETRY, row_key, at_attempt)
                 .values(
                     next_attempt_at=bind("retry_at", when), last_failure=bind("reason"), **no_claim
                 )
@@ -150,7 +164,7 @@ class OutboxStatements:
             ),
             outbox_fail=c(
                 "outbox_fail",
-                move(rules.OUTBOX_FAIL, row_key)
+                move(rules.OUTBOX_FAIL, row_key, at_attempt)
                 .values(completed_at=now, last_failure=bind("reason"), **no_claim)
                 .returning(*outbox.c),
             ),
@@ -182,8 +196,28 @@ class OutboxStatements:
             outbox_release=c(
                 "outbox_release",
                 move(rules.OUTBOX_RELEASE, outbox.c.claim_taken_at < bind("before", when)).values(
-                    next_attempt_at=sa.null(), **no_claim
+                    next_attempt_at=sa.null(),
+                    last_failure=sa.case(
+                        (
+                            outbox.c.dispatch_started_at.is_not(None),
+                            sa.literal(rules.CLAIM_EXPIRED),
+                        ),
+                        else_=outbox.c.last_failure,
+                    ),
+                    **no_claim,
                 ),
+            ),
+            outbox_begin=c(
+                "outbox_begin",
+                sa.update(outbox)
+                .where(
+                    row_key,
+                    outbox.c.status == OutboxStatus.DISPATCHING.value,
+                    outbox.c.attempt_count == bind("attempt", sa.Integer),
+                    outbox.c.dispatch_started_at.is_(None),
+                )
+                .values(dispatch_started_at=now)
+                .returning(*outbox.c),
             ),
         )
 
@@ -232,23 +266,32 @@ class SqlOutbox(OutboxRole):
         (row,) = await self._core.write([step])
         return row  # type: ignore[no-any-return]
 
-    async def _mark_completed(self, outbox_id: str) -> OutboxEntry:
+    async def _begin_dispatch(self, outbox_id: str, attempt: int, now: int) -> OutboxEntry:
         return await self._move(
-            self._st.outbox_complete,
-            {"outbox_id": outbox_id, "now": self._core.now()},
-            rules.complete_row,
+            self._st.outbox_begin,
+            {"outbox_id": outbox_id, "attempt": attempt, "now": self._core.backend.time_in(now)},
+            lambda row: rules.begin_dispatch_row(row, attempt),
         )
 
-    async def _mark_failed(self, outbox_id: str, reason: str, retry_at: int | None) -> OutboxEntry:
+    async def _mark_completed(self, outbox_id: str, attempt: int | None) -> OutboxEntry:
+        return await self._move(
+            self._st.outbox_complete,
+            {"outbox_id": outbox_id, "now": self._core.now(), "attempt": attempt},
+            lambda row: rules.complete_row(row, attempt),
+        )
+
+    async def _mark_failed(
+        self, outbox_id: str, reason: str, retry_at: int | None, attempt: int | None
+    ) -> OutboxEntry:
+        params: dict[str, Any] = {"outbox_id": outbox_id, "reason": reason, "attempt": attempt}
         if retry_at is None:
             statement = self._st.outbox_fail
-            params = {"outbox_id": outbox_id, "now": self._core.now(), "reason": reason}
+            params["now"] = self._core.now()
         else:
             statement = self._st.outbox_retry
-            retry = self._core.backend.time_in(retry_at)
-            params = {"outbox_id": outbox_id, "retry_at": retry, "reason": reason}
+            params["retry_at"] = self._core.backend.time_in(retry_at)
         return await self._move(
-            statement, params, lambda row: rules.fail_row(row, reason, retry_at)
+            statement, params, lambda row: rules.fail_row(row, reason, retry_at, attempt)
         )
 
     async def _mark_outcome_unknown(

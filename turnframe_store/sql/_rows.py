@@ -255,6 +255,7 @@ class Codec:
                 completed_at=self._opt_time_out(row["completed_at"]),
                 claim_worker_id=row["claim_worker_id"],
                 claim_taken_at=self._opt_time_out(row["claim_taken_at"]),
+                dispatch_started_at=self._opt_time_out(row["dispatch_started_at"]),
                 last_failure=row["last_failure"],
                 remote_ref=row["remote_ref"],
             ),
@@ -277,6 +278,7 @@ class Codec:
             "completed_at": self._opt_time_in(entry.completed_at),
             "claim_worker_id": entry.claim_worker_id,
             "claim_taken_at": self._opt_time_in(entry.claim_taken_at),
+            "dispatch_started_at": self._opt_time_in(entry.dispatch_started_at),
             "last_failure": entry.last_failure,
             "remote_ref": entry.remote_ref,
         }

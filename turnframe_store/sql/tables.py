@@ -297,6 +297,7 @@ class TfOutbox(_TfModel, table=True):
     claim_taken_at: datetime | None = _time(nullable=True)
     last_failure: str | None = _text(nullable=True)
     remote_ref: str | None = _text(nullable=True)
+    dispatch_started_at: datetime | None = _time(nullable=True)
 
 
 class TfReplay(_TfModel, table=True):
