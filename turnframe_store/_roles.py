@@ -16,8 +16,10 @@ from turnframe_core.cases import CaseKey
 from turnframe_core.events import DomainEvent
 from turnframe_core.interactions import Interaction, InteractionStatus
 from turnframe_core.replay import CommandOutcome, ReplayRecord, TurnPhase
+from turnframe_core.stream import StreamEvent
 from turnframe_core.turn import AssistantTurn
 from turnframe_store import _rules as rules
+from turnframe_store._rules import StreamEntry
 from turnframe_store.faults import FaultPlan, FaultPoint
 from turnframe_store.records import (
     CommitBundle,
@@ -102,6 +104,26 @@ class ConversationRole(_Role, ABC):
         rules.text(account_id, turn_id)
         return await self._set_phase(account_id, turn_id, rules.turn_phase(phase))
 
+    async def stream_events(
+        self, account_id: str, turn_id: str, after_sequence: int, limit: int
+    ) -> tuple[StreamEvent, ...]:
+        rules.text(account_id, turn_id)
+        after, most = rules.after_sequence(after_sequence), rules.limit(limit)
+        texts = await self._stream_events(account_id, turn_id, after, most)
+        return tuple(rules.reload_stream_event(text) for text in texts)
+
+    async def stream_tail(self, account_id: str, turn_id: str) -> StreamEvent | None:
+        rules.text(account_id, turn_id)
+        text = await self._stream_tail(account_id, turn_id)
+        return None if text is None else rules.reload_stream_event(text)
+
+    async def append_stream_events(self, account_id: str, events: Sequence[StreamEvent]) -> None:
+        rules.text(account_id)
+        await self._append_stream_events(account_id, rules.stream_entries(events))
+
+    async def prune_stream_events(self, finished_before: int, limit: int) -> int:
+        return await self._prune_stream_events(rules.instant(finished_before), rules.limit(limit))
+
     @abstractmethod
     async def _get_conversation(
         self, account_id: str, conversation_id: str
@@ -145,6 +167,24 @@ class ConversationRole(_Role, ABC):
 
     @abstractmethod
     async def _set_phase(self, account_id: str, turn_id: str, phase: TurnPhase) -> PhaseMarker: ...
+
+    @abstractmethod
+    async def _stream_events(
+        self, account_id: str, turn_id: str, after_sequence: int, limit: int
+    ) -> tuple[str, ...]:
+        """The logged texts of the turn's events after `after_sequence`, by sequence."""
+
+    @abstractmethod
+    async def _stream_tail(self, account_id: str, turn_id: str) -> str | None: ...
+
+    @abstractmethod
+    async def _append_stream_events(
+        self, account_id: str, entries: tuple[StreamEntry, ...]
+    ) -> None:
+        """Judge with `_rules.stream_append` on the logged entries of `_rules.stream_window`."""
+
+    @abstractmethod
+    async def _prune_stream_events(self, finished_before: int, limit: int) -> int: ...
 
 
 class InteractionRole(_Role, ABC):

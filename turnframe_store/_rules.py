@@ -20,16 +20,17 @@ import functools
 from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import Enum
-from typing import Final, Protocol, TypeVar
+from typing import Final, Protocol, TypeVar, get_args
 
 from pydantic import ValidationError
 
-from turnframe_core._canonical import CanonicalJsonError
+from turnframe_core._canonical import CanonicalJsonError, canonical_json
 from turnframe_core._derive import derive_replay_token
 from turnframe_core.cases import CaseKey, CaseRef
 from turnframe_core.events import DomainEvent
 from turnframe_core.interactions import Interaction, InteractionStatus, can_transition
 from turnframe_core.replay import CommandOutcome, ReplayRecord, TurnPhase
+from turnframe_core.stream import StreamEvent, is_terminal, parse_stream_event
 from turnframe_core.turn import AssistantTurn
 from turnframe_store.errors import Conflict, Corrupt, InvalidRecord, NotFound, StoreError
 from turnframe_store.faults import FaultPoint
@@ -46,6 +47,7 @@ from turnframe_store.records import (
     PhaseMarker,
     Replay,
     UserTurnRecord,
+    stream_event_problems,
 )
 
 T = TypeVar("T")
@@ -96,6 +98,11 @@ def instant(value: object) -> int:
 def whole(value: object) -> int:
     """A revision or a sequence: an int (never a bool) from 0 to `MAX_INTEGER`."""
     return _whole(value, 0, MAX_INTEGER, "a revision or sequence")
+
+
+def after_sequence(value: object) -> int:
+    """Where a read of a stream resumes: an int (never a bool) from -1 to `MAX_INTEGER`."""
+    return _whole(value, -1, MAX_INTEGER, "a sequence to read after")
 
 
 def text(*values: str | None) -> None:
@@ -162,6 +169,8 @@ def bundle_keys(bundle: CommitBundle) -> None:
         record_keys(record)
     for invalidation in bundle.invalidations:
         case(invalidation)
+    if bundle.stream_events:
+        stream_entries(bundle.stream_events)
 
 
 def turn_phase(value: str) -> TurnPhase:
@@ -257,6 +266,93 @@ def move_phase(marker: PhaseMarker, phase: TurnPhase) -> Verdict:
     if marker.phase in TERMINAL_PHASES:
         raise Conflict("the turn's phase is final")
     return Verdict.MOVE
+
+
+# --- stream events ------------------------------------------------------------------------------
+
+
+_STREAM_EVENT_TYPES: Final = get_args(get_args(StreamEvent)[0])
+
+
+@dataclass(frozen=True)
+class StreamEntry:
+    """A stream event as a store logs it: its canonical JSON `text`, and the columns beside it."""
+
+    turn_id: str
+    sequence: int
+    event_type: str
+    terminal: bool
+    at: int
+    text: str
+
+
+def stream_entries(events: Sequence[StreamEvent]) -> tuple[StreamEntry, ...]:
+    """The entries a batch of stream events is logged as, judged on its own: a non-empty list of
+    one turn's events, sequences running on by one from 1 up to `MAX_INTEGER`, times up to
+    `MAX_MILLIS`, a terminal event only last, each with a canonical form. Else `InvalidRecord`."""
+    listed = tuple(events)
+    if not listed:
+        raise InvalidRecord("no stream events to append")
+    if not all(isinstance(event, _STREAM_EVENT_TYPES) for event in listed):
+        raise InvalidRecord("not a stream event")
+    for event in listed:
+        _whole(event.sequence, 1, MAX_INTEGER, "a stream event sequence")
+        instant(event.at)
+    problems = stream_event_problems(listed)
+    if problems:
+        raise InvalidRecord(problems[0])
+    text(listed[0].turn_id)
+    entries: list[StreamEntry] = []
+    for event in listed:
+        try:
+            written = canonical_json(event)
+        except CanonicalJsonError:
+            raise InvalidRecord("the stream event has no canonical form") from None
+        if not (written.isascii() or _encodes(written)):
+            raise InvalidRecord("the stream event holds a lone surrogate")
+        entries.append(
+            StreamEntry(
+                event.turn_id, event.sequence, event.type, is_terminal(event), event.at, written
+            )
+        )
+    return tuple(entries)
+
+
+def stream_append(batch: Sequence[StreamEntry], logged: Sequence[StreamEntry]) -> int:
+    """Judge logging `batch` beside `logged`, the turn's logged entries from the sequence before
+    the batch's first to its last (sorted by sequence): how many of the batch's first entries
+    are logged already (each must equal the logged one); the rest are new. The first new entry
+    comes right after the last logged one (1 for an empty log), never after a terminal one.
+    Else `Conflict`."""
+    stored = {entry.sequence: entry.text for entry in logged}
+    known = 0
+    for entry in batch:
+        if entry.sequence not in stored:
+            break
+        if stored[entry.sequence] != entry.text:
+            raise Conflict("another stream event is logged at this sequence")
+        known += 1
+    if known == len(batch):
+        return known
+    last = logged[-1] if logged else None
+    if batch[known].sequence != (last.sequence if last is not None else 0) + 1:
+        raise Conflict("the stream event does not follow the last logged one")
+    if last is not None and last.terminal:
+        raise Conflict("the turn's stream has ended")
+    return known
+
+
+def stream_window(batch: Sequence[StreamEntry]) -> tuple[int, int]:
+    """The sequences `stream_append` needs logged entries of (both ends included)."""
+    return batch[0].sequence - 1, batch[-1].sequence
+
+
+def reload_stream_event(stored: str) -> StreamEvent:
+    """The stream event a store logged as `stored`."""
+    try:
+        return parse_stream_event(stored)
+    except ValidationError:
+        raise Corrupt("a logged stream event does not read back") from None
 
 
 # --- interactions (cards) -----------------------------------------------------------------------
@@ -648,14 +744,17 @@ class BundleWriter(Protocol):
 
     def set_phase(self, phase: TurnPhase) -> None: ...
 
+    def stream(self, entries: tuple[StreamEntry, ...]) -> None: ...
+
     def reach(self, point: FaultPoint) -> None: ...
 
 
 def write_bundle(bundle: CommitBundle, writer: BundleWriter) -> None:
     """Hand the bundle's items to `writer` in the normative order (user turn, journal
     admissions, journal starts, journal completions, events, card finishes, invalidations, card
-    inserts, outbox rows, assistant turn, replay record, phase marker), each fault point where
-    its stage names it, only when that stage writes something (decision 0002)."""
+    inserts, outbox rows, assistant turn, replay record, phase marker, stream events), each
+    fault point where its stage names it, only when that stage writes something (decision
+    0002)."""
     if bundle.user_turn is not None:
         writer.accept(bundle.user_turn)
     if bundle.journal_admissions:
@@ -688,3 +787,5 @@ def write_bundle(bundle: CommitBundle, writer: BundleWriter) -> None:
         writer.put_replay(bundle.replay)
     if bundle.phase is not None:
         writer.set_phase(bundle.phase)
+    if bundle.stream_events:
+        writer.stream(stream_entries(bundle.stream_events))

@@ -28,6 +28,7 @@ from turnframe_core.cases import CaseKey
 from turnframe_core.events import DomainEvent
 from turnframe_core.interactions import Interaction, InteractionStatus
 from turnframe_core.replay import CommandOutcome, ReplayRecord, TurnPhase
+from turnframe_core.stream import StreamEvent
 from turnframe_core.turn import AssistantTurn
 from turnframe_store.records import (
     CommitBundle,
@@ -102,6 +103,19 @@ class ConversationReader(Protocol):
         (updated_at, account_id, turn_id), at most `limit`."""
         ...
 
+    async def stream_events(
+        self, account_id: str, turn_id: str, after_sequence: int, limit: int
+    ) -> tuple[StreamEvent, ...]:
+        """The turn's logged stream events with a sequence above `after_sequence` (-1 to
+        `MAX_INTEGER`), sorted by sequence, at most `limit`, each equal to what was appended.
+        Empty for a missing or foreign turn, and for a pruned log."""
+        ...
+
+    async def stream_tail(self, account_id: str, turn_id: str) -> StreamEvent | None:
+        """The turn's last logged stream event (None when nothing is logged, the turn is missing
+        or foreign, or its log was pruned)."""
+        ...
+
 
 class ConversationWriter(Protocol):
     async def ensure_conversation(
@@ -132,6 +146,24 @@ class ConversationWriter(Protocol):
     async def set_phase(self, account_id: str, turn_id: str, phase: TurnPhase) -> PhaseMarker:
         """Move the turn's marker. A terminal phase never changes (`Conflict`); the same phase
         again is accepted unchanged."""
+        ...
+
+    async def append_stream_events(self, account_id: str, events: Sequence[StreamEvent]) -> None:
+        """Log stream events of one turn, in order, after the ones already logged.
+
+        `InvalidRecord` (nothing written) for an empty list, events of more than one turn,
+        sequences that do not run on by one, or a terminal event (`turn.completed`,
+        `turn.failed`) that is not the last. `NotFound` without the user turn. An event at a
+        sequence already logged must equal the logged one (accepted, nothing rewritten); the
+        first new one must come right after the last logged (the first of a turn is 1), and none
+        may follow a logged terminal event: otherwise `Conflict`, with nothing written.
+        """
+        ...
+
+    async def prune_stream_events(self, finished_before: int, limit: int) -> int:
+        """Operator sweep, every account: delete the whole log of at most `limit` turns whose
+        terminal event is older than `finished_before` (its `at`); the number of turns pruned.
+        A log without a terminal event is never pruned."""
         ...
 
 
@@ -450,6 +482,6 @@ class CommitStore(Protocol):
     async def commit(self, bundle: CommitBundle) -> CommitResult:
         """Apply the bundle all-or-nothing in its normative order: journal completions, events,
         card finishes, invalidations, card inserts, outbox rows, the replay record, the phase
-        marker. Each item keeps its own role's rules; if any item fails, nothing of the bundle
+        marker, the stream events (after the assistant turn). Each item keeps its own role's rules; if any item fails, nothing of the bundle
         remains and that item's error is raised."""
         ...

@@ -6,6 +6,7 @@ Every record is a frozen pydantic model with snake_case keys and integer-millise
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterable
 from enum import StrEnum
 from typing import Annotated, Any, ClassVar, Final, Literal
@@ -36,6 +37,7 @@ from turnframe_core.replay import (
     ReplayRecord,
     TurnPhase,
 )
+from turnframe_core.stream import StreamEvent, is_terminal
 from turnframe_core.turn import AssistantTurn, TurnInput
 from turnframe_store.errors import InvalidRecord
 
@@ -58,6 +60,7 @@ __all__ = [
     "PhaseMarker",
     "Replay",
     "UserTurnRecord",
+    "stream_event_problems",
 ]
 
 #: Integer milliseconds since the Unix epoch.
@@ -373,7 +376,10 @@ class CommitBundle(_Record):
     - `journal_starts`: commands moved to `executing`;
     - `journal_completions` … `outbox`: what the turn's commands did;
     - `assistant_turn`: the exact turn as returned, stored once;
-    - `replay`, `phase`: the turn's replay record and phase marker.
+    - `replay`, `phase`: the turn's replay record and phase marker;
+    - `stream_events`: what the turn's stream publishes once this commits, logged with
+      `append_stream_events`' rules (after the assistant turn, so `turn.completed` is never
+      logged for a turn that is not stored).
     """
 
     account_id: AccountId
@@ -391,6 +397,7 @@ class CommitBundle(_Record):
     assistant_turn: AssistantTurn | None = None
     replay: ReplayRecord | None = None
     phase: TurnPhase | None = None
+    stream_events: tuple[StreamEvent, ...] = ()
 
     def problems(self) -> tuple[str, ...]:
         """Why this bundle cannot be committed, judged on its own (empty: it can be tried)."""
@@ -453,6 +460,7 @@ class CommitBundle(_Record):
             or answer.turn_id != self.turn_id
         ):
             found.append("the assistant turn belongs to another turn")
+        found.extend(stream_event_problems(self.stream_events, self.turn_id))
         return tuple(dict.fromkeys(found))
 
     def require_valid(self) -> None:
@@ -476,7 +484,25 @@ class CommitBundle(_Record):
             or self.outbox
             or self.replay is not None
             or self.phase is not None
+            or bool(self.stream_events)
         )
+
+
+def stream_event_problems(events: Iterable[StreamEvent], turn_id: str | None = None) -> list[str]:
+    """Why a list of stream events cannot be appended as one, judged on its own (empty: fine):
+    one turn, sequences running on by one, a terminal event only last."""
+    found: list[str] = []
+    listed = list(events)
+    turn = turn_id if turn_id is not None else (listed[0].turn_id if listed else None)
+    if any(e.turn_id != turn for e in listed):
+        found.append("a stream event belongs to another turn")
+    if any(b.sequence != a.sequence + 1 for a, b in itertools.pairwise(listed)):
+        found.append("stream event sequences do not run on by one")
+    if any(e.sequence < 1 for e in listed):
+        found.append("a stream event sequence is below 1")
+    if any(is_terminal(e) for e in listed[:-1]):
+        found.append("a terminal stream event is not the last")
+    return found
 
 
 class CommitResult(_Record):

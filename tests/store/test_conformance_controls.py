@@ -19,13 +19,16 @@ from typing import Any
 
 import pytest
 
+from turnframe_core._canonical import canonical_json
 from turnframe_core.cases import CaseKey
 from turnframe_core.events import DomainEvent
 from turnframe_core.interactions import Interaction, InteractionStatus
 from turnframe_core.replay import CommandOutcome, ReplayRecord, TurnPhase
+from turnframe_core.stream import StreamEvent, is_terminal, parse_stream_event
 from turnframe_core.turn import AssistantTurn
 from turnframe_store import Conflict, InvalidRecord, NotFound, Stores
 from turnframe_store import _rules as rules
+from turnframe_store._rules import StreamEntry
 from turnframe_store.conformance import CHECKS, run_all
 from turnframe_store.memory import (
     MemoryCommits,
@@ -131,6 +134,155 @@ class LooseConflictCode(MemoryConversations):
             await super().append_user_turn(record)
         except Conflict as exc:
             raise _LooseConflict(exc.message) from None
+
+
+# --- stream logs --------------------------------------------------------------------------------
+
+
+class StreamByTime(MemoryConversations):
+    """stream_events sorts a log by the events' times instead of their sequences."""
+
+    async def _stream_events(
+        self, account_id: str, turn_id: str, after_sequence: int, limit: int
+    ) -> tuple[str, ...]:
+        texts = await super()._stream_events(account_id, turn_id, after_sequence, limit)
+        return tuple(sorted(texts, key=lambda text: parse_stream_event(text).at))
+
+
+class InclusiveStreamCursor(MemoryConversations):
+    """stream_events also returns the event at `after_sequence`."""
+
+    async def _stream_events(
+        self, account_id: str, turn_id: str, after_sequence: int, limit: int
+    ) -> tuple[str, ...]:
+        return await super()._stream_events(account_id, turn_id, after_sequence - 1, limit)
+
+
+class FirstAsTail(MemoryConversations):
+    """stream_tail returns the first logged event."""
+
+    async def _stream_tail(self, account_id: str, turn_id: str) -> str | None:
+        first = await self._stream_events(account_id, turn_id, 0, 1)
+        return first[0] if first else None
+
+
+def _logged(engine: Any, account_id: str, entries: tuple[StreamEntry, ...]) -> list[StreamEntry]:
+    return list(engine.t.stream.get((account_id, entries[0].turn_id), []))
+
+
+class RefusedStreamRepeat(MemoryConversations):
+    """append_stream_events refuses every event at a logged sequence, even the same one."""
+
+    async def _append_stream_events(
+        self, account_id: str, entries: tuple[StreamEntry, ...]
+    ) -> None:
+        if entries[0].sequence <= len(_logged(self._engine, account_id, entries)):
+            raise Conflict("the sequence is logged")
+        await super()._append_stream_events(account_id, entries)
+
+
+class SequenceOnlyRepeat(MemoryConversations):
+    """append_stream_events takes any event at a logged sequence for the logged one."""
+
+    async def _append_stream_events(
+        self, account_id: str, entries: tuple[StreamEntry, ...]
+    ) -> None:
+        logged = _logged(self._engine, account_id, entries)
+        as_logged = tuple(
+            logged[e.sequence - 1] if e.sequence <= len(logged) else e for e in entries
+        )
+        await super()._append_stream_events(account_id, as_logged)
+
+
+async def _blind_stream(engine: Any, account_id: str, entries: tuple[StreamEntry, ...]) -> None:
+    """Log the entries after the logged ones, judging nothing."""
+
+    def write(undo: _UndoLog) -> None:
+        for entry in entries:
+            undo.index(engine.t.stream, (account_id, entry.turn_id), entry)
+
+    await engine.write(write)
+
+
+class GapAccepted(MemoryConversations):
+    """append_stream_events logs a batch that leaves a gap after an open log."""
+
+    async def _append_stream_events(
+        self, account_id: str, entries: tuple[StreamEntry, ...]
+    ) -> None:
+        logged = _logged(self._engine, account_id, entries)
+        turn = (account_id, entries[0].turn_id) in self._engine.t.user_turns
+        open_log = not logged or not logged[-1].terminal
+        if turn and open_log and entries[0].sequence > len(logged) + 1:
+            await _blind_stream(self._engine, account_id, entries)
+            return
+        await super()._append_stream_events(account_id, entries)
+
+
+class StreamPastTerminal(MemoryConversations):
+    """append_stream_events logs events after a terminal one."""
+
+    async def _append_stream_events(
+        self, account_id: str, entries: tuple[StreamEntry, ...]
+    ) -> None:
+        logged = _logged(self._engine, account_id, entries)
+        if logged and logged[-1].terminal and entries[0].sequence == len(logged) + 1:
+            await _blind_stream(self._engine, account_id, entries)
+            return
+        await super()._append_stream_events(account_id, entries)
+
+
+class UnjudgedStreamBatch(MemoryConversations):
+    """append_stream_events logs a batch without judging it on its own."""
+
+    async def append_stream_events(self, account_id: str, events: Sequence[StreamEvent]) -> None:
+        rules.text(account_id, *(event.turn_id for event in events))
+        entries = tuple(
+            StreamEntry(e.turn_id, e.sequence, e.type, is_terminal(e), e.at, canonical_json(e))
+            for e in events
+        )
+        await self._append_stream_events(account_id, entries)
+
+
+class StreamWithoutTurn(MemoryConversations):
+    """append_stream_events logs a stream for a turn it does not have."""
+
+    async def _append_stream_events(
+        self, account_id: str, entries: tuple[StreamEntry, ...]
+    ) -> None:
+        engine = self._engine
+        key = (account_id, entries[0].turn_id)
+        if key in engine.t.user_turns:
+            await super()._append_stream_events(account_id, entries)
+            return
+
+        def write(undo: _UndoLog) -> None:
+            log = engine.t.stream.get(key, [])
+            low, high = rules.stream_window(entries)
+            known = rules.stream_append(entries, log[max(low - 1, 0) : high])
+            for entry in entries[known:]:
+                undo.index(engine.t.stream, key, entry)
+
+        await engine.write(write)
+
+
+class ForeignStreamVisible(MemoryConversations):
+    """stream_events finds a log by its turn id in any account."""
+
+    async def _stream_events(
+        self, account_id: str, turn_id: str, after_sequence: int, limit: int
+    ) -> tuple[str, ...]:
+        for owner, logged_turn in self._engine.t.stream:
+            if logged_turn == turn_id:
+                return await super()._stream_events(owner, turn_id, after_sequence, limit)
+        return ()
+
+
+class InclusivePrune(MemoryConversations):
+    """prune_stream_events also prunes logs that ended exactly at the cutoff."""
+
+    async def _prune_stream_events(self, finished_before: int, limit: int) -> int:
+        return await super()._prune_stream_events(finished_before + 1, limit)
 
 
 # --- interactions -------------------------------------------------------------------------------
@@ -642,6 +794,13 @@ def _answer(engine: Any, undo: _UndoLog, bundle: CommitBundle) -> None:
         engine.append_assistant_turn(undo, bundle.account_id, bundle.assistant_turn, None)
 
 
+def _stream(engine: Any, undo: _UndoLog, bundle: CommitBundle) -> None:
+    """The bundle's last stage, as the real writer applies it."""
+    if bundle.stream_events:
+        entries = rules.stream_entries(bundle.stream_events)
+        engine.append_stream_events(undo, bundle.account_id, bundle.turn_id, entries)
+
+
 class InsertsFirstBundle(MemoryCommits):
     """commit inserts new cards before it finishes and invalidates the old ones."""
 
@@ -676,6 +835,7 @@ class InsertsFirstBundle(MemoryCommits):
                 engine.put_replay(undo, bundle.replay)
             if bundle.phase is not None:
                 engine.set_phase(undo, account, bundle.turn_id, bundle.phase)
+            _stream(engine, undo, bundle)
             return CommitResult(
                 admissions=tuple(admissions), events=events, invalidated=tuple(invalidated)
             )
@@ -717,6 +877,7 @@ class LateJudgedBundle(MemoryCommits):
                 engine.put_replay(undo, bundle.replay)
             if bundle.phase is not None:
                 engine.set_phase(undo, account, bundle.turn_id, bundle.phase)
+            _stream(engine, undo, bundle)
             return CommitResult(
                 admissions=tuple(admissions), events=events, invalidated=tuple(invalidated)
             )
@@ -732,6 +893,7 @@ class LateJudgedBundle(MemoryCommits):
 class _BrokenBundleWriter(_BundleWriter):
     skip_starts = False
     overwrite_answers = False
+    replace_stream = False
 
     def start(self, command_id: str) -> None:
         if not self.skip_starts:
@@ -743,6 +905,16 @@ class _BrokenBundleWriter(_BundleWriter):
             self.engine.t.assistant_turns[(self.account_id, turn.turn_id)] = turn.to_stored_json()
             return
         super().answer(turn)
+
+    def stream(self, entries: tuple[StreamEntry, ...]) -> None:
+        if self.replace_stream:
+            key = (self.account_id, self.turn_id)
+            log = self.engine.t.stream.get(key, [])
+            low, high = rules.stream_window(entries)
+            known = rules.stream_append(entries, log[max(low - 1, 0) : high])
+            self.undo.put(self.engine.t.stream, key, list(entries[known:]))
+            return
+        super().stream(entries)
 
 
 class _BrokenBundles(MemoryCommits):
@@ -771,6 +943,16 @@ class _OverwritingWriter(_BrokenBundleWriter):
     overwrite_answers = True
 
 
+class _StreamReplacingWriter(_BrokenBundleWriter):
+    replace_stream = True
+
+
+class BundleReplacesStream(_BrokenBundles):
+    """A bundle's stream events replace the turn's logged ones."""
+
+    writer = _StreamReplacingWriter
+
+
 class BundleSkipsStarts(_BrokenBundles):
     """A bundle's journal starts move nothing."""
 
@@ -793,6 +975,66 @@ class NewestFirstRecentTurns(MemoryConversations):
 
 
 CONTROLS: dict[str, tuple[str, type[Any], str]] = {
+    "stream_by_time": (
+        "conversations",
+        StreamByTime,
+        "check_stream_events_are_logged_in_order_and_read_back_equal",
+    ),
+    "inclusive_stream_cursor": (
+        "conversations",
+        InclusiveStreamCursor,
+        "check_a_stream_is_read_after_a_sequence_at_most_limit_events_at_a_time",
+    ),
+    "first_as_tail": (
+        "conversations",
+        FirstAsTail,
+        "check_the_stream_tail_is_the_last_logged_event",
+    ),
+    "refused_stream_repeat": (
+        "conversations",
+        RefusedStreamRepeat,
+        "check_a_logged_stream_event_repeated_unchanged_is_accepted_and_not_logged_again",
+    ),
+    "sequence_only_repeat": (
+        "conversations",
+        SequenceOnlyRepeat,
+        "check_a_different_event_at_a_logged_sequence_is_a_conflict",
+    ),
+    "gap_accepted": (
+        "conversations",
+        GapAccepted,
+        "check_a_stream_event_that_leaves_a_gap_is_a_conflict",
+    ),
+    "stream_past_terminal": (
+        "conversations",
+        StreamPastTerminal,
+        "check_nothing_is_logged_after_a_terminal_event",
+    ),
+    "unjudged_stream_batch": (
+        "conversations",
+        UnjudgedStreamBatch,
+        "check_an_invalid_stream_batch_is_refused_and_writes_nothing",
+    ),
+    "stream_without_turn": (
+        "conversations",
+        StreamWithoutTurn,
+        "check_a_stream_is_logged_only_beside_its_user_turn",
+    ),
+    "foreign_stream_visible": (
+        "conversations",
+        ForeignStreamVisible,
+        "check_another_accounts_stream_is_invisible",
+    ),
+    "inclusive_prune": (
+        "conversations",
+        InclusivePrune,
+        "check_the_prune_sweep_deletes_only_logs_that_ended_before_the_cutoff",
+    ),
+    "bundle_replaces_stream": (
+        "commits",
+        BundleReplacesStream,
+        "check_a_commit_bundle_logs_its_stream_events_after_its_assistant_turn",
+    ),
     "newest_first_recent_turns": (
         "conversations",
         NewestFirstRecentTurns,

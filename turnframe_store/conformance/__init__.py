@@ -9,9 +9,9 @@ expectation raises `AssertionError`; `run_all` and `run_check` record it and nev
 The checks choose every time they pass in (`created_at`, `now`, …); the store clock is never
 assumed, so a store stamping lifecycle times with the wall clock passes too.
 
-The checks live in one module per section (`turns`, `interactions`, `journal`, `events`,
-`outbox`, `replay`, `ordering`, `bundle`, `arguments`, `transactions`); `CHECKS` lists them
-all, in that order.
+The checks live in one module per section (`turns`, `stream`, `interactions`, `journal`,
+`events`, `outbox`, `replay`, `ordering`, `bundle`, `arguments`, `transactions`); `CHECKS` lists
+them all, in that order.
 """
 
 from typing import Final
@@ -77,6 +77,20 @@ from turnframe_store.conformance.outbox import (
 from turnframe_store.conformance.replay import (
     check_a_replay_record_is_upserted_until_its_phase_is_terminal,
 )
+from turnframe_store.conformance.stream import (
+    check_a_commit_bundle_logs_its_stream_events_after_its_assistant_turn,
+    check_a_different_event_at_a_logged_sequence_is_a_conflict,
+    check_a_logged_stream_event_repeated_unchanged_is_accepted_and_not_logged_again,
+    check_a_stream_event_that_leaves_a_gap_is_a_conflict,
+    check_a_stream_is_logged_only_beside_its_user_turn,
+    check_a_stream_is_read_after_a_sequence_at_most_limit_events_at_a_time,
+    check_an_invalid_stream_batch_is_refused_and_writes_nothing,
+    check_another_accounts_stream_is_invisible,
+    check_nothing_is_logged_after_a_terminal_event,
+    check_stream_events_are_logged_in_order_and_read_back_equal,
+    check_the_prune_sweep_deletes_only_logs_that_ended_before_the_cutoff,
+    check_the_stream_tail_is_the_last_logged_event,
+)
 from turnframe_store.conformance.transactions import (
     check_a_failed_call_dooms_its_transaction_even_when_caught,
     check_a_failed_savepoint_undoes_only_its_own_writes,
@@ -106,6 +120,19 @@ __all__ = [
     "check_the_phase_marker_never_leaves_a_terminal_phase",
     "check_unfinished_turns_are_listed_after_an_interruption",
     "check_recent_turns_are_the_last_replies_oldest_first",
+    # stream
+    "check_stream_events_are_logged_in_order_and_read_back_equal",
+    "check_a_stream_is_read_after_a_sequence_at_most_limit_events_at_a_time",
+    "check_the_stream_tail_is_the_last_logged_event",
+    "check_a_logged_stream_event_repeated_unchanged_is_accepted_and_not_logged_again",
+    "check_a_different_event_at_a_logged_sequence_is_a_conflict",
+    "check_a_stream_event_that_leaves_a_gap_is_a_conflict",
+    "check_nothing_is_logged_after_a_terminal_event",
+    "check_an_invalid_stream_batch_is_refused_and_writes_nothing",
+    "check_a_stream_is_logged_only_beside_its_user_turn",
+    "check_another_accounts_stream_is_invisible",
+    "check_the_prune_sweep_deletes_only_logs_that_ended_before_the_cutoff",
+    "check_a_commit_bundle_logs_its_stream_events_after_its_assistant_turn",
     # interactions
     "check_a_second_open_blocking_card_for_a_case_is_a_conflict",
     "check_a_blocking_card_is_replaced_only_while_it_is_active",

@@ -17,6 +17,7 @@ Check = Callable[[Stores], Awaitable[None]]
 #: The section modules in the order the suite runs them; in each, its checks in source order.
 SECTIONS: Final = (
     "turns",
+    "stream",
     "interactions",
     "journal",
     "events",

@@ -15,6 +15,7 @@ from pydantic import BaseModel
 from turnframe_core.cases import CaseKey, CaseRef
 from turnframe_core.interactions import InteractionStatus
 from turnframe_core.replay import FailedOutcome, TurnPhase
+from turnframe_core.stream import TurnStep
 from turnframe_store import MAX_INTEGER, MAX_LIMIT, MAX_MILLIS
 from turnframe_store.bundle import Stores
 from turnframe_store.conformance._data import (
@@ -72,6 +73,11 @@ async def _world(stores: Stores) -> None:
     await stores.outbox.claim_due(_T0, 1, "worker-0")
     await stores.outbox.enqueue(_outbox_row("obx_2"))
     await stores.replay.put(_replay("turn_1"))
+    await stores.conversations.append_stream_events(_A, [_progress(1)])
+
+
+def _progress(sequence: int, turn: str = "turn_1") -> TurnStep:
+    return TurnStep(turn_id=turn, sequence=sequence, at=_T0, step="execute")
 
 
 async def _state(stores: Stores) -> tuple[object, ...]:
@@ -85,6 +91,7 @@ async def _state(stores: Stores) -> tuple[object, ...]:
         await stores.events.read_from(_A, EventCursor.START, 100),
         await stores.outbox.list_for_command("cmd_1"),
         await stores.replay.for_conversation(_A, "conv_1"),
+        await stores.conversations.stream_events(_A, "turn_1", 0, 100),
     )
 
 
@@ -99,6 +106,8 @@ async def check_a_limit_is_a_whole_number_from_one_to_the_maximum(stores: Stores
         "list_for_case": lambda n: stores.events.list_for_case(_A, _case().key, 0, n),
         "read_from": lambda n: stores.events.read_from(_A, EventCursor.START, n),
         "claim_due": lambda n: stores.outbox.claim_due(_T0, n, "worker-1"),
+        "stream_events": lambda n: stores.conversations.stream_events(_A, "turn_1", 0, n),
+        "prune_stream_events": lambda n: stores.conversations.prune_stream_events(_T0, n),
     }
     for name, call in calls.items():
         for limit in (True, False, 0, -1, MAX_LIMIT + 1, 2**63, 10**30, 1.5, "10"):
@@ -119,6 +128,7 @@ async def check_times_and_revisions_are_whole_numbers_in_their_range(stores: Sto
         "mark_failed": lambda t: outbox.mark_failed("obx_1", "conformance.busy", retry_at=t),
         "reschedule": lambda t: outbox.reschedule("obx_2", t),
         "release_expired_claims": lambda t: outbox.release_expired_claims(t),
+        "prune_stream_events": lambda t: stores.conversations.prune_stream_events(t, 10),
     }
     for name, call in times.items():
         for at in (True, -1, MAX_MILLIS + 1, 10**20, 1.5):
@@ -135,9 +145,17 @@ async def check_times_and_revisions_are_whole_numbers_in_their_range(stores: Sto
     for name, call in revisions.items():
         for number in (True, -1, MAX_INTEGER + 1, 1.5):
             await _refused(InvalidRecord, call(number), f"{name} from {number!r}")
+    for after in (True, -2, MAX_INTEGER + 1, 1.5, "0"):
+        await _refused(
+            InvalidRecord,
+            stores.conversations.stream_events(_A, "turn_1", after, 10),  # type: ignore[arg-type]
+            f"stream_events after {after!r}",
+        )
     _equal(await _state(stores), before, "the stores after the refused times and revisions")
     await outbox.reschedule("obx_2", MAX_MILLIS)
     await stores.events.list_for_case(_A, key, MAX_INTEGER, 10)
+    for after in (-1, MAX_INTEGER):
+        await stores.conversations.stream_events(_A, "turn_1", after, 10)
 
 
 @_check
@@ -172,6 +190,13 @@ async def check_an_id_with_a_nul_or_a_lone_surrogate_is_invalid_for_every_reader
         ("get_by_token", lambda x: replay.get_by_token(_A, x), token),
         ("for_conversation", lambda x: replay.for_conversation(_A, x), "conv_1"),
         ("last_for_conversation", lambda x: replay.last_for_conversation(_A, x), "conv_1"),
+        (
+            "stream_events's account",
+            lambda x: conversations.stream_events(x, "turn_1", 0, 10),
+            _A,
+        ),
+        ("stream_events", lambda x: conversations.stream_events(_A, x, 0, 10), "turn_1"),
+        ("stream_tail", lambda x: conversations.stream_tail(_A, x), "turn_1"),
     ]
     for name, probe, good in probes:
         for bad in _spoiled(good):
@@ -211,6 +236,18 @@ async def check_an_id_with_a_nul_or_a_lone_surrogate_is_invalid_for_every_writer
             _A,
         ),
         ("set_phase", lambda x: conversations.set_phase(_A, x, TurnPhase.EXECUTING), "turn_1"),
+        (
+            "append_stream_events's account",
+            lambda x: conversations.append_stream_events(x, [_progress(2)]),
+            _A,
+        ),
+        (
+            "append_stream_events's turn",
+            lambda x: conversations.append_stream_events(
+                _A, [_with(_progress(1, "turn_2"), turn_id=x)]
+            ),
+            "turn_2",
+        ),
         (
             "insert",
             lambda x: cards.insert(_card("int_2").model_copy(update={"case_ref": _ref(x)})),

@@ -7,6 +7,7 @@ from typing import Final
 
 from turnframe_core.interactions import InteractionStatus
 from turnframe_core.replay import CommittedOutcome, FailedOutcome, ReplayRecord, TurnPhase
+from turnframe_core.stream import TurnStep
 from turnframe_store.bundle import Stores
 from turnframe_store.conformance._data import (
     _A,
@@ -72,6 +73,7 @@ async def _bundle_world(
     await stores.replay.put(replay_before)
     phase_before = TurnPhase.FAILED if final_phase else TurnPhase.RECEIVED
     await stores.conversations.set_phase(account, "turn_2", phase_before)
+    await stores.conversations.append_stream_events(account, [_progress(1)])
     new_revision = 2
     bundle = CommitBundle(
         account_id=account,
@@ -110,6 +112,10 @@ async def _bundle_world(
         phase=TurnPhase.COMMITTED,
     )
     return _BundleWorld(account, bundle, replay_before, phase_before)
+
+
+def _progress(sequence: int) -> TurnStep:
+    return TurnStep(turn_id="turn_2", sequence=sequence, at=_T0, step="execute")
 
 
 @_check
@@ -166,6 +172,7 @@ _SPOILS: Final[tuple[tuple[str, type[StoreError]], ...]] = (
     ("an outbox row already enqueued (stage 6)", Conflict),
     ("a replay record that changes a final one (stage 7)", Conflict),
     ("a phase that leaves a final phase (stage 8)", Conflict),
+    ("stream events that leave a gap in the turn's log (stage 9)", Conflict),
     ("an event of another account (validation)", InvalidRecord),
 )
 
@@ -200,6 +207,8 @@ def _spoiled(world: _BundleWorld, spoil: str, tag: str) -> CommitBundle:
     if "outbox row already enqueued" in spoil:
         duplicate_row = _outbox_row(f"obx_{tag}_9", key=f"key-{tag}-0")
         return bundle.model_copy(update={"outbox": (*bundle.outbox, duplicate_row)})
+    if "gap in the turn's log" in spoil:
+        return bundle.model_copy(update={"stream_events": (_progress(3), _progress(4))})
     if "another account" in spoil:
         foreign = _event("evt_9", account=_B)
         return bundle.model_copy(update={"events": (*bundle.events, foreign)})
@@ -256,6 +265,11 @@ async def check_a_commit_bundle_with_an_invalid_item_writes_nothing(stores: Stor
             (await stores.conversations.get_phase(account, "turn_2")).phase,
             world.phase_before,
             f"the phase {after}",
+        )
+        _equal(
+            await stores.conversations.stream_events(account, "turn_2", 0, 100),
+            (_progress(1),),
+            f"the stream log {after}",
         )
 
 

@@ -20,7 +20,7 @@ from turnframe_core.interactions import Interaction, InteractionStatus
 from turnframe_core.replay import CommandOutcome, ReplayRecord, TurnPhase
 from turnframe_core.turn import AssistantTurn
 from turnframe_store import _rules as rules
-from turnframe_store._rules import Verdict
+from turnframe_store._rules import StreamEntry, Verdict
 from turnframe_store.clock import Clock
 from turnframe_store.errors import Conflict, NotFound, StoreError
 from turnframe_store.faults import FaultPlan, FaultPoint
@@ -228,6 +228,41 @@ class _Engine:
         markers = [self.t.phases[key] for key in self.t.unfinished]
         markers.sort(key=lambda m: (m.updated_at, m.account_id, m.turn_id))
         return tuple(markers[:limit])
+
+    # --- stream events --------------------------------------------------------------------------
+
+    def append_stream_events(
+        self, undo: _UndoLog, account_id: str, turn_id: str, entries: tuple[StreamEntry, ...]
+    ) -> None:
+        key = (account_id, turn_id)
+        if key not in self.t.user_turns:
+            raise NotFound()
+        log = self.t.stream.get(key, [])
+        low, high = rules.stream_window(entries)
+        known = rules.stream_append(entries, log[max(low - 1, 0) : high])
+        for entry in entries[known:]:
+            undo.index(self.t.stream, key, entry)
+        if known < len(entries) and entries[-1].terminal:
+            undo.put(self.t.stream_finished, key, entries[-1].at)
+
+    def stream_events(
+        self, account_id: str, turn_id: str, after_sequence: int, limit: int
+    ) -> tuple[str, ...]:
+        log = self.t.stream.get((account_id, turn_id), [])
+        start = max(after_sequence, 0)
+        return tuple(entry.text for entry in log[start : start + limit])
+
+    def stream_tail(self, account_id: str, turn_id: str) -> str | None:
+        log = self.t.stream.get((account_id, turn_id))
+        return log[-1].text if log else None
+
+    def prune_stream_events(self, undo: _UndoLog, finished_before: int, limit: int) -> int:
+        ended = [(at, key) for key, at in self.t.stream_finished.items() if at < finished_before]
+        ended.sort()
+        for _, key in ended[:limit]:
+            undo.remove(self.t.stream, key)
+            undo.remove(self.t.stream_finished, key)
+        return len(ended[:limit])
 
     # --- interactions ---------------------------------------------------------------------------
 
@@ -727,6 +762,9 @@ class _BundleWriter:
 
     def set_phase(self, phase: TurnPhase) -> None:
         self.engine.set_phase(self.undo, self.account_id, self.turn_id, phase)
+
+    def stream(self, entries: tuple[StreamEntry, ...]) -> None:
+        self.engine.append_stream_events(self.undo, self.account_id, self.turn_id, entries)
 
     def reach(self, point: FaultPoint) -> None:
         if point is FaultPoint.AFTER_COMMIT_BEFORE_EVENT_READBACK:  # fires once committed

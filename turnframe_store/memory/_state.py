@@ -9,6 +9,7 @@ from typing import TypeVar
 from turnframe_core.events import DomainEvent
 from turnframe_core.interactions import Interaction
 from turnframe_core.replay import ReplayRecord
+from turnframe_store._rules import StreamEntry
 from turnframe_store.records import (
     ConversationRecord,
     JournalEntry,
@@ -108,3 +109,7 @@ class _Tables:
         self.replay_first_put: dict[Key2, int] = {}
         self.replay_by_token: dict[Key2, str] = {}
         self.replay_by_conversation: dict[Key2, list[str]] = {}
+        #: each turn's log, entry n - 1 holding sequence n
+        self.stream: dict[Key2, list[StreamEntry]] = {}
+        #: the logs that ended: the time of their terminal event
+        self.stream_finished: dict[Key2, int] = {}

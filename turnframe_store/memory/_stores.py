@@ -21,6 +21,7 @@ from turnframe_store._roles import (
     OutboxRole,
     ReplayRole,
 )
+from turnframe_store._rules import StreamEntry
 from turnframe_store.bundle import Stores
 from turnframe_store.clock import Clock, system_clock
 from turnframe_store.errors import Conflict, StoreError
@@ -109,6 +110,30 @@ class MemoryConversations(ConversationRole):
     async def _set_phase(self, account_id: str, turn_id: str, phase: TurnPhase) -> PhaseMarker:
         return await self._engine.write(
             lambda undo: self._engine.set_phase(undo, account_id, turn_id, phase)
+        )
+
+    async def _stream_events(
+        self, account_id: str, turn_id: str, after_sequence: int, limit: int
+    ) -> tuple[str, ...]:
+        engine = self._engine
+        return await engine.read(
+            lambda: engine.stream_events(account_id, turn_id, after_sequence, limit)
+        )
+
+    async def _stream_tail(self, account_id: str, turn_id: str) -> str | None:
+        return await self._engine.read(lambda: self._engine.stream_tail(account_id, turn_id))
+
+    async def _append_stream_events(
+        self, account_id: str, entries: tuple[StreamEntry, ...]
+    ) -> None:
+        turn_id = entries[0].turn_id
+        await self._engine.write(
+            lambda undo: self._engine.append_stream_events(undo, account_id, turn_id, entries)
+        )
+
+    async def _prune_stream_events(self, finished_before: int, limit: int) -> int:
+        return await self._engine.write(
+            lambda undo: self._engine.prune_stream_events(undo, finished_before, limit)
         )
 
 

@@ -35,6 +35,7 @@ __all__ = [
     "Batch",
     "Connection",
     "Hooks",
+    "Many",
     "Params",
     "Result",
     "Row",
@@ -57,6 +58,14 @@ class Statement:
 
     def bind(self, params: Params) -> Params:
         return {**self.defaults, **params} if self.defaults else params
+
+
+@dataclass(frozen=True)
+class Many:
+    """The parameters of a statement run once per row, as one driver call (executemany); it
+    returns no rows."""
+
+    rows: Sequence[Params]
 
 
 @dataclass(frozen=True)
@@ -89,11 +98,14 @@ class Connection(ABC):
 
     @abstractmethod
     async def run(
-        self, batch: Sequence[tuple[Statement, Params]], readbacks: frozenset[int] = frozenset()
+        self,
+        batch: Sequence[tuple[Statement, Params | Many]],
+        readbacks: frozenset[int] = frozenset(),
     ) -> Batch:
-        """Run the statements in order. A statement whose index is in `readbacks` reads back the
-        row of the statement before it; a backend may skip it (an empty result) when that
-        statement returned rows, since its judge then never looks at the read-back."""
+        """Run the statements in order (one given `Many` runs once per row). A statement whose
+        index is in `readbacks` reads back the row of the statement before it; a backend may
+        skip it (an empty result) when that statement returned rows, since its judge then never
+        looks at the read-back."""
 
     async def fetch(self, statement: Statement, params: Params) -> list[Row]:
         """Run one statement and return its rows; its failure is raised."""

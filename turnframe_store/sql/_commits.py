@@ -13,6 +13,7 @@ from turnframe_core.replay import CommandOutcome, ReplayRecord, TurnPhase
 from turnframe_core.turn import AssistantTurn
 from turnframe_store import _rules as rules
 from turnframe_store._roles import CommitRole
+from turnframe_store._rules import StreamEntry
 from turnframe_store.errors import StoreError
 from turnframe_store.faults import FaultPoint
 from turnframe_store.records import (
@@ -153,6 +154,9 @@ class _BundleSteps:
         self.steps.extend(
             self.roles.conversations.phase_steps(self.account_id, self.turn_id, phase)
         )
+
+    def stream(self, entries: tuple[StreamEntry, ...]) -> None:
+        self.steps.extend(self.roles.conversations.stream.append_steps(self.account_id, entries))
 
     def reach(self, point: FaultPoint) -> None:
         """A fault point inside the bundle's open transaction: firing it leaves nothing; the

@@ -12,11 +12,13 @@ from turnframe_core.replay import TurnPhase
 from turnframe_core.turn import AssistantTurn
 from turnframe_store import _rules as rules
 from turnframe_store._roles import ConversationRole
+from turnframe_store._rules import StreamEntry
 from turnframe_store.errors import Conflict, InvalidRecord, NotFound
 from turnframe_store.records import ConversationRecord, PhaseMarker, UserTurnRecord
 from turnframe_store.sql._backend import Result, Row, Statement
 from turnframe_store.sql._core import SqlCore, Step, first
 from turnframe_store.sql._statements import Compiler, among, bind, values_of
+from turnframe_store.sql._stream import StreamLog
 
 __all__ = ["ConversationStatements", "SqlConversations"]
 
@@ -135,6 +137,7 @@ class SqlConversations(ConversationRole):
         super().__init__(core.faults)
         self._core = core
         self._st = core.sql.statements(ConversationStatements)
+        self.stream = StreamLog(core)
 
     async def _get_conversation(self, account_id: str, conversation_id: str) -> ConversationRecord:
         key = {"account_id": account_id, "conversation_id": conversation_id}
@@ -293,6 +296,22 @@ class SqlConversations(ConversationRole):
     async def _list_unfinished_turns(self, limit: int) -> tuple[PhaseMarker, ...]:
         rows = await self._core.fetch(self._st.phases_unfinished, {"limit": limit})
         return tuple(self._core.codec.marker(row) for row in rows)
+
+    async def _stream_events(
+        self, account_id: str, turn_id: str, after_sequence: int, limit: int
+    ) -> tuple[str, ...]:
+        return await self.stream.events(account_id, turn_id, after_sequence, limit)
+
+    async def _stream_tail(self, account_id: str, turn_id: str) -> str | None:
+        return await self.stream.tail(account_id, turn_id)
+
+    async def _append_stream_events(
+        self, account_id: str, entries: tuple[StreamEntry, ...]
+    ) -> None:
+        await self.stream.append(account_id, entries)
+
+    async def _prune_stream_events(self, finished_before: int, limit: int) -> int:
+        return await self.stream.prune(finished_before, limit)
 
 
 def _judge_answer(turn: AssistantTurn, row: Row | None) -> None:

@@ -10,6 +10,9 @@
   on the state as of its own step (never what later steps made of its row), so the first failing
   step is the one reported, as in memory. A step whose statement the database refuses aborts the
   transaction; the steps before it are judged afterwards on their own results.
+- A write that depends on what a step read (which rows to insert) is that step's judge's
+  answer, `Then`: sent after the batch was judged, in the same transaction, as one statement
+  run once per row.
 """
 
 from __future__ import annotations
@@ -30,6 +33,7 @@ from turnframe_store.sql._backend import (
     Backend,
     Batch,
     Connection,
+    Many,
     Params,
     Result,
     Row,
@@ -38,7 +42,18 @@ from turnframe_store.sql._backend import (
 from turnframe_store.sql._rows import Codec
 from turnframe_store.sql._statements import Compiler
 
-__all__ = ["Judge", "Retry", "SqlCore", "Step", "Transaction", "TxCore", "check", "first", "refuse"]
+__all__ = [
+    "Judge",
+    "Retry",
+    "SqlCore",
+    "Step",
+    "Then",
+    "Transaction",
+    "TxCore",
+    "check",
+    "first",
+    "refuse",
+]
 
 R = TypeVar("R")
 X = TypeVar("X")
@@ -68,6 +83,17 @@ class Step:
     judge: Judge = _accept
     read: Statement | None = None
     read_params: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Then:
+    """A judge's answer that writes: `statement` once per row of `rows`, after the judged batch
+    and in its transaction (none for no rows); the step's value is then `value`. A failure of
+    the statement fails the write."""
+
+    statement: Statement
+    rows: list[dict[str, Any]]
+    value: Any = None
 
 
 def check(test: Callable[[], object]) -> Step:
@@ -192,7 +218,8 @@ class SqlCore:
             at += 1
         if stop is not None:
             raise _Aborted(steps, outcome, readbacks=False)
-        return await self._judge(steps, results, None, readbacks=False)
+        values = await self._judge(steps, results, None, readbacks=False)
+        return await _then(connection, values)
 
     async def _apply_eagerly(self, connection: Connection, steps: Sequence[Step]) -> list[Any]:
         batch: list[tuple[Statement, Params]] = []
@@ -207,7 +234,8 @@ class SqlCore:
         outcome = await connection.run(batch, frozenset(readbacks)) if batch else Batch([])
         if outcome.failed_at is not None:
             raise _Aborted(steps, outcome)
-        return await self._judge(steps, outcome.results, None)
+        values = await self._judge(steps, outcome.results, None)
+        return await _then(connection, values)
 
     @staticmethod
     async def _judge(
@@ -296,6 +324,18 @@ class SqlCore:
         raise AssertionError("an eager batch never asks for its read-backs")
 
 
+async def _then(connection: Connection, values: list[Any]) -> list[Any]:
+    """Run the writes the judges answered with (`Then`), in step order; each gives its value."""
+    for at, value in enumerate(values):
+        if isinstance(value, Then):
+            if value.rows:
+                outcome = await connection.run([(value.statement, Many(value.rows))])
+                if outcome.error is not None:
+                    raise outcome.error
+            values[at] = value.value
+    return values
+
+
 #: One open `SqlStores.transaction()`.
 Transaction = TransactionState
 
@@ -312,11 +352,13 @@ class _Prepending(Connection):
         self.queued.append(statement)
 
     async def run(
-        self, batch: Sequence[tuple[Statement, Params]], readbacks: frozenset[int] = frozenset()
+        self,
+        batch: Sequence[tuple[Statement, Params | Many]],
+        readbacks: frozenset[int] = frozenset(),
     ) -> Batch:
         if not self.queued:
             return await self.inner.run(batch, readbacks)
-        head: list[tuple[Statement, Params]] = [(s, {}) for s in self.queued]
+        head: list[tuple[Statement, Params | Many]] = [(s, {}) for s in self.queued]
         self.queued = []
         n = len(head)
         outcome = await self.inner.run([*head, *batch], frozenset(i + n for i in readbacks))

@@ -21,6 +21,7 @@ from turnframe_store.sql._backend import (
     Batch,
     Connection,
     Hooks,
+    Many,
     Params,
     Result,
     Statement,
@@ -98,7 +99,9 @@ class _PgConnection(Connection):
         self._prepare = False
 
     async def run(
-        self, batch: Sequence[tuple[Statement, Params]], readbacks: frozenset[int] = frozenset()
+        self,
+        batch: Sequence[tuple[Statement, Params | Many]],
+        readbacks: frozenset[int] = frozenset(),
     ) -> Batch:
         # One pipeline: every read-back is sent (it cannot wait for the result before it). A
         # lone statement goes without one: pipeline mode costs more than it saves there.
@@ -109,8 +112,10 @@ class _PgConnection(Connection):
             statement, params = batch[0]
             cursor = connection.cursor()
             try:
-                await cursor.execute(statement.sql, statement.bind(params), prepare=self._prepare)
+                await self._execute(cursor, statement, params)
             except psycopg.Error as exc:
+                if isinstance(params, Many):  # it ran as a pipeline of its own
+                    self.taint()
                 return Batch([], 0, errors.from_postgres(exc))
             except BaseException:  # cancelled mid-statement: nothing it did is trusted again
                 self.taint()
@@ -127,9 +132,7 @@ class _PgConnection(Connection):
                     for statement, params in batch:
                         cursor = connection.cursor()
                         cursors.append(cursor)
-                        await cursor.execute(
-                            statement.sql, statement.bind(params), prepare=self._prepare
-                        )
+                        await self._execute(cursor, statement, params)
                     await pipeline.sync()
                 except psycopg.Error as exc:
                     failure = exc
@@ -146,6 +149,14 @@ class _PgConnection(Connection):
         failed_at = next((n for n, c in enumerate(cursors) if c.pgresult is None), 0)
         done = [await _result(c, s) for c, (s, _) in zip(cursors[:failed_at], batch, strict=False)]
         return Batch(done, failed_at, errors.from_postgres(failure))
+
+    async def _execute(
+        self, cursor: psycopg.AsyncCursor[Any], statement: Statement, params: Params | Many
+    ) -> None:
+        if isinstance(params, Many):
+            await cursor.executemany(statement.sql, [statement.bind(row) for row in params.rows])
+        else:
+            await cursor.execute(statement.sql, statement.bind(params), prepare=self._prepare)
 
 
 async def _forget_prepared(raw: psycopg.AsyncConnection[Any]) -> None:

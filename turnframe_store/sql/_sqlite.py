@@ -20,6 +20,7 @@ from turnframe_store.sql._backend import (
     Batch,
     Connection,
     Hooks,
+    Many,
     Params,
     Result,
     Statement,
@@ -38,7 +39,9 @@ class _SqliteConnection(Connection):
         self.begun = False
 
     async def run(
-        self, batch: Sequence[tuple[Statement, Params]], readbacks: frozenset[int] = frozenset()
+        self,
+        batch: Sequence[tuple[Statement, Params | Many]],
+        readbacks: frozenset[int] = frozenset(),
     ) -> Batch:
         done: list[Result] = []
         for index, (statement, params) in enumerate(batch):
@@ -54,8 +57,13 @@ class _SqliteConnection(Connection):
                 return Batch(done, index, errors.from_sqlite(exc))
         return Batch(done)
 
-    async def _one(self, statement: Statement, params: Params) -> Result:
-        cursor = await self.raw.execute(statement.sql, statement.bind(params))
+    async def _one(self, statement: Statement, params: Params | Many) -> Result:
+        if isinstance(params, Many):
+            cursor = await self.raw.executemany(
+                statement.sql, [statement.bind(row) for row in params.rows]
+            )
+        else:
+            cursor = await self.raw.execute(statement.sql, statement.bind(params))
         try:
             if cursor.description is None:
                 return Result([], cursor.rowcount)

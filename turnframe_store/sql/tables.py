@@ -11,8 +11,9 @@ Conventions (DESIGN §6, docs/decisions/0004-sql-store.md):
   lifecycle columns on the document.
 - Partial indexes name their status sets as `_rules` derives them (the text must stay what the
   migrations created).
-- `account_id` leads every primary and unique key except the outbox's (a system queue). The two
-  operator sweeps (unfinished turns, due cards) have their own cross-account indexes.
+- `account_id` leads every primary and unique key except the outbox's (a system queue). The
+  operator sweeps (unfinished turns, due cards, ended stream logs) have their own cross-account
+  indexes.
 - The statements live in `_statements.py` as SQLAlchemy Core on these tables, never through the
   ORM unit of work.
 """
@@ -38,6 +39,7 @@ __all__ = [
     "TfInteraction",
     "TfOutbox",
     "TfReplay",
+    "TfStreamEvent",
     "TfTurn",
     "TfTurnPhase",
     "Timestamp",
@@ -325,6 +327,34 @@ class TfReplay(_TfModel, table=True):
     first_recorded_at: datetime = _time()
     recorded_at: datetime = _time()
     record: str = _text()
+
+
+class TfStreamEvent(_TfModel, table=True):
+    """A turn's stream log: `event` is the event as appended (never rewritten); `sequence` runs
+    1, 2, 3 … per turn. `at` is the event's own time in milliseconds on both dialects (it is
+    part of the event, not a lifecycle time). A log is deleted whole once its terminal event is
+    old enough."""
+
+    __tablename__ = "tf_stream_event"
+    __table_args__ = (
+        sa.PrimaryKeyConstraint("account_id", "turn_id", "sequence", name="tf_stream_event_pkey"),
+        sa.ForeignKeyConstraint(
+            ["account_id", "turn_id"],
+            ["tf_turn.account_id", "tf_turn.turn_id"],
+            name="tf_stream_event_turn_fk",
+            ondelete="CASCADE",
+        ),
+        sa.CheckConstraint("sequence >= 1", name="tf_stream_event_sequence_check"),
+        sa.Index("tf_stream_event_finished", "at", "account_id", "turn_id", **_where("terminal")),
+    )
+
+    account_id: str = _text(primary_key=True)
+    turn_id: str = _text(primary_key=True)
+    sequence: int = Field(sa_type=sa.BigInteger, primary_key=True, nullable=False)
+    event_type: str = _text()
+    terminal: bool = Field(sa_type=sa.Boolean, nullable=False)
+    at: int = Field(sa_type=sa.BigInteger, nullable=False)
+    event: str = _text()
 
 
 metadata: Final[sa.MetaData] = _tf_registry.metadata

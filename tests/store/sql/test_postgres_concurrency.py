@@ -29,6 +29,7 @@ from turnframe_core.interactions import (
     ResolveClarification,
 )
 from turnframe_core.replay import CommittedOutcome, ReplayRecord, TurnPhase
+from turnframe_core.stream import TurnStep
 from turnframe_core.turn import TurnInput
 from turnframe_store import (
     CommitBundle,
@@ -105,6 +106,10 @@ def _event(event_id: str) -> DomainEvent:
         payload={"by": event_id},
         occurred_at=T0,
     )
+
+
+def _step(sequence: int, step: str) -> TurnStep:
+    return TurnStep(turn_id="turn_1", sequence=sequence, at=T0, step=step)
 
 
 async def _turn_executing(stores: SqlStores) -> ReplayRecord:
@@ -361,6 +366,41 @@ async def test_event_sequences_follow_commit_order_when_appends_overlap(
     assert (early_event.sequence or 0) < (late_event.sequence or 0)
     page = await second.events.read_from(A, EventCursor.START, 10)
     assert [e.event_id for e in page.events] == ["evt_early", "evt_late"]
+
+
+async def test_two_stream_appenders_racing_for_one_sequence_leave_one_log_and_a_conflict(
+    database: Database,
+) -> None:
+    first = await database.migrated()
+    second = await database.stores()
+    await _turn_executing(first)
+    await first.conversations.append_stream_events(A, [_step(1, "understand")])
+    held, release = asyncio.Event(), asyncio.Event()
+
+    async def hold(pid: int) -> None:
+        held.set()
+        await release.wait()
+
+    first.hooks.before_commit = _once(hold)
+    early = asyncio.create_task(
+        first.conversations.append_stream_events(A, [_step(2, "early"), _step(3, "early")])
+    )
+    await held.wait()
+    late = asyncio.create_task(second.conversations.append_stream_events(A, [_step(2, "late")]))
+    await asyncio.sleep(0.3)
+    late_waited = not late.done()
+    release.set()
+    outcomes = await asyncio.gather(early, late, return_exceptions=True)
+
+    assert late_waited  # it read the log before the early append committed, then met its row
+    assert outcomes[0] is None
+    assert isinstance(outcomes[1], Conflict)
+    logged = await second.conversations.stream_events(A, "turn_1", 0, 10)
+    assert [(e.sequence, getattr(e, "step", None)) for e in logged] == [
+        (1, "understand"),
+        (2, "early"),
+        (3, "early"),
+    ]
 
 
 async def test_event_appends_in_another_schema_do_not_wait_for_the_event_lock(
