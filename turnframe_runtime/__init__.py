@@ -11,6 +11,7 @@ from turnframe_runtime.errors import (
     IdempotencyKeyReused,
     ReviewerRequired,
     StoresWithoutTransactions,
+    StreamExpired,
     TurnFailed,
     TurnInProgress,
     UnknownWorkflow,
@@ -53,8 +54,18 @@ from turnframe_runtime.ports import (
 )
 from turnframe_runtime.recover import RecoveredTurn, RecoveryOutcome, RecoveryReport
 from turnframe_runtime.runtime import TurnRuntime
+from turnframe_runtime.sse import (
+    InvalidLastEventId,
+    encode_event,
+    parse_last_event_id,
+    sse_frames,
+)
 
 __all__ = [
+    "InvalidLastEventId",
+    "encode_event",
+    "parse_last_event_id",
+    "sse_frames",
     "AnswerRequest",
     "AppliesExternalAnswers",
     "CaseCandidate",
@@ -62,6 +73,7 @@ __all__ = [
     "CatalogCopy",
     "ClaimReviewer",
     "ConversationBusy",
+    "StreamExpired",
     "DispatchOutcome",
     "ExecutionFailed",
     "ExecutionRejected",

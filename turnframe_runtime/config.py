@@ -20,6 +20,10 @@ class RuntimeConfig:
     - `conversation_wait_ms`: how long a turn waits for the turn before it in the same
       conversation to end (turns of one conversation never interleave); past it the turn is
       refused with `ConversationBusy`, having written nothing.
+    - `stream_retention_ms`: how long a finished turn's stream log stays readable by
+      `resume_stream` (`prune_streams` deletes older ones).
+    - `stream_poll_ms`: how often a reader following a turn that runs in another process reads
+      its log again (a turn running in this process wakes its readers at once).
     """
 
     locales: tuple[str, ...] = ("en",)
@@ -27,6 +31,14 @@ class RuntimeConfig:
     max_selection_candidates: int = 5
     settle_wait_ms: int = 3_000
     conversation_wait_ms: int = 10_000
+    stream_retention_ms: int = 7 * 24 * 3_600_000
+    stream_poll_ms: int = 250
+
+    def __post_init__(self) -> None:
+        for name in ("stream_retention_ms", "stream_poll_ms"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ValueError(f"RuntimeConfig.{name} is a whole number of at least 1")
 
 
 @dataclass(frozen=True)

@@ -67,3 +67,10 @@ class ConversationBusy(TurnframeError):
     (`RuntimeConfig.conversation_wait_ms`); nothing was written. Send the turn again."""
 
     code = codes.RUNTIME_CONVERSATION_BUSY
+
+
+class StreamExpired(TurnframeError):
+    """The turn finished so long ago that its stream log was pruned; read the turn itself
+    (`load_turn`)."""
+
+    code = codes.STREAM_EXPIRED

@@ -102,6 +102,12 @@ class Execution:
         resolving = card is not None and card.resolves
         phase = TurnPhase.EXECUTING if commands or resolving else TurnPhase.REDUCED
         record = self.recorder.at(phase)
+        stream = self.recorder.events
+        if user_turn is not None:  # a click-only turn is accepted in this bundle
+            stream.phase(TurnPhase.RECEIVED)
+        stream.phase(phase)
+        if commands:
+            stream.step("execute")
         bundle = CommitBundle(
             account_id=turn.account_id,
             conversation_id=turn.conversation_id,
@@ -115,6 +121,7 @@ class Execution:
             journal_starts=tuple(c.envelope.command_id for c in commands),
             replay=record,
             phase=phase,
+            stream_events=stream.take(),
         )
         result = await stores.commits.commit(bundle)
         if not all(isinstance(a, Fresh) for a in result.admissions):
@@ -316,6 +323,8 @@ class Execution:
         outbox = self._outbox()
         self.audit.outbox_ids.extend(row.outbox_id for row in outbox)
         replay = self.recorder.at(TurnPhase.COMMITTED) if record else None
+        self.recorder.events.phase(TurnPhase.COMMITTED)
+        self.recorder.events.step("compose")
         result = await stores.commits.commit(
             CommitBundle(
                 account_id=turn.account_id,
@@ -331,6 +340,7 @@ class Execution:
                 outbox=tuple(outbox),
                 replay=replay,
                 phase=TurnPhase.COMMITTED if record else None,
+                stream_events=self.recorder.events.take(),
             )
         )
         if replay is not None:

@@ -13,6 +13,7 @@ from turnframe_core._canonical import digest
 from turnframe_core.replay import CommandOutcomeRecord, ReplayRecord, TurnPhase
 from turnframe_core.turn import AssistantTurn
 from turnframe_runtime.context import AuditTrail
+from turnframe_runtime.stream import TurnEvents
 from turnframe_store.bundle import Stores
 from turnframe_store.records import CommitBundle, UserTurnRecord
 
@@ -22,8 +23,9 @@ __all__ = ["Recorder"]
 class Recorder:
     """Builds one turn's replay record at each phase from what its audit trail holds."""
 
-    def __init__(self, audit: AuditTrail, clock: Callable[[], int]) -> None:
+    def __init__(self, audit: AuditTrail, clock: Callable[[], int], events: TurnEvents) -> None:
         self.record: ReplayRecord | None = None  # the latest record (set when the turn is accepted)
+        self.events = events  # the turn's stream, logged with each bundle
         self._audit = audit
         self._clock = clock
         self._once: dict[str, Any] | None = None
@@ -39,15 +41,20 @@ class Recorder:
             "plan_hash": record.plan_hash,
         }
 
-    def accepted(self, user_turn: UserTurnRecord) -> CommitBundle:
-        """The bundle that accepts a turn whose model call is still to come."""
+    def accepted(self, user_turn: UserTurnRecord, next_step: str | None = None) -> CommitBundle:
+        """The bundle that accepts a turn whose model call is still to come (`next_step`, what
+        its stream is told comes next)."""
         assert self.record is not None
+        self.events.phase(TurnPhase.RECEIVED)
+        if next_step is not None:
+            self.events.step(next_step)
         return CommitBundle(
             account_id=user_turn.account_id,
             conversation_id=user_turn.conversation_id,
             turn_id=user_turn.turn_id,
             user_turn=user_turn,
             replay=self.record,
+            stream_events=self.events.take(),
         )
 
     async def committed(self, stores: Stores) -> None:
@@ -61,6 +68,7 @@ class Recorder:
                 turn_id=record.turn_id,
                 replay=record,
                 phase=TurnPhase.COMMITTED,
+                stream_events=self.events.take(TurnPhase.COMMITTED),
             )
         )
         self.record = record
@@ -118,6 +126,7 @@ class Recorder:
         recovery reconciles it, though its reply is stored and returned and its record, which
         later records chain to, is final."""
         phase = TurnPhase.DELIVERED if settled else TurnPhase.COMMITTED
+        self.events.reply(turn, settled=settled)
         record = self.at(
             TurnPhase.DELIVERED,
             response_block_ids=tuple(b.block_id or "" for b in turn.blocks),
@@ -131,6 +140,7 @@ class Recorder:
                 assistant_turn=turn,
                 replay=record,
                 phase=phase,
+                stream_events=self.events.take(),
             )
         )
         self.record = record

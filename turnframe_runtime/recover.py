@@ -49,6 +49,7 @@ from turnframe_runtime.follow_up import FollowUp
 from turnframe_runtime.ports import CaseDirectory, ExecutionResult, WorkflowExecutor
 from turnframe_runtime.record import Recorder
 from turnframe_runtime.reduce import Plan, PlannedCommand
+from turnframe_runtime.stream import StreamHub, TurnEvents
 from turnframe_store.bundle import Stores
 from turnframe_store.errors import NotFound, StoreError
 from turnframe_store.records import JournalEntry, JournalStatus
@@ -114,6 +115,7 @@ class Recovery:
     clock: Callable[[], int]
     follow_up_codes: frozenset[str]
     receipt_claims: Mapping[str, tuple[ClaimClass, ...]] = field(default_factory=dict)
+    hub: StreamHub | None = None  # wakes this process's readers of the streams it carries on
 
     async def turn(self, account_id: str, turn_id: str) -> RecoveredTurn:
         """Finish one turn (the caller holds its conversation's lock)."""
@@ -126,7 +128,8 @@ class Recovery:
         record = await self.stores.replay.get(account_id, turn_id)
         notes, audit = Notes(self.copy, ctx.locale), AuditTrail()
         _seed(audit, record)
-        recorder = Recorder(audit, self.clock)
+        stream = TurnEvents(account_id, turn_id, self.clock, hub=self.hub, fresh=False)
+        recorder = Recorder(audit, self.clock, stream)
         recorder.resume(record)
         card, card_entries = await self._claimed_card(ctx, record)
         own = await self.stores.journal.for_turn(account_id, turn_id)
@@ -150,7 +153,7 @@ class Recovery:
         if claimed is not None and _still_unknown(claimed, entries, audit):
             claimed = None  # a command of the card may still take effect: it stays resolving
         if resumed:
-            async with self.stores.transaction() as tx:
+            async with stream.transaction(self.stores) as tx:
                 # A stored reply's record is final (later records chain to it): only the
                 # journal, the ledger, the card and the marker learn what settled.
                 await execution.commit(tx, claimed, record=not replied)
@@ -172,7 +175,7 @@ class Recovery:
         for executed in audit.executed:
             tell_outcome(notes, executed.planned.envelope.case_ref, executed.outcome)
         assistant = await self._compose(ctx, notes, audit, record, events, settled, card)
-        async with self.stores.transaction() as tx:
+        async with stream.transaction(self.stores) as tx:
             await recorder.deliver(tx, assistant, settled=not unknown)
         outcome = RecoveryOutcome.RESUMED if resumed else RecoveryOutcome.REGENERATED
         return RecoveredTurn(account_id, turn_id, outcome, unknown)
@@ -373,7 +376,7 @@ class Recovery:
         assistant = self._composer(ctx, notes, audit).interrupted(
             await self._open_cards(ctx, record)
         )
-        async with self.stores.transaction() as tx:
+        async with recorder.events.transaction(self.stores) as tx:
             await recorder.deliver(tx, assistant, failure_code=codes.RUNTIME_TURN_INTERRUPTED)
         return RecoveredTurn(ctx.account_id, ctx.turn_id, RecoveryOutcome.INTERRUPTED)
 

@@ -14,11 +14,13 @@ Each stage lives in its own module, named for what it owns; this one only wires 
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import time
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
+from typing import cast
 
 from turnframe_core import codes
 from turnframe_core.cases import CaseKey
@@ -27,6 +29,7 @@ from turnframe_core.events import DomainEvent
 from turnframe_core.ids import IdSource, UlidIdSource
 from turnframe_core.interactions import Interaction
 from turnframe_core.replay import ReplayRecord, TurnPhase
+from turnframe_core.stream import StreamEvent, StreamMode, is_terminal
 from turnframe_core.turn import AssistantTurn, InvalidTurnInput, TurnInput
 from turnframe_core.understanding import Understanding
 from turnframe_core.wording import ClaimClass
@@ -58,6 +61,7 @@ from turnframe_runtime.errors import (  # the last two are also named here, as t
     ConversationBusy,
     ReviewerRequired,
     StoresWithoutTransactions,
+    StreamExpired,
     TurnInProgress,
     UnknownWorkflow,
 )
@@ -82,6 +86,7 @@ from turnframe_runtime.reduce import (
     reduce_turn,
     target_resolutions,
 )
+from turnframe_runtime.stream import StreamHub, TurnEvents
 from turnframe_runtime.understand import understand
 from turnframe_store.bundle import Stores
 from turnframe_store.errors import Busy, Conflict, StoreError, Timeout
@@ -161,6 +166,8 @@ class TurnRuntime:
         if missing:
             raise MissingCopy(missing)
         self._outbox = OutboxDispatcher(self, senders or {}, outbox)
+        self._hub = StreamHub()
+        self._running: set[asyncio.Task[AssistantTurn]] = set()
 
     @property
     def stores(self) -> Stores:
@@ -212,15 +219,77 @@ class TurnRuntime:
         follow-up cards); deliver. A click-only turn makes no model call, so it accepts and
         starts in one transaction; without a narrator the reply is delivered with the commit.
         """
-        if not isinstance(turn_input, TurnInput):  # e.g. a dict or JSON: the caller validates
-            raise InvalidTurnInput("handle_turn takes a TurnInput")
-        # Judged again (a few microseconds): one built with model_construct or changed with
-        # model_copy(update=...) skipped its rules.
-        turn_input = TurnInput.model_validate(turn_input.model_dump(warnings=False))
-        if turn_input.is_server_turn:
-            raise InvalidTurnInput("a user's turn cannot carry a server turn's origin")
+        turn_input = self._judged(turn_input)
         async with self._conversation(turn_input.account_id, turn_input.conversation_id):
             return await self._handle(turn_input)
+
+    async def stream_turn(
+        self, turn_input: TurnInput, *, mode: StreamMode | str = StreamMode.WHOLE
+    ) -> AsyncIterator[StreamEvent]:
+        """Run one turn as `handle_turn` does and yield its stream events as they are logged
+        (DESIGN §8): `turn.phase` and `turn.step` as the turn reaches each durable point, then
+        (from the commit on) its blocks, then `turn.completed` with the stored turn, equal to
+        what `handle_turn` returns; or `turn.failed` with a stable code, and no block.
+
+        `mode` `whole` (the default) sends each block complete; `tokens` also sends model
+        prose as deltas, after the commit and after review passed the whole block. The turn runs
+        on whatever the reader does: one that stops reading (a client that went away) leaves it
+        running to its end, and `resume_stream` gives the rest. A refused turn raises as
+        `handle_turn` would, before any event; a failure that leaves the turn to recovery raises
+        after the events logged before it."""
+        turn_input = self._judged(turn_input)
+        mode = StreamMode(mode)
+        turn_id = turn_input.turn_id or self._ids.new_id("turn")
+        account_id = turn_input.account_id
+
+        accepted = asyncio.Event()
+
+        async def run() -> AssistantTurn:
+            async with self._conversation(account_id, turn_input.conversation_id):
+                return await self._handle(turn_input, turn_id, mode, on_accepted=accepted)
+
+        task = asyncio.ensure_future(run())
+        self._running.add(task)  # the turn outlives a reader that stops
+        task.add_done_callback(self._running.discard)
+        task.add_done_callback(_finished)
+        # Nothing is read before the turn was accepted as this request (a reused turn id must
+        # not show another request's stream).
+        waiting = asyncio.ensure_future(accepted.wait())
+        try:
+            await asyncio.wait((task, waiting), return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            waiting.cancel()
+        if not accepted.is_set():
+            await task  # raises the refusal; a refused turn logged nothing
+        async for event in self._follow(account_id, turn_id, 0, task):
+            yield event
+
+    async def resume_stream(
+        self, account_id: str, turn_id: str, after_sequence: int = 0, *, follow: bool = True
+    ) -> AsyncIterator[StreamEvent]:
+        """The turn's stream events after `after_sequence` (0: from the start), exactly as they
+        were published, in order; from any process sharing the stores. With `follow`, waits for
+        the events of a turn still running (or being recovered) until its `turn.completed` or
+        `turn.failed`; without, yields what is logged now. `NotFound` for a turn this account
+        does not have; `StreamExpired` for a finished turn whose log was pruned
+        (`RuntimeConfig.stream_retention_ms`)."""
+        if isinstance(after_sequence, bool) or not isinstance(after_sequence, int):
+            raise TypeError("after_sequence is an int")
+        if after_sequence < 0:
+            raise ValueError("after_sequence is 0 (from the start) or a sequence seen")
+        await self._stores.conversations.get_user_turn(account_id, turn_id)  # NotFound
+        async for event in self._follow(account_id, turn_id, after_sequence, None, follow):
+            yield event
+
+    async def prune_streams(self, *, limit: int = 1_000) -> int:
+        """Delete the stream logs of turns finished longer ago than
+        `RuntimeConfig.stream_retention_ms`; returns how many turns' logs went (at most
+        `limit`). Workers call it with each recovery sweep."""
+        cutoff = self._clock() - self._config.stream_retention_ms
+        if cutoff <= 0:
+            return 0
+        async with self._stores.transaction() as tx:
+            return await tx.conversations.prune_stream_events(cutoff, limit)
 
     async def recover_unfinished(
         self,
@@ -260,6 +329,65 @@ class TurnRuntime:
         async with self._conversation(account_id, user.conversation_id):
             return await self._recovery().turn(account_id, turn_id)
 
+    @staticmethod
+    def _judged(turn_input: TurnInput) -> TurnInput:
+        if not isinstance(turn_input, TurnInput):  # e.g. a dict or JSON: the caller validates
+            raise InvalidTurnInput("a turn is given as a TurnInput")
+        # Judged again (a few microseconds): one built with model_construct or changed with
+        # model_copy(update=...) skipped its rules.
+        turn_input = TurnInput.model_validate(turn_input.model_dump(warnings=False))
+        if turn_input.is_server_turn:
+            raise InvalidTurnInput("a user's turn cannot carry a server turn's origin")
+        return turn_input
+
+    async def _follow(
+        self,
+        account_id: str,
+        turn_id: str,
+        after: int,
+        task: asyncio.Task[AssistantTurn] | None,
+        follow: bool = True,
+    ) -> AsyncIterator[StreamEvent]:
+        """The log read from `after` on, waking when this process logs more and polling for
+        other processes, until a terminal event; with `task` (the turn running here), until
+        it ended, raising its failure when the log did not end."""
+        conversations = self._stores.conversations
+        poll = self._config.stream_poll_ms / 1000
+        seen_any = after > 0
+        while True:
+            waiter = self._hub.waiter(account_id, turn_id)
+            try:
+                ended_before = task is not None and task.done()
+                page = await conversations.stream_events(account_id, turn_id, after, _PAGE)
+                for event in page:
+                    yield event
+                    after, seen_any = event.sequence, True
+                    if is_terminal(event):
+                        return
+                if len(page) == _PAGE:
+                    continue
+                if task is not None:
+                    if ended_before:
+                        if not task.cancelled() and task.exception() is not None:
+                            raise cast(BaseException, task.exception())
+                        if not seen_any:
+                            raise StreamExpired("this turn's stream log was pruned")
+                        return
+                elif not follow:
+                    return
+                elif not page:  # nothing new: has the log ended (or gone)?
+                    tail = await conversations.stream_tail(account_id, turn_id)
+                    if tail is not None and is_terminal(tail):
+                        return
+                    if tail is None:
+                        marker = await conversations.get_phase(account_id, turn_id)
+                        if marker.phase.is_terminal:
+                            raise StreamExpired("this turn's stream log was pruned")
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(asyncio.shield(waiter), poll)
+            finally:
+                self._hub.forget(account_id, turn_id, waiter)
+
     def _recovery(self) -> Recovery:
         return Recovery(
             stores=self._stores,
@@ -271,6 +399,7 @@ class TurnRuntime:
             clock=self._clock,
             follow_up_codes=self._follow_up_codes,
             receipt_claims=self._receipt_claims,
+            hub=self._hub,
         )
 
     @contextlib.asynccontextmanager
@@ -283,8 +412,14 @@ class TurnRuntime:
         except Busy:  # only taking the lock raises it
             raise ConversationBusy("another turn of this conversation is still running") from None
 
-    async def _handle(self, turn_input: TurnInput) -> AssistantTurn:
-        t = await self._loaded(turn_input)
+    async def _handle(
+        self,
+        turn_input: TurnInput,
+        turn_id: str | None = None,
+        mode: StreamMode = StreamMode.WHOLE,
+        on_accepted: asyncio.Event | None = None,
+    ) -> AssistantTurn:
+        t = await self._loaded(turn_input, turn_id, mode)
         try:
             accepted = await self._accept(t, turn_input)  # A/B, C (and J-L for a click-only turn)
         except TurnInProgress:
@@ -299,13 +434,15 @@ class TurnRuntime:
             # read the cases again (finishing it may have changed them). If it cannot be
             # finished now, this turn is refused with that failure, having written nothing.
             await self._recovery().turn(t.ctx.account_id, previous.turn_id)
-            t = await self._loaded(turn_input, t.ctx.turn_id)
+            t = await self._loaded(turn_input, t.ctx.turn_id, mode)
             try:
                 accepted = await self._accept(t, turn_input)
             except PreviousTurnUnfinished:
                 raise ConversationBusy(
                     "the conversation's previous turn is unfinished and could not be finished"
                 ) from None
+        if on_accepted is not None:
+            on_accepted.set()
         if isinstance(accepted, AssistantTurn):
             return accepted  # a turn id seen before: its stored reply
         started = accepted.started or await self._understand_and_start(t, accepted)  # G-L
@@ -313,9 +450,14 @@ class TurnRuntime:
 
     # --- the durable points ----------------------------------------------------------------------
 
-    async def _loaded(self, turn_input: TurnInput, turn_id: str | None = None) -> _Turn:
+    async def _loaded(
+        self,
+        turn_input: TurnInput,
+        turn_id: str | None = None,
+        mode: StreamMode = StreamMode.WHOLE,
+    ) -> _Turn:
         """The turn begun, with the cases it reads (D/E/F): a click needs only its card's."""
-        t = self._begin(turn_input, turn_id)
+        t = self._begin(turn_input, turn_id, mode)
         if not turn_input.is_click_only:
             await t.cases.load_candidates(t.ctx.conversation_id)
         return t
@@ -324,7 +466,7 @@ class TurnRuntime:
         """Durable point 1: the card answer judged before any write, then the user turn. A
         click-only turn starts in the same transaction."""
         try:
-            async with self._stores.transaction() as tx:
+            async with t.events.transaction(self._stores) as tx:
                 if turn_input.turn_id is not None:
                     prior = await prior_reply(tx, t.ctx.account_id, turn_input.turn_id, turn_input)
                     if prior is not None:
@@ -335,7 +477,7 @@ class TurnRuntime:
                 if turn_input.is_click_only:  # J-L and M's journal, with the user turn
                     planned = self._plan(t, accepted.admitted, Understanding())
                     return _Accepted(answer, await self._start(tx, t, planned, user_turn))
-                await tx.commits.commit(t.recorder.accepted(user_turn))  # A/B
+                await tx.commits.commit(t.recorder.accepted(user_turn, "understand"))  # A/B
                 return accepted
         except Conflict:
             # A request with the same turn id may have raced this one past the prior-reply check.
@@ -366,7 +508,7 @@ class TurnRuntime:
             if not planned.writes_anything:
                 return _Started(planned)
             starting = True
-            async with self._stores.transaction() as tx:
+            async with t.events.transaction(self._stores) as tx:
                 return await self._start(tx, t, planned)
         except BaseException as failure:
             if not (starting and isinstance(failure, Timeout)):
@@ -387,8 +529,9 @@ class TurnRuntime:
             await t.execution.run(started.commands)  # M
             answered = self._answered_before(started, answer)
             refreshed = await follow_up.refresh(self._answered_late(started, answer))  # O
-            async with self._stores.transaction() as tx:
+            async with t.events.transaction(self._stores) as tx:
                 readback = await t.execution.commit(tx, started.claimed, record=not fold)  # N
+                mark = t.events.mark()  # the reply's events go back with its savepoint
                 try:
                     result = await self._raise_cards(
                         tx, t, started, answer, answered, follow_up, refreshed, readback
@@ -400,6 +543,7 @@ class TurnRuntime:
                 except BaseException as failure:
                     after_commit = failure
                     if fold:  # the record still says what committed
+                        t.events.undo_to(mark)
                         await t.recorder.committed(tx)
         except BaseException as failure:
             if not (started.effects_possible or t.execution.started):
@@ -417,17 +561,20 @@ class TurnRuntime:
                 t.audit.attempt(Purpose.NARRATE, self._narrator, now, now, failure)
                 composer = self._composer(t, narrate=False)  # the reply from server copy
                 assistant = await composer.compose(result)
-            async with self._stores.transaction() as tx:  # durable point 4: U/V
+            async with t.events.transaction(self._stores) as tx:  # durable point 4: U/V
                 await t.recorder.deliver(tx, assistant, settled=t.audit.settled)
         return assistant
 
     # --- the steps between the durable points ----------------------------------------------------
 
-    def _begin(self, turn_input: TurnInput, turn_id: str | None = None) -> _Turn:
+    def _begin(self, turn_input: TurnInput, turn_id: str | None, mode: StreamMode) -> _Turn:
         turn_id = turn_id or turn_input.turn_id or self._ids.new_id("turn")
         ctx = TurnContext(turn_input, turn_id, self._clock())
         notes, audit = Notes(self._copy, ctx.locale), AuditTrail()
-        recorder = Recorder(audit, self._clock)
+        events = TurnEvents(
+            ctx.account_id, turn_id, self._clock, mode=mode, hub=self._hub, fresh=True
+        )
+        recorder = Recorder(audit, self._clock, events)
         return _Turn(
             ctx=ctx,
             cases=CaseBook(self._directory, self._workflows, ctx.account_id),
@@ -582,15 +729,26 @@ class TurnRuntime:
         effects is left at its phase for recovery to finish by idempotency key."""
         turn = t.ctx
         try:
-            async with self._stores.transaction() as tx:
+            async with t.events.transaction(self._stores) as tx:
                 if await tx.journal.unsettled_for_turn(turn.account_id, turn.turn_id):
                     return
                 code = getattr(failure, "code", codes.RUNTIME_TURN_FAILED)
                 record = t.recorder.at(TurnPhase.FAILED, failure_code=str(code))
                 await tx.replay.put(record)
                 await tx.conversations.set_phase(turn.account_id, turn.turn_id, TurnPhase.FAILED)
+                t.events.failed(str(code))
+                await t.events.append(tx)
         except StoreError:
             pass  # the marker stays unfinished: recovery restarts interpretation
+
+
+_PAGE = 500
+
+
+def _finished(task: asyncio.Task[AssistantTurn]) -> None:
+    """A streamed turn's task ended: its failure was read by its reader (or is in the log)."""
+    if not task.cancelled():
+        task.exception()
 
 
 @dataclass(frozen=True)
@@ -605,6 +763,10 @@ class _Turn:
     factory: CardFactory
     recorder: Recorder
     execution: Execution
+
+    @property
+    def events(self) -> TurnEvents:
+        return self.recorder.events
 
 
 @dataclass(frozen=True)

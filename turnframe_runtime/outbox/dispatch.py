@@ -30,6 +30,7 @@ from turnframe_core import codes
 from turnframe_core.cases import CaseKey
 from turnframe_core.commands import ExternalCallback, origin_satisfies
 from turnframe_core.ids import derive_id
+from turnframe_core.stream import StreamMode
 from turnframe_core.turn import TurnInput
 from turnframe_core.understanding import Understanding
 from turnframe_runtime.accept import PreviousTurnUnfinished, accept_turn
@@ -313,7 +314,7 @@ class OutboxDispatcher:
         runtime = self._runtime
         async with runtime._conversation(account_id, conversation_id):
             for _ in range(2):
-                t = runtime._begin(turn_input, turn_id)
+                t = runtime._begin(turn_input, turn_id, StreamMode.WHOLE)
                 if load is not None:
                     await t.cases.load(load)
                 try:
@@ -331,7 +332,8 @@ class OutboxDispatcher:
         self, record: Callable[[Stores, _Turn | None], Awaitable[bool]], t: _Turn | None
     ) -> bool:
         try:
-            async with self.stores.transaction() as tx:
+            transaction = t.events.transaction if t is not None else _plain
+            async with transaction(self.stores) as tx:
                 return await record(tx, t)
         except Conflict:
             # The row moved, or the follow-up turn exists, between the reads and the writes:
@@ -364,6 +366,10 @@ async def _told(tx: Stores, t: _Turn) -> bool:
     except NotFound:
         return False
     return True
+
+
+def _plain(stores: Stores) -> contextlib.AbstractAsyncContextManager[Stores]:
+    return stores.transaction()
 
 
 def _nothing(t: _Turn) -> TurnResult:

@@ -189,7 +189,8 @@ class OutboxWorker:
     async def _relay_and_sweep(self) -> None:
         """The relay, and a recovery sweep every claim lease: a follow-up turn whose worker died
         after recording its answer (or any turn a crashed process left) is finished by the
-        next sweep once its marker is older than the lease."""
+        next sweep once its marker is older than the lease; stream logs past their retention
+        are pruned with it."""
         lease_ms = self.config.claim_lease_ms
 
         async def sweep() -> None:
@@ -202,6 +203,10 @@ class OutboxWorker:
                     await self._runtime.recover_unfinished(older_than_ms=lease_ms)
                 except Exception:
                     _log.exception("outbox.recovery_sweep_failed")
+                try:  # finished turns' stream logs past their retention
+                    await self._runtime.prune_streams()
+                except Exception:
+                    _log.exception("outbox.stream_prune_failed")
 
         await asyncio.gather(self.relay().run(self._stop), sweep())
 
