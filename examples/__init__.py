@@ -1,0 +1,1 @@
+"""Examples that run on the library (not shipped in the wheel)."""

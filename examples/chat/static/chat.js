@@ -1,0 +1,332 @@
+// The reference chat page: renders a turn's blocks in their order, one element per block with its
+// kind and author in data attributes; streams a turn over SSE (fetch, so it can POST), resumes
+// from the last sequence after a drop, and on load renders the stored conversation the same way.
+"use strict";
+
+const ID = /^conv_[a-z0-9][a-z0-9_]{0,63}$/;
+const main = document.getElementById("conversation");
+const statusLine = document.getElementById("status");
+const form = document.getElementById("composer");
+const input = document.getElementById("message");
+const tokens = document.getElementById("tokens");
+let busy = false;
+
+function freshId(prefix) {
+  const bytes = crypto.getRandomValues(new Uint8Array(12));
+  return prefix + Array.from(bytes, (b) => b.toString(36).padStart(2, "0")).join("").slice(0, 20);
+}
+
+const params = new URLSearchParams(location.search);
+let cid = params.get("c");
+if (!cid || !ID.test(cid)) {
+  cid = freshId("conv_");
+  params.set("c", cid);
+  history.replaceState(null, "", "?" + params.toString());
+}
+
+// --- rendering (the same functions for streamed and reloaded turns) ------------------------------
+
+function el(tag, attrs = {}, ...children) {
+  const node = document.createElement(tag);
+  for (const [name, value] of Object.entries(attrs)) {
+    if (value === null || value === undefined) continue;
+    if (name === "class") node.className = value;
+    else if (name.startsWith("data-")) node.setAttribute(name, String(value));
+    else node[name] = value;
+  }
+  for (const child of children) {
+    if (child !== null && child !== undefined) node.append(child);
+  }
+  return node;
+}
+
+function badges(kind, author) {
+  return [
+    el("span", { class: "badge kind" }, kind),
+    el("span", { class: "badge " + author, title: author + "-written" }, author),
+  ];
+}
+
+const KNOWN = new Set(["answer", "transition", "receipt", "notice", "interaction", "artifact"]);
+
+function renderBlock(block) {
+  const kind = KNOWN.has(block.kind) ? block.kind : "unknown";
+  const author = block.author === "model" ? "model" : "server";
+  const node = el("div", {
+    class: "block",
+    "data-kind": kind,
+    "data-block-id": block.block_id || "",
+    "data-author": author,
+    "data-severity": block.severity,
+  });
+  node.append(...badges(kind === "unknown" ? block.kind : kind, author));
+  if (kind === "answer" || kind === "transition") {
+    node.append(el("span", { class: "text" }, block.text ?? ""));
+  } else if (kind === "receipt") {
+    node.append(el("span", { class: "title" }, block.title));
+    if (block.body) node.append(el("div", { class: "body" }, block.body));
+    node.append(el("div", { class: "meta" },
+      `${block.status_code} · backed by ${block.event_ids.length} committed event(s)`));
+  } else if (kind === "notice") {
+    node.append(el("span", { class: "text" }, block.text), el("div", { class: "meta" }, block.code));
+  } else if (kind === "interaction") {
+    node.setAttribute("data-interaction-id", block.interaction_id);
+    node.setAttribute("data-case-revision", block.case_revision);
+    node.append(el("span", { class: "title" }, block.title));
+    if (block.body) node.append(el("div", { class: "body" }, block.body));
+    for (const entry of block.review_entries || []) {
+      node.append(el("div", { class: "meta" }, `${entry.label}: ${entry.before ?? "—"} → ${entry.after ?? "—"}`));
+    }
+    const options = el("div", { class: "options" });
+    for (const option of block.options) {
+      const button = el("button", {
+        type: "button",
+        "data-option-id": option.option_id,
+        "data-style": option.style,
+        disabled: busy,
+      }, option.label);
+      button.addEventListener("click", () => answerCard(block, option));
+      options.append(button);
+    }
+    node.append(options);
+  } else if (kind === "artifact") {
+    node.append(el("span", { class: "title" }, block.name), el("div", { class: "meta" }, block.media_type));
+  } else {
+    node.classList.add("opaque");
+    node.append(el("span", { class: "text" }, "(a block this page does not know how to show)"));
+  }
+  return node;
+}
+
+function turnSection(turnId) {
+  let section = main.querySelector(`section.turn[data-turn-id="${turnId}"]`);
+  if (!section) {
+    section = el("section", { class: "turn", "data-turn-id": turnId },
+      el("div", { class: "blocks" }), el("div", { class: "progress" }));
+    main.append(section);
+  }
+  return section;
+}
+
+function renderTurn(turn) {
+  const section = turnSection(turn.turn_id);
+  section.setAttribute("data-status", turn.status);
+  section.querySelector(".blocks").replaceChildren(...turn.blocks.map(renderBlock));
+  section.querySelector(".progress").textContent = "";
+  return section;
+}
+
+function userBubble(said, turnId) {
+  if (!said) return null;
+  let text = said.text;
+  if (said.interaction_response) {
+    const { interaction_id: iid, option_id: oid } = said.interaction_response;
+    const button = main.querySelector(`[data-interaction-id="${iid}"] [data-option-id="${oid}"]`);
+    const chose = `chose “${button ? button.textContent : oid}”`;
+    text = text ? `${text} (${chose})` : chose;
+  }
+  return text ? el("div", { class: "user", "data-turn-id": turnId || "" }, text) : null;
+}
+
+function setBusy(value) {
+  busy = value;
+  form.querySelector("button").disabled = value;
+  for (const button of main.querySelectorAll(".options button")) button.disabled = value;
+}
+
+// --- the stream --------------------------------------------------------------------------------
+
+// Frames of a text/event-stream body, as {id, event, data}; comments (keepalives) are skipped.
+async function* frames(response) {
+  const reader = response.body.pipeThrough(new TextDecoderStream()).getReader();
+  let buffer = "";
+  for (;;) {
+    const { value, done } = await reader.read();
+    if (done) return;
+    buffer = (buffer + value).replace(/\r\n?/g, "\n");
+    let end;
+    while ((end = buffer.indexOf("\n\n")) >= 0) {
+      const raw = buffer.slice(0, end);
+      buffer = buffer.slice(end + 2);
+      const frame = { id: null, event: "message", data: [] };
+      for (const line of raw.split("\n")) {
+        if (!line || line.startsWith(":")) continue;
+        const colon = line.indexOf(":");
+        const field = colon < 0 ? line : line.slice(0, colon);
+        let value = colon < 0 ? "" : line.slice(colon + 1);
+        if (value.startsWith(" ")) value = value.slice(1);
+        if (field === "data") frame.data.push(value);
+        else if (field === "id") frame.id = value;
+        else if (field === "event") frame.event = value;
+      }
+      if (frame.data.length) yield { ...frame, data: frame.data.join("\n") };
+    }
+  }
+}
+
+// One turn's stream: applies each event once (by sequence) and says whether the turn ended.
+class TurnStream {
+  constructor() { this.turnId = null; this.last = 0; this.ended = false; }
+
+  apply(event) {
+    if (event.sequence <= this.last) return; // seen before a reconnect
+    this.last = event.sequence;
+    this.turnId = event.turn_id;
+    const section = turnSection(event.turn_id);
+    const blocks = section.querySelector(".blocks");
+    const progress = section.querySelector(".progress");
+    switch (event.type) {
+      case "turn.phase":
+        progress.textContent = `phase: ${event.phase}`;
+        break;
+      case "turn.step":
+        progress.textContent = `step: ${event.step}`;
+        break;
+      case "content.block.started": {
+        const node = renderBlock({ ...event.fields, kind: event.block_kind, author: event.author });
+        if (!("text" in event.fields)) node.classList.add("streaming");
+        const before = blocks.children[event.index] || null;
+        blocks.insertBefore(node, before);
+        break;
+      }
+      case "content.block.delta": {
+        const node = blocks.querySelector(`[data-block-id="${event.block_id}"] .text`);
+        if (node) node.textContent += event.text;
+        break;
+      }
+      case "content.block.completed": {
+        const node = blocks.querySelector(`[data-block-id="${event.block_id}"]`);
+        const done = renderBlock(event.block);
+        if (node) node.replaceWith(done); else blocks.append(done);
+        break;
+      }
+      case "turn.completed":
+        renderTurn(event.turn); // the stored turn: exactly what a reload shows
+        this.ended = true;
+        break;
+      case "turn.failed":
+        progress.textContent = "";
+        section.append(el("div", { class: "failed", "data-code": event.code },
+          `This turn failed (${event.code}); nothing was changed.`));
+        this.ended = true;
+        break;
+    }
+  }
+
+  async read(response) {
+    for await (const frame of frames(response)) {
+      if (frame.event === "error") throw new Error(JSON.parse(frame.data).code);
+      this.apply(JSON.parse(frame.data));
+    }
+  }
+}
+
+async function refusal(response) {
+  try {
+    const body = await response.json();
+    return `${body.message} (${body.code})`;
+  } catch {
+    return `the server answered ${response.status}`;
+  }
+}
+
+async function sendTurn(body, said) {
+  setBusy(true);
+  statusLine.textContent = "";
+  const stream = new TurnStream();
+  const turnId = freshId("turn_");
+  const bubble = userBubble(said, turnId);
+  if (bubble) main.append(bubble);
+  try {
+    const mode = tokens.checked ? "tokens" : "whole";
+    const response = await fetch(`/api/conversations/${cid}/turns?mode=${mode}`, {
+      method: "POST",
+      headers: { "content-type": "application/json", accept: "text/event-stream" },
+      body: JSON.stringify({ ...body, turn_id: turnId }),
+    });
+    if (!response.ok) {
+      if (bubble) bubble.remove();
+      statusLine.textContent = await refusal(response);
+      return;
+    }
+    stream.turnId = response.headers.get("x-turn-id") || turnId;
+    try {
+      await stream.read(response);
+    } catch (drop) {
+      statusLine.textContent = "reconnecting…";
+    }
+    await resume(stream);
+  } catch (failure) {
+    statusLine.textContent = `could not reach the server (${failure.message})`;
+  } finally {
+    setBusy(false);
+    window.scrollTo(0, document.body.scrollHeight);
+  }
+}
+
+// After a drop: the turn's events after the last one seen, until the turn ends.
+async function resume(stream) {
+  for (let attempt = 0; !stream.ended && attempt < 20; attempt++) {
+    if (attempt) await new Promise((done) => setTimeout(done, Math.min(250 * attempt, 2000)));
+    try {
+      const response = await fetch(`/api/turns/${stream.turnId}/events`, {
+        headers: { "last-event-id": String(stream.last), accept: "text/event-stream" },
+      });
+      if (response.status === 204) return; // nothing after what was seen
+      if (!response.ok) {
+        statusLine.textContent = await refusal(response);
+        return;
+      }
+      await stream.read(response);
+    } catch {
+      statusLine.textContent = "reconnecting…";
+    }
+  }
+  if (stream.ended) statusLine.textContent = "";
+}
+
+function answerCard(block, option) {
+  if (busy) return;
+  sendTurn({
+    interaction_response: {
+      interaction_id: block.interaction_id,
+      option_id: option.option_id,
+      expected_case_revision: block.case_revision,
+    },
+  }, { interaction_response: { interaction_id: block.interaction_id, option_id: option.option_id } });
+}
+
+form.addEventListener("submit", (event) => {
+  event.preventDefault();
+  const text = input.value.trim();
+  if (!text || busy) return;
+  input.value = "";
+  sendTurn({ text }, { text });
+});
+
+// --- reload: the stored conversation, rendered by the same functions ----------------------------
+
+// The stored turns this page does not show yet (on load: all of them; later: the ones the server
+// wrote on its own, e.g. an airline's answer arriving through the outbox).
+async function load() {
+  const response = await fetch(`/api/conversations/${cid}`);
+  if (!response.ok) {
+    statusLine.textContent = await refusal(response);
+    return;
+  }
+  const { turns, inputs } = await response.json();
+  if (busy) return; // a turn is streaming: its own events show it
+  let added = false;
+  for (const turn of turns) {
+    if (main.querySelector(`section.turn[data-turn-id="${turn.turn_id}"]`)) continue;
+    const bubble = userBubble(inputs[turn.turn_id], turn.turn_id);
+    if (bubble) main.append(bubble);
+    renderTurn(turn);
+    added = true;
+  }
+  document.body.setAttribute("data-loaded", "true");
+  if (added) window.scrollTo(0, document.body.scrollHeight);
+}
+
+load();
+setInterval(() => { if (!busy && !document.hidden) load().catch(() => {}); }, 3000);
