@@ -482,6 +482,7 @@ class CommitStore(Protocol):
     async def commit(self, bundle: CommitBundle) -> CommitResult:
         """Apply the bundle all-or-nothing in its normative order: journal completions, events,
         card finishes, invalidations, card inserts, outbox rows, the replay record, the phase
-        marker, the stream events (after the assistant turn). Each item keeps its own role's rules; if any item fails, nothing of the bundle
-        remains and that item's error is raised."""
+        marker, the stream events (after the assistant turn). Each item keeps its own role's
+        rules; if any item fails, nothing of the bundle remains and that item's error is
+        raised."""
         ...
