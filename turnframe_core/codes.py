@@ -157,6 +157,7 @@ REPLAY_DIGEST_MISMATCH = "turnframe.replay.digest_mismatch"
 # --- stream -------------------------------------------------------------------------------------
 STREAM_TURN_FAILED = "turnframe.stream.turn_failed"
 STREAM_EXPIRED = "turnframe.stream.expired"
+STREAM_INTERRUPTED = "turnframe.stream.interrupted"
 STREAM_INVALID_LAST_EVENT_ID = "turnframe.stream.invalid_last_event_id"
 
 # --- understanding (continued) ------------------------------------------------------------------

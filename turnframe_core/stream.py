@@ -89,6 +89,11 @@ class BlockStarted(_Event):
     author: Literal["model", "server"] = "server"
     fields: dict[str, Any] = Field(default_factory=dict)
 
+    @property
+    def kind(self) -> str:
+        """The block's kind (`block_kind`)."""
+        return self.block_kind
+
 
 class BlockDelta(_Event):
     """A piece of a streamed block's `field`; the pieces, in `delta_index` order, concatenate to

@@ -74,3 +74,10 @@ class StreamExpired(TurnframeError):
     (`load_turn`)."""
 
     code = codes.STREAM_EXPIRED
+
+
+class StreamInterrupted(TurnframeError):
+    """The turn stopped running in this process before its stream ended (its task was
+    cancelled); once recovery finished it, `resume_stream` gives the rest."""
+
+    code = codes.STREAM_INTERRUPTED

@@ -126,12 +126,12 @@ class Recorder:
         recovery reconciles it, though its reply is stored and returned and its record, which
         later records chain to, is final."""
         phase = TurnPhase.DELIVERED if settled else TurnPhase.COMMITTED
-        self.events.reply(turn, settled=settled)
         record = self.at(
             TurnPhase.DELIVERED,
             response_block_ids=tuple(b.block_id or "" for b in turn.blocks),
             **extra,
         )
+        self.events.reply(turn, settled=settled)  # taken into this bundle at once
         await stores.commits.commit(
             CommitBundle(
                 account_id=turn.account_id,

@@ -20,7 +20,6 @@ import time
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import cast
 
 from turnframe_core import codes
 from turnframe_core.cases import CaseKey
@@ -30,6 +29,7 @@ from turnframe_core.ids import IdSource, UlidIdSource
 from turnframe_core.interactions import Interaction
 from turnframe_core.replay import ReplayRecord, TurnPhase
 from turnframe_core.stream import StreamEvent, StreamMode, is_terminal
+from turnframe_core.stream import TurnFailed as TurnFailedEvent
 from turnframe_core.turn import AssistantTurn, InvalidTurnInput, TurnInput
 from turnframe_core.understanding import Understanding
 from turnframe_core.wording import ClaimClass
@@ -62,6 +62,8 @@ from turnframe_runtime.errors import (  # the last two are also named here, as t
     ReviewerRequired,
     StoresWithoutTransactions,
     StreamExpired,
+    StreamInterrupted,
+    TurnFailed,
     TurnInProgress,
     UnknownWorkflow,
 )
@@ -89,7 +91,7 @@ from turnframe_runtime.reduce import (
 from turnframe_runtime.stream import StreamHub, TurnEvents
 from turnframe_runtime.understand import understand
 from turnframe_store.bundle import Stores
-from turnframe_store.errors import Busy, Conflict, StoreError, Timeout
+from turnframe_store.errors import Busy, Conflict, NotFound, StoreError, Timeout
 from turnframe_store.records import UserTurnRecord
 
 __all__ = ["TurnInProgress", "TurnRuntime", "UnknownWorkflow"]
@@ -224,7 +226,7 @@ class TurnRuntime:
             return await self._handle(turn_input)
 
     async def stream_turn(
-        self, turn_input: TurnInput, *, mode: StreamMode | str = StreamMode.WHOLE
+        self, turn_input: TurnInput, mode: StreamMode | str = StreamMode.WHOLE
     ) -> AsyncIterator[StreamEvent]:
         """Run one turn as `handle_turn` does and yield its stream events as they are logged
         (DESIGN §8): `turn.phase` and `turn.step` as the turn reaches each durable point, then
@@ -234,9 +236,11 @@ class TurnRuntime:
         `mode` `whole` (the default) sends each block complete; `tokens` also sends model
         prose as deltas, after the commit and after review passed the whole block. The turn runs
         on whatever the reader does: one that stops reading (a client that went away) leaves it
-        running to its end, and `resume_stream` gives the rest. A refused turn raises as
-        `handle_turn` would, before any event; a failure that leaves the turn to recovery raises
-        after the events logged before it."""
+        running to its end, and `resume_stream` gives the rest. The same request again (a
+        client's retry) yields the stream the turn logged, even one that ended `turn.failed`.
+        A refused turn raises as `handle_turn` would, before any event; a failure that leaves
+        the turn to recovery raises after the events logged before it (`StreamInterrupted` when
+        the turn's task was cancelled)."""
         turn_input = self._judged(turn_input)
         mode = StreamMode(mode)
         turn_id = turn_input.turn_id or self._ids.new_id("turn")
@@ -252,6 +256,8 @@ class TurnRuntime:
         self._running.add(task)  # the turn outlives a reader that stops
         task.add_done_callback(self._running.discard)
         task.add_done_callback(_finished)
+        # Its reader wakes at once when the turn ends, whatever the log says.
+        task.add_done_callback(lambda _: self._hub.notify(account_id, turn_id))
         # Nothing is read before the turn was accepted as this request (a reused turn id must
         # not show another request's stream).
         waiting = asyncio.ensure_future(accepted.wait())
@@ -260,7 +266,16 @@ class TurnRuntime:
         finally:
             waiting.cancel()
         if not accepted.is_set():
-            await task  # raises the refusal; a refused turn logged nothing
+            try:
+                await task  # raises the refusal; a refused turn logged nothing
+            except TurnFailed:
+                # The same request, for a turn that ended failed: the stream it logged.
+                tail = await self._stores.conversations.stream_tail(account_id, turn_id)
+                if not isinstance(tail, TurnFailedEvent):
+                    raise
+                async for event in self._follow(account_id, turn_id, 0, None, follow=False):
+                    yield event
+                return
         async for event in self._follow(account_id, turn_id, 0, task):
             yield event
 
@@ -275,8 +290,9 @@ class TurnRuntime:
         (`RuntimeConfig.stream_retention_ms`)."""
         if isinstance(after_sequence, bool) or not isinstance(after_sequence, int):
             raise TypeError("after_sequence is an int")
-        if after_sequence < 0:
+        if after_sequence < -1:
             raise ValueError("after_sequence is 0 (from the start) or a sequence seen")
+        after_sequence = max(after_sequence, 0)  # -1 reads from the start too
         await self._stores.conversations.get_user_turn(account_id, turn_id)  # NotFound
         async for event in self._follow(account_id, turn_id, after_sequence, None, follow):
             yield event
@@ -367,26 +383,41 @@ class TurnRuntime:
                 if len(page) == _PAGE:
                     continue
                 if task is not None:
-                    if ended_before:
-                        if not task.cancelled() and task.exception() is not None:
-                            raise cast(BaseException, task.exception())
+                    if ended_before:  # the turn ended here and its log did not: say why
+                        if task.cancelled():
+                            raise StreamInterrupted(
+                                "the turn stopped running before its stream ended; "
+                                "resume_stream gives the rest once recovery finished it"
+                            )
+                        failure = task.exception()
+                        if failure is not None:
+                            raise failure
                         if not seen_any:
                             raise StreamExpired("this turn's stream log was pruned")
-                        return
+                        raise StreamInterrupted("the turn's stream ended without its last event")
                 elif not follow:
                     return
                 elif not page:  # nothing new: has the log ended (or gone)?
                     tail = await conversations.stream_tail(account_id, turn_id)
                     if tail is not None and is_terminal(tail):
                         return
-                    if tail is None:
-                        marker = await conversations.get_phase(account_id, turn_id)
-                        if marker.phase.is_terminal:
-                            raise StreamExpired("this turn's stream log was pruned")
+                    if tail is None and await self._has_ended(account_id, turn_id):
+                        raise StreamExpired("this turn's stream log was pruned")
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(asyncio.shield(waiter), poll)
             finally:
                 self._hub.forget(account_id, turn_id, waiter)
+
+    async def _has_ended(self, account_id: str, turn_id: str) -> bool:
+        """Whether the turn ended or its reply is stored (its stream has nothing more to say)."""
+        marker = await self._stores.conversations.get_phase(account_id, turn_id)
+        if marker.phase.is_terminal:
+            return True
+        try:
+            await self._stores.conversations.get_assistant_turn(account_id, turn_id)
+        except NotFound:
+            return False
+        return True
 
     def _recovery(self) -> Recovery:
         return Recovery(

@@ -146,8 +146,10 @@ class TurnEvents:
         return len(self._inflight)
 
     def undo_to(self, mark: int) -> None:
-        """A savepoint holding the events taken since `mark` rolled back: they were not logged."""
+        """A savepoint holding the events taken since `mark` rolled back: they were not logged,
+        and nothing queued since (for a bundle that never came) is logged either."""
         del self._inflight[mark:]
+        self._pending.clear()
 
     def take(self, phase: TurnPhase | None = None) -> tuple[StreamEvent, ...]:
         """The pending events (after `phase`'s, when given), numbered on from the log, for the

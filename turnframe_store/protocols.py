@@ -161,9 +161,10 @@ class ConversationWriter(Protocol):
         ...
 
     async def prune_stream_events(self, finished_before: int, limit: int) -> int:
-        """Operator sweep, every account: delete the whole log of at most `limit` turns whose
-        terminal event is older than `finished_before` (its `at`); the number of turns pruned.
-        A log without a terminal event is never pruned."""
+        """Operator sweep, every account: delete the whole log of at most `limit` turns that
+        ended (phase marker `delivered` or `failed`) and whose terminal event is older than
+        `finished_before` (its `at`); the number of turns pruned. A log without a terminal
+        event, or of a turn still unfinished (a reply whose outcome is unknown), is kept."""
         ...
 
 

@@ -136,10 +136,12 @@ async def _frames(events: AsyncIterator[StreamEvent]) -> AsyncIterator[bytes]:
         yield encode_frame(json.dumps({"code": code}), event="error")
 
 
-def _stream(first: list[StreamEvent], events: AsyncIterator[StreamEvent]) -> StreamingResponse:
+def _stream(
+    first: list[StreamEvent], events: AsyncIterator[StreamEvent], turn_id: str | None = None
+) -> StreamingResponse:
     headers = dict(SSE_HEADERS)
-    if first:
-        headers["x-turn-id"] = first[0].turn_id
+    if first or turn_id:
+        headers["x-turn-id"] = turn_id or first[0].turn_id
     return StreamingResponse(
         _frames(_with_first(first, events)), media_type=SSE_MEDIA_TYPE, headers=headers
     )
@@ -204,11 +206,14 @@ async def turn_events(request: Request) -> Response:
         tail = await runtime.stores.conversations.stream_tail(CHAT_ACCOUNT, turn_id)
         if tail is not None and is_terminal(tail) and tail.sequence <= after:
             return Response(status_code=204)
-        events = aiter(runtime.resume_stream(CHAT_ACCOUNT, turn_id, after))
-        first = await _opened(events)
+        # The refusals (an unknown turn, a pruned log) without waiting for an event: a turn
+        # still running may log its next one much later, and the response starts now (its
+        # keepalives hold the connection meanwhile).
+        async for _ in runtime.resume_stream(CHAT_ACCOUNT, turn_id, after, follow=False):
+            break
     except TurnframeError as refused:
         return _refusal(refused)
-    return _stream(first, events)
+    return _stream([], runtime.resume_stream(CHAT_ACCOUNT, turn_id, after), turn_id)
 
 
 async def conversation(request: Request) -> Response:

@@ -5,6 +5,8 @@ their stable codes."""
 
 from __future__ import annotations
 
+import asyncio
+import threading
 from collections.abc import AsyncIterator
 
 import httpx
@@ -86,6 +88,58 @@ async def test_a_client_that_drops_mid_stream_and_reconnects_sees_every_event_on
     assert _events(first + rest) == logged
     stored = chat_server.call(chat_server.desk.runtime.load_turn(CHAT_ACCOUNT, turn_id))
     assert _completed(rest).turn == stored
+
+
+async def test_a_client_that_reconnects_while_the_turn_runs_follows_it_to_its_end(
+    client, chat_server
+):
+    """The turn is held in its command (the domain is slow): the reconnected client gets its
+    response at once, waits, and receives the rest when the turn goes on."""
+    runtime = chat_server.desk.runtime
+    held = _Gated(runtime._executor)
+    runtime._executor = held
+    turn_id = "turn_held1"
+    first: list[Frame] = []
+    async with client.stream(
+        "POST",
+        "/api/conversations/conv_a5/turns",
+        json={"text": "rebook the return", "turn_id": turn_id},
+    ) as response:
+        async for frame in read_frames_async(response.aiter_text()):
+            first.append(frame)
+            if frame.event == "turn.step" and '"execute"' in frame.data:
+                break  # the command is running (held); the client goes away
+    assert held.entered.wait(10)
+    async with client.stream(
+        "GET", f"/api/turns/{turn_id}/events", headers={"Last-Event-ID": first[-1].id or ""}
+    ) as response:
+        assert response.status_code == 200  # answered while the turn is still held
+        assert not held.gate.is_set()
+        held.gate.set()
+        rest = [frame async for frame in read_frames_async(response.aiter_text())]
+    sequences = [int(f.id or 0) for f in first + rest]
+    assert sequences == list(range(1, len(sequences) + 1))
+    stored = chat_server.call(runtime.load_turn(CHAT_ACCOUNT, turn_id))
+    assert _completed(rest).turn == stored
+    assert _events(first + rest) == chat_server.call(_resumed(chat_server, turn_id))
+
+
+class _Gated:
+    """The desk's executor, held at its first batch until `gate` is set (from the test's
+    thread: the server runs on a loop of its own)."""
+
+    def __init__(self, executor: object) -> None:
+        self._executor = executor
+        self.gate = threading.Event()
+        self.entered = threading.Event()
+
+    async def execute(self, batch: object) -> object:
+        self.entered.set()
+        await asyncio.to_thread(self.gate.wait, 20)
+        return await self._executor.execute(batch)  # type: ignore[attr-defined]
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self._executor, name)
 
 
 async def _resumed(chat_server, turn_id: str) -> list[StreamEvent]:

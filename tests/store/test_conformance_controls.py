@@ -278,6 +278,24 @@ class ForeignStreamVisible(MemoryConversations):
         return ()
 
 
+class PruneIgnoresMarker(MemoryConversations):
+    """prune_stream_events prunes an ended log whatever its turn's marker says."""
+
+    async def _prune_stream_events(self, finished_before: int, limit: int) -> int:
+        engine = self._engine
+
+        def write(undo: _UndoLog) -> int:
+            ended = sorted(
+                (at, key) for key, at in engine.t.stream_finished.items() if at < finished_before
+            )[:limit]
+            for _, key in ended:
+                undo.remove(engine.t.stream, key)
+                undo.remove(engine.t.stream_finished, key)
+            return len(ended)
+
+        return await engine.write(write)
+
+
 class InclusivePrune(MemoryConversations):
     """prune_stream_events also prunes logs that ended exactly at the cutoff."""
 
@@ -1029,6 +1047,11 @@ CONTROLS: dict[str, tuple[str, type[Any], str]] = {
         "conversations",
         InclusivePrune,
         "check_the_prune_sweep_deletes_only_logs_that_ended_before_the_cutoff",
+    ),
+    "prune_ignores_marker": (
+        "conversations",
+        PruneIgnoresMarker,
+        "check_the_prune_sweep_keeps_the_log_of_a_turn_that_has_not_ended",
     ),
     "bundle_replaces_stream": (
         "commits",

@@ -24,7 +24,7 @@ from turnframe_core import (
     TurnStep,
     block_content_hash,
 )
-from turnframe_runtime import RecoveryOutcome, RuntimeConfig, StreamExpired
+from turnframe_runtime import RecoveryOutcome, RuntimeConfig, StreamExpired, StreamInterrupted
 from turnframe_store import FaultPoint, NotFound, Unavailable
 from turnframe_test import DeskHarness, ScriptedNarrator, act, understanding
 from turnframe_test.domains.travel import ProcessCrash
@@ -344,3 +344,106 @@ async def test_a_reply_that_failed_to_store_is_streamed_once_recovery_stored_it(
     rest = await _collect(desk.runtime.resume_stream("acct_1", "turn_s1", seen[-1].sequence))
     _assert_well_formed(seen + rest, await desk.runtime.load_turn("acct_1", "turn_s1"))
     assert _phases(seen + rest).count(TurnPhase.COMMITTED) == 1
+
+
+async def test_handle_turn_on_another_desk_equals_the_streamed_turn(make_desk) -> None:
+    """The same script through handle_turn on a desk of its own gives the turn the stream ended
+    with (not a stored reply returned twice)."""
+    streamed: DeskHarness = await make_desk()
+    handled: DeskHarness = await make_desk()
+    for desk in (streamed, handled):
+        desk.ready_trip()
+        _script_name(desk)
+    events = await _stream(streamed, _name())
+    assert isinstance(events[-1], TurnCompleted)
+    assert await handled.runtime.handle_turn(_name()) == events[-1].turn
+
+
+async def test_a_reply_with_an_unknown_outcome_keeps_its_log_until_the_turn_ends(
+    make_desk,
+) -> None:
+    config = RuntimeConfig(locales=("en", "it"), stream_retention_ms=1_000)
+    desk: DeskHarness = await make_desk(config=config)
+    desk.ready_trip()
+    _script_name(desk)
+    desk.executor.arm_after_remote_request(ConnectionResetError("the answer was lost"))
+    events = await _stream(desk, _name())
+    assert isinstance(events[-1], TurnCompleted)  # the reply is stored and shown ...
+    assert TurnPhase.DELIVERED not in _phases(events)  # ... but the turn is not finished
+    desk.clock.advance(10_000)
+    assert await desk.runtime.prune_streams() == 0
+    assert await _collect(desk.runtime.resume_stream("acct_1", "turn_s1")) == events
+    await desk.runtime.recover_unfinished()  # the outcome is asked of the executor: settled
+    marker = await desk.stores.conversations.get_phase("acct_1", "turn_s1")
+    assert marker.phase is TurnPhase.DELIVERED
+    assert await _collect(desk.runtime.resume_stream("acct_1", "turn_s1")) == events
+    assert await desk.runtime.prune_streams() == 1
+
+
+async def test_a_retry_of_a_failed_turn_gets_the_stream_it_logged(desk: DeskHarness) -> None:
+    desk.ready_trip()
+    _script_name(desk)
+    desk.stores.faults.arm(FaultPoint.BEFORE_JOURNAL_INSERT, error=Unavailable("down"))
+    events = await _stream(desk, _name())
+    assert isinstance(events[-1], TurnFailed)
+    assert await _stream(desk, _name()) == events
+
+
+async def test_two_streams_of_one_request_run_it_once_and_show_it_equal(
+    desk: DeskHarness,
+) -> None:
+    desk.ready_trip()
+    _script_name(desk)
+    first, second = await asyncio.gather(_stream(desk, _name()), _stream(desk, _name()))
+    assert first == second and isinstance(first[-1], TurnCompleted)
+    assert desk.interpreter.calls == 1 and await desk.event_types() == ["trip.name_set"]
+
+
+async def test_a_turn_cancelled_before_any_effect_ends_its_stream_failed(
+    desk: DeskHarness,
+) -> None:
+    desk.ready_trip()
+    desk.runtime._interpreter = _Held()  # type: ignore[attr-defined]  # the model never answers
+    desk.clock.advance(1_000)
+    stream = desk.runtime.stream_turn(_name())
+    await anext(stream)
+    [task] = desk.runtime._running  # type: ignore[attr-defined]
+    task.cancel()
+    rest = await _collect(stream)
+    assert isinstance(rest[-1], TurnFailed)
+    assert not any(isinstance(e, BLOCK_EVENTS) for e in rest)
+
+
+async def test_a_stream_whose_turn_was_cancelled_mid_effect_says_so(desk: DeskHarness) -> None:
+    """A turn whose task is cancelled while a command may take effect (a process shutting
+    down) ends its reader with `StreamInterrupted`, never a silent end; recovery finishes the
+    turn, and its stream with it."""
+    desk.ready_trip()
+    _script_name(desk)
+    desk.runtime._executor = _Held()  # type: ignore[attr-defined]  # the domain never answers
+    stream = desk.runtime.stream_turn(_name())
+    seen = [await anext(stream)]
+    while not (isinstance(seen[-1], TurnStep) and seen[-1].step == "execute"):
+        seen.append(await anext(stream))
+    [task] = desk.runtime._running  # type: ignore[attr-defined]
+    task.cancel()
+    with pytest.raises(StreamInterrupted):
+        async for event in stream:
+            seen.append(event)
+    desk.runtime._executor = desk.executor  # type: ignore[attr-defined]  # a restarted process
+    [recovered] = (await desk.runtime.recover_unfinished()).turns
+    assert recovered.outcome is RecoveryOutcome.RESUMED
+    rest = await _collect(desk.runtime.resume_stream("acct_1", "turn_s1", seen[-1].sequence))
+    _assert_well_formed(seen + rest, await desk.runtime.load_turn("acct_1", "turn_s1"))
+
+
+class _Held:
+    """A port whose call never returns (until its task is cancelled)."""
+
+    async def understand(self, brief: object) -> object:
+        await asyncio.Event().wait()
+        raise AssertionError("unreachable")
+
+    async def execute(self, batch: object) -> object:
+        await asyncio.Event().wait()
+        raise AssertionError("unreachable")

@@ -89,6 +89,7 @@ from turnframe_store.conformance.stream import (
     check_nothing_is_logged_after_a_terminal_event,
     check_stream_events_are_logged_in_order_and_read_back_equal,
     check_the_prune_sweep_deletes_only_logs_that_ended_before_the_cutoff,
+    check_the_prune_sweep_keeps_the_log_of_a_turn_that_has_not_ended,
     check_the_stream_tail_is_the_last_logged_event,
 )
 from turnframe_store.conformance.transactions import (
@@ -132,6 +133,7 @@ __all__ = [
     "check_a_stream_is_logged_only_beside_its_user_turn",
     "check_another_accounts_stream_is_invisible",
     "check_the_prune_sweep_deletes_only_logs_that_ended_before_the_cutoff",
+    "check_the_prune_sweep_keeps_the_log_of_a_turn_that_has_not_ended",
     "check_a_commit_bundle_logs_its_stream_events_after_its_assistant_turn",
     # interactions
     "check_a_second_open_blocking_card_for_a_case_is_a_conflict",

@@ -295,6 +295,7 @@ async def check_the_prune_sweep_deletes_only_logs_that_ended_before_the_cutoff(
         await _start_turn(stores, turn, account=account)
         end = _completed(turn, 2, at=at, account=account)
         await conversations.append_stream_events(account, [*_steps(turn, 1, 1), end])
+        await conversations.set_phase(account, turn, TurnPhase.DELIVERED)
     await _start_turn(stores, "turn_4")
     await conversations.append_stream_events(_A, _steps("turn_4", 1, 2))
     old = ("turn_1", "turn_3", "turn_5")
@@ -313,6 +314,23 @@ async def check_the_prune_sweep_deletes_only_logs_that_ended_before_the_cutoff(
     _equal(await conversations.prune_stream_events(cutoff + 1, 10), 1, "logs pruned later")
     _equal(await _log(stores, "turn_2"), (), "the log that ended at the earlier cutoff")
     _equal(len(await _log(stores, "turn_4")), 2, "the log that never ended")
+
+
+@_check
+async def check_the_prune_sweep_keeps_the_log_of_a_turn_that_has_not_ended(
+    stores: Stores,
+) -> None:
+    """A reply whose outcome is unknown is stored and its log ended, but its turn is unfinished
+    (marker `committed`) until recovery settles it: its log stays until the turn ends."""
+    conversations = stores.conversations
+    await _start_turn(stores, "turn_1")
+    await conversations.append_stream_events(_A, [*_steps("turn_1", 1, 1), _completed("turn_1", 2)])
+    await conversations.set_phase(_A, "turn_1", TurnPhase.COMMITTED)
+    _equal(await conversations.prune_stream_events(_T0 + 100, 10), 0, "logs pruned")
+    _equal(len(await _log(stores, "turn_1")), 2, "the log of the unfinished turn")
+    await conversations.set_phase(_A, "turn_1", TurnPhase.DELIVERED)
+    _equal(await conversations.prune_stream_events(_T0 + 100, 10), 1, "logs pruned once it ended")
+    _equal(await _log(stores, "turn_1"), (), "the log of the ended turn")
 
 
 @_check

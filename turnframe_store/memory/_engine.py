@@ -257,7 +257,11 @@ class _Engine:
         return log[-1].text if log else None
 
     def prune_stream_events(self, undo: _UndoLog, finished_before: int, limit: int) -> int:
-        ended = [(at, key) for key, at in self.t.stream_finished.items() if at < finished_before]
+        ended = [
+            (at, key)
+            for key, at in self.t.stream_finished.items()
+            if at < finished_before and _turn_ended(self.t.phases.get(key))
+        ]
         ended.sort()
         for _, key in ended[:limit]:
             undo.remove(self.t.stream, key)
@@ -773,3 +777,8 @@ class _BundleWriter:
                 self.deferred.append(fault)
             return
         self.engine.faults.reach(point)
+
+
+def _turn_ended(marker: PhaseMarker | None) -> bool:
+    """Whether the turn's marker is terminal (a log is pruned only once its turn ended)."""
+    return marker is not None and marker.phase in rules.TERMINAL_PHASES

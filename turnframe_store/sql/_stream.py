@@ -18,7 +18,7 @@ from turnframe_store._rules import StreamEntry
 from turnframe_store.errors import NotFound
 from turnframe_store.sql._backend import Result, Row, Statement
 from turnframe_store.sql._core import SqlCore, Step, Then
-from turnframe_store.sql._statements import Compiler, bind, values_of
+from turnframe_store.sql._statements import Compiler, among, bind, values_of
 
 __all__ = ["StreamLog", "StreamStatements"]
 
@@ -37,6 +37,7 @@ class StreamStatements:
         c = sql.compile
         turn = sql.tables["tf_turn"]
         log = sql.tables["tf_stream_event"]
+        marker = sql.tables["tf_turn_phase"]
         account = bind("account_id")
         of_turn = (log.c.account_id == account, log.c.turn_id == bind("turn_id"))
         window = sa.and_(
@@ -77,10 +78,21 @@ class StreamStatements:
             stream_finished=c(
                 "stream_finished",
                 sa.select(log.c.account_id, log.c.turn_id)
-                .where(log.c.terminal, log.c.at < bind("finished_before", sa.BigInteger))
+                .join(
+                    marker,
+                    sa.and_(
+                        marker.c.account_id == log.c.account_id,
+                        marker.c.turn_id == log.c.turn_id,
+                    ),
+                )
+                .where(
+                    log.c.terminal,
+                    log.c.at < bind("finished_before", sa.BigInteger),
+                    among(marker.c.phase, rules.TERMINAL_PHASES),
+                )
                 .order_by(log.c.at, log.c.account_id, log.c.turn_id)
                 .limit(bind("limit"))
-                .with_for_update(skip_locked=True),
+                .with_for_update(of=log, skip_locked=True),
             ),
             stream_delete=c("stream_delete", sa.delete(log).where(*of_turn)),
         )
