@@ -340,7 +340,9 @@ class Execution:
                 outbox=tuple(outbox),
                 replay=replay,
                 phase=TurnPhase.COMMITTED if record else None,
-                stream_events=self.recorder.events.take(),
+                # Without the record, the delivery follows in this transaction and logs the
+                # stream's events with its own bundle (one append, not two).
+                stream_events=self.recorder.events.take() if record else (),
             )
         )
         if replay is not None:
