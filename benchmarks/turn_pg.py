@@ -13,7 +13,8 @@ Each row runs with 1 and with 4 client processes (each on its own conversations)
 all turns over the slowest client's time. Commits per turn are what PostgreSQL counts for a
 private database (`pg_stat_database.xact_commit`, less one per session start).
 
-Run: `.venv/bin/python benchmarks/turn_pg.py [--turns N] [--rounds R] [--clients 1,4] [--url URL]`
+Run: `.venv/bin/python benchmarks/turn_pg.py [--turns N] [--rounds R] [--clients 1,4] [--url URL]
+[--stream-log every|streamed]`
 (URL default: TURNFRAME_TEST_DATABASE_URL, else postgresql+psycopg://postgres@127.0.0.1:5432/test).
 It works in a private database and drops it afterwards.
 """
@@ -32,6 +33,7 @@ from typing import Any
 import psycopg
 
 from turnframe_core import InteractionBlock, InteractionResponse, TurnInput, UlidIdSource
+from turnframe_runtime import RuntimeConfig
 from turnframe_store import SqlConfig, SqlStores
 from turnframe_store.sql._url import parse_url
 from turnframe_test import DeskHarness, act, question, understanding
@@ -51,7 +53,10 @@ def _ts(ms: int) -> datetime:
 
 async def _desk(url: str) -> DeskHarness:
     stores = await SqlStores.connect(url, SqlConfig(pool_size=2, pool_min_size=1))
-    return DeskHarness(stores=stores, ids=UlidIdSource())
+    # `--stream-log streamed`: turns nobody streams keep no stream log (the default logs all).
+    every_turn = os.environ.get("TURNFRAME_BENCH_STREAM_LOG", "every") == "every"
+    config = RuntimeConfig(locales=("en", "it"), stream_every_turn=every_turn)
+    return DeskHarness(stores=stores, ids=UlidIdSource(), config=config)
 
 
 async def _prepare_clicks(desk: DeskHarness, tag: str, n: int) -> list[TurnInput]:
@@ -369,7 +374,15 @@ async def main() -> None:
             "TURNFRAME_TEST_DATABASE_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/test"
         ),
     )
+    parser.add_argument(
+        "--stream-log",
+        choices=("every", "streamed"),
+        default="every",
+        help="RuntimeConfig.stream_every_turn: log every turn's stream (default), or only "
+        "streamed turns' (these turns are not streamed, so they log nothing)",
+    )
     args = parser.parse_args()
+    os.environ["TURNFRAME_BENCH_STREAM_LOG"] = args.stream_log  # the client processes read it
     async with PrivateDatabase(args.url) as db:
         stores = await SqlStores.connect(db.url)
         await stores.migrate()

@@ -24,6 +24,10 @@ class RuntimeConfig:
       `resume_stream` (`prune_streams` deletes older ones).
     - `stream_poll_ms`: how often a reader following a turn that runs in another process reads
       its log again (a turn running in this process wakes its readers at once).
+    - `stream_every_turn`: log the stream of every turn, `handle_turn`'s and the outbox's
+      follow-up turns too, so any turn can be followed and resumed (the default); False logs
+      only the turns `stream_turn` runs, and a turn nobody streams writes no log (on
+      PostgreSQL the log costs a fifth to a third of the turns per second: benchmarks/turn_pg.py).
     """
 
     locales: tuple[str, ...] = ("en",)
@@ -33,6 +37,7 @@ class RuntimeConfig:
     conversation_wait_ms: int = 10_000
     stream_retention_ms: int = 7 * 24 * 3_600_000
     stream_poll_ms: int = 250
+    stream_every_turn: bool = True
 
     def __post_init__(self) -> None:
         for name in ("stream_retention_ms", "stream_poll_ms"):

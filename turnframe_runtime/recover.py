@@ -128,7 +128,14 @@ class Recovery:
         record = await self.stores.replay.get(account_id, turn_id)
         notes, audit = Notes(self.copy, ctx.locale), AuditTrail()
         _seed(audit, record)
-        stream = TurnEvents(account_id, turn_id, self.clock, hub=self.hub, fresh=False)
+        stream = TurnEvents(
+            account_id,
+            turn_id,
+            self.clock,
+            hub=self.hub,
+            fresh=False,
+            only_if_begun=not self.config.stream_every_turn,
+        )
         recorder = Recorder(audit, self.clock, stream)
         recorder.resume(record)
         card, card_entries = await self._claimed_card(ctx, record)

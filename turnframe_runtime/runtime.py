@@ -450,7 +450,8 @@ class TurnRuntime:
         mode: StreamMode = StreamMode.WHOLE,
         on_accepted: asyncio.Event | None = None,
     ) -> AssistantTurn:
-        t = await self._loaded(turn_input, turn_id, mode)
+        streamed = on_accepted is not None
+        t = await self._loaded(turn_input, turn_id, mode, streamed)
         try:
             accepted = await self._accept(t, turn_input)  # A/B, C (and J-L for a click-only turn)
         except TurnInProgress:
@@ -465,7 +466,7 @@ class TurnRuntime:
             # read the cases again (finishing it may have changed them). If it cannot be
             # finished now, this turn is refused with that failure, having written nothing.
             await self._recovery().turn(t.ctx.account_id, previous.turn_id)
-            t = await self._loaded(turn_input, t.ctx.turn_id, mode)
+            t = await self._loaded(turn_input, t.ctx.turn_id, mode, streamed)
             try:
                 accepted = await self._accept(t, turn_input)
             except PreviousTurnUnfinished:
@@ -486,9 +487,10 @@ class TurnRuntime:
         turn_input: TurnInput,
         turn_id: str | None = None,
         mode: StreamMode = StreamMode.WHOLE,
+        streamed: bool = False,
     ) -> _Turn:
         """The turn begun, with the cases it reads (D/E/F): a click needs only its card's."""
-        t = self._begin(turn_input, turn_id, mode)
+        t = self._begin(turn_input, turn_id, mode, streamed=streamed)
         if not turn_input.is_click_only:
             await t.cases.load_candidates(t.ctx.conversation_id)
         return t
@@ -598,12 +600,25 @@ class TurnRuntime:
 
     # --- the steps between the durable points ----------------------------------------------------
 
-    def _begin(self, turn_input: TurnInput, turn_id: str | None, mode: StreamMode) -> _Turn:
+    def _begin(
+        self,
+        turn_input: TurnInput,
+        turn_id: str | None,
+        mode: StreamMode,
+        *,
+        streamed: bool = False,
+    ) -> _Turn:
         turn_id = turn_id or turn_input.turn_id or self._ids.new_id("turn")
         ctx = TurnContext(turn_input, turn_id, self._clock())
         notes, audit = Notes(self._copy, ctx.locale), AuditTrail()
         events = TurnEvents(
-            ctx.account_id, turn_id, self._clock, mode=mode, hub=self._hub, fresh=True
+            ctx.account_id,
+            turn_id,
+            self._clock,
+            mode=mode,
+            hub=self._hub,
+            fresh=True,
+            logged=streamed or self._config.stream_every_turn,
         )
         recorder = Recorder(audit, self._clock, events)
         return _Turn(

@@ -95,7 +95,12 @@ class TurnEvents:
         mode: StreamMode = StreamMode.WHOLE,
         hub: StreamHub | None = None,
         fresh: bool,
+        logged: bool = True,
+        only_if_begun: bool = False,
     ) -> None:
+        """`fresh`: a turn just begun (nothing is logged yet). `logged` False: this turn keeps no
+        log (`RuntimeConfig.stream_every_turn` off and nobody streams it). `only_if_begun`:
+        carry a log on only if one was begun (recovery, when not every turn is logged)."""
         self.account_id = account_id
         self.turn_id = turn_id
         self.mode = mode
@@ -105,7 +110,9 @@ class TurnEvents:
         self._inflight: list[StreamEvent] = []
         # The last sequence known to be logged; None: unknown (read the log's tail first).
         self._logged: int | None = 0 if fresh else None
-        self._ended = False  # the log holds a terminal event: nothing more is logged
+        # The log holds a terminal event, or this turn keeps none: nothing more is logged.
+        self._ended = not logged
+        self._only_if_begun = only_if_begun
         self._committed_shown = False
         self._open = 0
 
@@ -243,7 +250,9 @@ class TurnEvents:
                 break
             after = page[-1].sequence
         self._logged = logged[-1].sequence if logged else 0
-        self._ended = bool(logged) and is_terminal(logged[-1])
+        self._ended = (bool(logged) and is_terminal(logged[-1])) or (
+            self._only_if_begun and not logged
+        )
         self._committed_shown = any(_is_committed(e) for e in logged)
         if logged and isinstance(logged[0], TurnPhaseEvent) and logged[0].mode is not None:
             self.mode = logged[0].mode

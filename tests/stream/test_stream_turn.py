@@ -447,3 +447,37 @@ class _Held:
     async def execute(self, batch: object) -> object:
         await asyncio.Event().wait()
         raise AssertionError("unreachable")
+
+
+async def test_without_every_turn_only_streamed_turns_keep_a_log(make_desk) -> None:
+    """`stream_every_turn=False`: a turn nobody streams writes no log (and its recovery writes
+    none); a streamed turn keeps its log, and recovery carries it on."""
+    config = RuntimeConfig(locales=("en", "it"), stream_every_turn=False)
+    desk: DeskHarness = await make_desk(config=config)
+    desk.ready_trip()
+    _script_name(desk)
+    handled = await desk.runtime.handle_turn(_name("turn_h1"))
+    assert await desk.stores.conversations.stream_tail("acct_1", "turn_h1") is None
+    with pytest.raises(StreamExpired):
+        await _collect(desk.runtime.resume_stream("acct_1", "turn_h1"))
+    assert desk.receipt_codes(handled) == ["trip.name_set"]
+
+    desk.interpreter.then(understanding(act("a1", NAME, "h1", "Ada", name="Ada Lovelace")))
+    desk.executor.arm_after_remote_request(ProcessCrash())
+    with pytest.raises(ProcessCrash):
+        await desk.runtime.handle_turn(_name("turn_h2", "Name Ada Lovelace"))
+    desk.interpreter.then(understanding(act("a1", NAME, "h1", "Alan", name="Alan Turing")))
+    desk.executor.arm_after_remote_request(ProcessCrash())
+    seen: list[StreamEvent] = []
+    with pytest.raises(ProcessCrash):
+        async for event in desk.runtime.stream_turn(_name("turn_s2", "Name Alan Turing")):
+            seen.append(event)
+    # turn_h2 was finished before turn_s2 began (its conversation's previous turn), logging
+    # nothing; recovery finishes turn_s2 and carries its log on.
+    assert (await desk.runtime.recover_unfinished()).count(RecoveryOutcome.RESUMED) == 1
+    for turn_id in ("turn_h2", "turn_s2"):
+        marker = await desk.stores.conversations.get_phase("acct_1", turn_id)
+        assert marker.phase is TurnPhase.DELIVERED
+    assert await desk.stores.conversations.stream_tail("acct_1", "turn_h2") is None
+    rest = await _collect(desk.runtime.resume_stream("acct_1", "turn_s2", seen[-1].sequence))
+    _assert_well_formed(seen + rest, await desk.runtime.load_turn("acct_1", "turn_s2"))
