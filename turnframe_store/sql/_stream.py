@@ -1,24 +1,31 @@
 """The turns' stream logs on SQL (internal).
 
-An append reads the turn (`NotFound` without it) and its logged rows around the batch in one
-statement, judges them with `_rules.stream_append`, then inserts the new rows in one statement
-run once per row, in the same transaction. Two appenders racing for one sequence meet the
-primary key: the later one gets `Conflict`.
+An append is two statements in one batch (one round trip, in a bundle's pipeline too): a read
+of the turn (`NotFound` without it) and of its logged rows around the batch, then one INSERT of
+every row of the batch (a JSON array of them, unpacked by the database), skipping a sequence
+logged already and returning the sequences it wrote. The judge then holds the batch to
+`_rules.stream_append` on what the read saw, and the INSERT must have written exactly the new
+ones; either failing is `Conflict`, and the transaction, the rows it wrote with it, is undone.
+A concurrent appender that logged a sequence first leaves it unwritten here: `Conflict` too.
 """
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from typing import Any
 
 import sqlalchemy as sa
+from sqlalchemy.dialects.postgresql import JSONB
+from sqlalchemy.dialects.postgresql import insert as pg_insert
+from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 
 from turnframe_store import _rules as rules
 from turnframe_store._rules import StreamEntry
-from turnframe_store.errors import NotFound
+from turnframe_store.errors import Conflict, NotFound
 from turnframe_store.sql._backend import Result, Row, Statement
 from turnframe_store.sql._core import SqlCore, Step, Then
-from turnframe_store.sql._statements import Compiler, among, bind, values_of
+from turnframe_store.sql._statements import Compiler, among, bind
 
 __all__ = ["StreamLog", "StreamStatements"]
 
@@ -61,7 +68,7 @@ class StreamStatements:
                 .where(turn.c.account_id == account, turn.c.turn_id == bind("turn_id"))
                 .order_by(log.c.sequence),
             ),
-            stream_insert=c("stream_insert", sa.insert(log).values(values_of(log))),
+            stream_insert=c("stream_insert", _insert_rows(sql, log)),
             stream_after=c(
                 "stream_after",
                 sa.select(log.c.event)
@@ -98,6 +105,43 @@ class StreamStatements:
         )
 
 
+def _insert_rows(sql: Compiler, log: sa.Table) -> Any:
+    """INSERT the rows of the JSON array `rows` (sequence, event_type, terminal, at, event) for
+    `account_id` and `turn_id`, skipping sequences logged already; RETURNING those written."""
+    names = ("sequence", "event_type", "terminal", "at", "event")
+    types: dict[str, Any] = {
+        "sequence": sa.BigInteger,
+        "event_type": sa.Text,
+        "terminal": sa.Boolean,
+        "at": sa.BigInteger,
+        "event": sa.Text,
+    }
+    columns: list[Any]
+    if sql.postgres:
+        unpacked = (
+            sa.func.jsonb_to_recordset(sa.cast(bind("rows", sa.Text), JSONB))
+            .table_valued(*(sa.column(n, types[n]) for n in names))
+            .render_derived(name="r", with_types=True)
+        )
+        columns = [unpacked.c[n] for n in names]
+        source = sa.select(bind("account_id"), bind("turn_id"), *columns).select_from(unpacked)
+    else:
+        each = sa.func.json_each(bind("rows", sa.Text)).table_valued("value")
+        columns = [sa.cast(sa.func.json_extract(each.c.value, f"$.{n}"), types[n]) for n in names]
+        # The WHERE keeps SQLite from reading ON CONFLICT as a join's ON.
+        source = (
+            sa.select(bind("account_id"), bind("turn_id"), *columns)
+            .select_from(each)
+            .where(sa.true())
+        )
+    insert = pg_insert(log) if sql.postgres else sqlite_insert(log)
+    return (
+        insert.from_select(["account_id", "turn_id", *names], source)
+        .on_conflict_do_nothing()
+        .returning(log.c.sequence)
+    )
+
+
 def _entry(row: Row) -> StreamEntry:
     return StreamEntry(
         turn_id=str(row["turn_id"]),
@@ -109,18 +153,6 @@ def _entry(row: Row) -> StreamEntry:
     )
 
 
-def _row(account_id: str, entry: StreamEntry) -> dict[str, Any]:
-    return {
-        "account_id": account_id,
-        "turn_id": entry.turn_id,
-        "sequence": entry.sequence,
-        "event_type": entry.event_type,
-        "terminal": entry.terminal,
-        "at": entry.at,
-        "event": entry.text,
-    }
-
-
 class StreamLog:
     """The stream log's steps and reads, for the conversations role and the commit bundle."""
 
@@ -129,19 +161,42 @@ class StreamLog:
         self._st = core.sql.statements(StreamStatements)
 
     def append_steps(self, account_id: str, entries: tuple[StreamEntry, ...]) -> list[Step]:
+        turn_id = entries[0].turn_id
         low, high = rules.stream_window(entries)
-        params = {"account_id": account_id, "turn_id": entries[0].turn_id, "low": low, "high": high}
+        params = {"account_id": account_id, "turn_id": turn_id, "low": low, "high": high}
+        rows = json.dumps(
+            [
+                {
+                    "sequence": e.sequence,
+                    "event_type": e.event_type,
+                    "terminal": e.terminal,
+                    "at": e.at,
+                    "event": e.text,
+                }
+                for e in entries
+            ],
+            ensure_ascii=False,
+        )
+        logged: list[StreamEntry] = []
 
-        async def judge(result: Result | None, prior: Row | None) -> Then:
+        async def judge_read(result: Result | None, prior: Row | None) -> None:
             assert result is not None
             if not result.rows:
                 raise NotFound()
-            logged = [_entry(row) for row in result.rows if row["sequence"] is not None]
-            known = rules.stream_append(entries, logged)
-            rows = [_row(account_id, entry) for entry in entries[known:]]
-            return Then(self._st.stream_insert, rows)
+            logged.extend(_entry(row) for row in result.rows if row["sequence"] is not None)
 
-        return [Step(self._st.stream_window, params, judge)]
+        async def judge_insert(result: Result | None, prior: Row | None) -> None:
+            assert result is not None
+            known = rules.stream_append(entries, logged)
+            written = sorted(int(row["sequence"]) for row in result.rows)
+            if written != [entry.sequence for entry in entries[known:]]:
+                raise Conflict("a concurrent writer logged part of this stream")
+
+        insert = {"account_id": account_id, "turn_id": turn_id, "rows": rows}
+        return [
+            Step(self._st.stream_window, params, judge_read),
+            Step(self._st.stream_insert, insert, judge_insert),
+        ]
 
     async def append(self, account_id: str, entries: tuple[StreamEntry, ...]) -> None:
         await self._core.write(self.append_steps(account_id, entries))
