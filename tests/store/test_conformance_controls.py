@@ -286,11 +286,12 @@ class PruneIgnoresMarker(MemoryConversations):
 
         def write(undo: _UndoLog) -> int:
             ended = sorted(
-                (at, key) for key, at in engine.t.stream_finished.items() if at < finished_before
+                (log[-1].at, key)
+                for key, log in engine.t.stream.items()
+                if log and log[-1].terminal and log[-1].at < finished_before
             )[:limit]
             for _, key in ended:
                 undo.remove(engine.t.stream, key)
-                undo.remove(engine.t.stream_finished, key)
             return len(ended)
 
         return await engine.write(write)

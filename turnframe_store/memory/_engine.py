@@ -242,8 +242,6 @@ class _Engine:
         known = rules.stream_append(entries, log[max(low - 1, 0) : high])
         for entry in entries[known:]:
             undo.index(self.t.stream, key, entry)
-        if known < len(entries) and entries[-1].terminal:
-            undo.put(self.t.stream_finished, key, entries[-1].at)
 
     def stream_events(
         self, account_id: str, turn_id: str, after_sequence: int, limit: int
@@ -257,16 +255,17 @@ class _Engine:
         return log[-1].text if log else None
 
     def prune_stream_events(self, undo: _UndoLog, finished_before: int, limit: int) -> int:
-        ended = [
-            (at, key)
-            for key, at in self.t.stream_finished.items()
-            if at < finished_before and _turn_ended(self.t.phases.get(key))
-        ]
-        ended.sort()
-        for _, key in ended[:limit]:
+        ended = sorted(
+            (log[-1].at, key)
+            for key, log in self.t.stream.items()
+            if log
+            and log[-1].terminal
+            and log[-1].at < finished_before
+            and _turn_ended(self.t.phases.get(key))
+        )[:limit]
+        for _, key in ended:
             undo.remove(self.t.stream, key)
-            undo.remove(self.t.stream_finished, key)
-        return len(ended[:limit])
+        return len(ended)
 
     # --- interactions ---------------------------------------------------------------------------
 

@@ -111,5 +111,3 @@ class _Tables:
         self.replay_by_conversation: dict[Key2, list[str]] = {}
         #: each turn's log, entry n - 1 holding sequence n
         self.stream: dict[Key2, list[StreamEntry]] = {}
-        #: the logs that ended: the time of their terminal event
-        self.stream_finished: dict[Key2, int] = {}
