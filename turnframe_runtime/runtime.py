@@ -19,6 +19,7 @@ import contextlib
 import time
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from types import MappingProxyType
 
 from turnframe_core import codes
@@ -254,10 +255,7 @@ class TurnRuntime:
 
         task = asyncio.ensure_future(run())
         self._running.add(task)  # the turn outlives a reader that stops
-        task.add_done_callback(self._running.discard)
-        task.add_done_callback(_finished)
-        # Its reader wakes at once when the turn ends, whatever the log says.
-        task.add_done_callback(lambda _: self._hub.notify(account_id, turn_id))
+        task.add_done_callback(partial(self._ran, account_id, turn_id))
         # Nothing is read before the turn was accepted as this request (a reused turn id must
         # not show another request's stream).
         waiting = asyncio.ensure_future(accepted.wait())
@@ -344,6 +342,14 @@ class TurnRuntime:
         user = await self._stores.conversations.get_user_turn(account_id, turn_id)
         async with self._conversation(account_id, user.conversation_id):
             return await self._recovery().turn(account_id, turn_id)
+
+    def _ran(self, account_id: str, turn_id: str, task: asyncio.Task[AssistantTurn]) -> None:
+        """A streamed turn's task ended: it is let go, its reader wakes at once whatever the log
+        says, and its failure counts as read (its reader raises it, or the log holds it)."""
+        self._running.discard(task)
+        self._hub.notify(account_id, turn_id)
+        if not task.cancelled():
+            task.exception()
 
     @staticmethod
     def _judged(turn_input: TurnInput) -> TurnInput:
@@ -789,12 +795,6 @@ class TurnRuntime:
 
 
 _PAGE = 500
-
-
-def _finished(task: asyncio.Task[AssistantTurn]) -> None:
-    """A streamed turn's task ended: its failure was read by its reader (or is in the log)."""
-    if not task.cancelled():
-        task.exception()
 
 
 @dataclass(frozen=True)
