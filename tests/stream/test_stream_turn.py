@@ -24,7 +24,13 @@ from turnframe_core import (
     TurnStep,
     block_content_hash,
 )
-from turnframe_runtime import RecoveryOutcome, RuntimeConfig, StreamExpired, StreamInterrupted
+from turnframe_runtime import (
+    IdempotencyKeyReused,
+    RecoveryOutcome,
+    RuntimeConfig,
+    StreamExpired,
+    StreamInterrupted,
+)
 from turnframe_store import FaultPoint, NotFound, Unavailable
 from turnframe_test import DeskHarness, ScriptedNarrator, act, understanding
 from turnframe_test.domains.travel import ProcessCrash
@@ -51,6 +57,19 @@ async def _stream(
     desk: DeskHarness, turn_input: TurnInput, mode: str = "whole"
 ) -> list[StreamEvent]:
     return await _collect(desk.runtime.stream_turn(turn_input, mode=mode))
+
+
+async def _crashed(
+    desk: DeskHarness, turn_input: TurnInput | None = None, mode: str = "whole"
+) -> list[StreamEvent]:
+    """Stream a turn whose process dies after the command's effect, before the commit: the
+    events published before the crash."""
+    desk.executor.arm_after_remote_request(ProcessCrash())
+    seen: list[StreamEvent] = []
+    with pytest.raises(ProcessCrash):
+        async for event in desk.runtime.stream_turn(turn_input or _name(), mode=mode):
+            seen.append(event)
+    return seen
 
 
 def _phases(events: list[StreamEvent]) -> list[TurnPhase]:
@@ -214,11 +233,12 @@ async def test_a_failed_turn_emits_turn_failed_and_no_block(desk: DeskHarness) -
 async def test_a_refused_turn_raises_before_any_event_and_logs_nothing(desk: DeskHarness) -> None:
     desk.ready_trip()
     _script_name(desk)
-    await _stream(desk, _name())
+    events = await _stream(desk, _name())
     reused = _name(text="Something else entirely")  # the same client turn id, another request
-    with pytest.raises(Exception) as refused:
-        await _stream(desk, reused)
-    assert getattr(refused.value, "code", None) == "turnframe.runtime.idempotency_key_reused"
+    stream = desk.runtime.stream_turn(reused)
+    with pytest.raises(IdempotencyKeyReused):
+        await anext(stream)  # the first step refuses: no event of the other request shows
+    assert await _collect(desk.runtime.resume_stream("acct_1", "turn_s1")) == events
 
 
 # --- the log: resume, other readers, recovery ---------------------------------------------------
@@ -254,11 +274,7 @@ async def test_a_turn_interrupted_mid_stream_is_finished_by_recovery_and_its_str
 ) -> None:
     desk.ready_trip()
     _script_name(desk)
-    desk.executor.arm_after_remote_request(ProcessCrash())  # dies after the effect, before commit
-    seen: list[StreamEvent] = []
-    with pytest.raises(ProcessCrash):
-        async for event in desk.runtime.stream_turn(_name(), mode="tokens"):
-            seen.append(event)
+    seen = await _crashed(desk, mode="tokens")
     assert _phases(seen) == [TurnPhase.RECEIVED, TurnPhase.EXECUTING]
     assert not any(isinstance(e, BLOCK_EVENTS) for e in seen)
     [recovered] = (await desk.runtime.recover_unfinished()).turns
@@ -283,9 +299,7 @@ async def test_a_follower_elsewhere_sees_a_turn_another_runtime_finishes(make_de
     desk: DeskHarness = await make_desk(config=config)
     desk.ready_trip()
     _script_name(desk)
-    desk.executor.arm_after_remote_request(ProcessCrash())
-    with pytest.raises(ProcessCrash):
-        await _stream(desk, _name())
+    await _crashed(desk)
     other: DeskHarness = await make_desk(stores=desk.stores, config=config)
     follower = asyncio.ensure_future(_collect(other.runtime.resume_stream("acct_1", "turn_s1")))
     await asyncio.sleep(0.05)
@@ -316,9 +330,7 @@ async def test_an_unfinished_turns_log_is_never_pruned(make_desk) -> None:
     desk: DeskHarness = await make_desk(config=config)
     desk.ready_trip()
     _script_name(desk)
-    desk.executor.arm_after_remote_request(ProcessCrash())
-    with pytest.raises(ProcessCrash):
-        await _stream(desk, _name())
+    await _crashed(desk)
     desk.clock.advance(10_000)
     assert await desk.runtime.prune_streams() == 0
     logged = await _collect(desk.runtime.resume_stream("acct_1", "turn_s1", follow=False))
@@ -467,11 +479,7 @@ async def test_without_every_turn_only_streamed_turns_keep_a_log(make_desk) -> N
     with pytest.raises(ProcessCrash):
         await desk.runtime.handle_turn(_name("turn_h2", "Name Ada Lovelace"))
     desk.interpreter.then(understanding(act("a1", NAME, "h1", "Alan", name="Alan Turing")))
-    desk.executor.arm_after_remote_request(ProcessCrash())
-    seen: list[StreamEvent] = []
-    with pytest.raises(ProcessCrash):
-        async for event in desk.runtime.stream_turn(_name("turn_s2", "Name Alan Turing")):
-            seen.append(event)
+    seen = await _crashed(desk, _name("turn_s2", "Name Alan Turing"))
     # turn_h2 was finished before turn_s2 began (its conversation's previous turn), logging
     # nothing; recovery finishes turn_s2 and carries its log on.
     assert (await desk.runtime.recover_unfinished()).count(RecoveryOutcome.RESUMED) == 1
