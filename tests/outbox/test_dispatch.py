@@ -397,3 +397,21 @@ async def test_a_worker_whose_claim_was_reaped_cannot_settle_the_next_attempt(
     current = await desk.stores.outbox.get(row.outbox_id)
     assert (current.status, current.attempt_count) == (OutboxStatus.DISPATCHING, 2)
     assert current.next_attempt_at is None  # not rescheduled by the stale attempt
+
+
+async def test_an_answer_the_case_records_nothing_of_settles_the_row_alone(
+    desk: DeskHarness, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A workflow that takes no command for an answer: the row completes, no follow-up turn is
+    written, and nothing tries to finish one (the actor does not fail after the row settled)."""
+    row = await _confirmed(desk)
+    monkeypatch.setattr(desk.workflow, "external_answer", lambda request, result: None)
+    await _relay(desk, _Published()).round()
+    before = await _turns(desk)
+
+    outcome = await desk.runtime.outbox.dispatch(row.outbox_id, 1)
+
+    assert outcome is DispatchOutcome.COMPLETED
+    assert (await desk.stores.outbox.get(row.outbox_id)).status is OutboxStatus.COMPLETED
+    assert await _turns(desk) == before
+    assert await desk.stores.conversations.list_unfinished_turns(10) == ()

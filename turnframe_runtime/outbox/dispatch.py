@@ -24,7 +24,7 @@ import asyncio
 import contextlib
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from enum import StrEnum
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from turnframe_core import codes
 from turnframe_core.cases import CaseKey
@@ -217,8 +217,7 @@ class OutboxDispatcher:
         completed = isinstance(result, SendCompleted)
 
         async def record(tx: Stores, t: _Turn | None) -> bool:
-            if not await self._settle_row(tx, row, result):
-                return False
+            await self._settle_row(tx, row, result)
             if t is None:
                 return True
             case = t.cases.get(request.case_ref.key)
@@ -277,7 +276,9 @@ class OutboxDispatcher:
         assistant = await self._runtime._composer(t, narrate=False).compose(_nothing(t))
         await t.recorder.deliver(tx, assistant)
 
-    async def _settle_row(self, tx: Stores, row: OutboxEntry, result: Any) -> bool:
+    async def _settle_row(
+        self, tx: Stores, row: OutboxEntry, result: SendCompleted | SendFailed
+    ) -> None:
         """The row's final status, for this attempt only: a row the reaper handed on, or
         another attempt settled differently, refuses (`Conflict`: nothing is written); one
         settled the same way accepts it, and the follow-up turn's id stops a second turn."""
@@ -285,7 +286,6 @@ class OutboxDispatcher:
             await tx.outbox.mark_completed(row.outbox_id, row.attempt_count)
         else:
             await tx.outbox.mark_failed(row.outbox_id, result.code, None, row.attempt_count)
-        return True
 
     async def _follow_up(
         self,
@@ -324,16 +324,17 @@ class OutboxDispatcher:
                     await runtime._recovery().turn(account_id, previous.turn_id)
             else:
                 raise PreviousTurnUnfinished(turn_id)
-            if recorded and finish:
+            # Only a turn that was written is finished: an answer the case records nothing of
+            # settles the row alone.
+            if recorded and finish and t.recorder.record is not None:
                 await runtime._recovery().turn(account_id, turn_id)
         return recorded
 
     async def _recorded(
-        self, record: Callable[[Stores, _Turn | None], Awaitable[bool]], t: _Turn | None
+        self, record: Callable[[Stores, _Turn | None], Awaitable[bool]], t: _Turn
     ) -> bool:
         try:
-            transaction = t.events.transaction if t is not None else _plain
-            async with transaction(self.stores) as tx:
+            async with t.events.transaction(self.stores) as tx:
                 return await record(tx, t)
         except Conflict:
             # The row moved, or the follow-up turn exists, between the reads and the writes:
@@ -366,10 +367,6 @@ async def _told(tx: Stores, t: _Turn) -> bool:
     except NotFound:
         return False
     return True
-
-
-def _plain(stores: Stores) -> contextlib.AbstractAsyncContextManager[Stores]:
-    return stores.transaction()
 
 
 def _nothing(t: _Turn) -> TurnResult:
