@@ -37,7 +37,6 @@ from turnframe_store.errors import Conflict, Corrupt, InvalidRecord, NotFound, S
 from turnframe_store.faults import FaultPoint
 from turnframe_store.records import (
     _FINISH_STATUSES,
-    OUTBOX_CLAIM_EXPIRED,
     CaseInvalidation,
     CommitBundle,
     ConversationRecord,
@@ -615,9 +614,6 @@ def due(row: OutboxEntry, now: int) -> bool:
     return row.status in OUTBOX_CLAIM.sources and (
         row.next_attempt_at is None or row.next_attempt_at <= now
     )
-
-
-CLAIM_EXPIRED: Final = OUTBOX_CLAIM_EXPIRED
 
 
 def begin_dispatch_row(row: OutboxEntry, attempt: int) -> Verdict:

@@ -28,6 +28,7 @@ from turnframe_store.locks import ConversationLocks
 from turnframe_store.memory._state import Key3, _Tables, _UndoLog
 from turnframe_store.memory._transaction import _Gate, _Transaction
 from turnframe_store.records import (
+    OUTBOX_CLAIM_EXPIRED,
     CommitBundle,
     CommitResult,
     ConversationRecord,
@@ -635,7 +636,7 @@ class _Engine:
                 row,
                 status=rules.OUTBOX_RELEASE.target,
                 next_attempt_at=None,
-                last_failure=rules.CLAIM_EXPIRED if began else row.last_failure,
+                last_failure=OUTBOX_CLAIM_EXPIRED if began else row.last_failure,
                 **_NO_CLAIM,
             )
         return len(stale)

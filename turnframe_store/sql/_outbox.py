@@ -12,7 +12,7 @@ import sqlalchemy as sa
 from turnframe_store import _rules as rules
 from turnframe_store._roles import OutboxRole
 from turnframe_store._rules import Verdict
-from turnframe_store.records import OutboxEntry, OutboxStatus
+from turnframe_store.records import OUTBOX_CLAIM_EXPIRED, OutboxEntry, OutboxStatus
 from turnframe_store.sql._backend import Result, Row, Statement
 from turnframe_store.sql._core import SqlCore, Step
 from turnframe_store.sql._statements import Compiler, among, bind, values_of
@@ -200,7 +200,7 @@ class OutboxStatements:
                     last_failure=sa.case(
                         (
                             outbox.c.dispatch_started_at.is_not(None),
-                            sa.literal(rules.CLAIM_EXPIRED),
+                            sa.literal(OUTBOX_CLAIM_EXPIRED),
                         ),
                         else_=outbox.c.last_failure,
                     ),

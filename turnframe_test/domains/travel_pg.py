@@ -195,12 +195,6 @@ class PostgresTripDesk:
         events = tuple(DomainEvent.model_validate(e) for e in row[1])
         return ExecutionResult(new_revision=int(row[0]), events=events, replayed=True)
 
-    async def applied_count(self) -> int:
-        async with self.pool.connection() as connection:
-            cursor = await connection.execute("SELECT count(*) FROM travel_applied")
-            row = await cursor.fetchone()
-        return 0 if row is None else int(row[0])
-
 
 def _command(envelope: Any) -> dict[str, Any]:
     return {
