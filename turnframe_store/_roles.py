@@ -474,12 +474,17 @@ class OutboxRole(_Role, ABC):
         return await self._mark_failed(outbox_id, reason, retry, at)
 
     async def mark_outcome_unknown(
-        self, outbox_id: str, remote_ref: str | None = None, check_at: int | None = None
+        self,
+        outbox_id: str,
+        remote_ref: str | None = None,
+        check_at: int | None = None,
+        attempt: int | None = None,
     ) -> OutboxEntry:
         rules.text(outbox_id, remote_ref)
         check = None if check_at is None else rules.instant(check_at)
+        at = None if attempt is None else rules.whole(attempt)
         self._faults.reach(FaultPoint.AFTER_OUTBOX_DISPATCH)
-        return await self._mark_outcome_unknown(outbox_id, remote_ref, check)
+        return await self._mark_outcome_unknown(outbox_id, remote_ref, check, at)
 
     async def unclaim(self, outbox_id: str, worker_id: str) -> OutboxEntry:
         rules.text(outbox_id)
@@ -527,7 +532,7 @@ class OutboxRole(_Role, ABC):
 
     @abstractmethod
     async def _mark_outcome_unknown(
-        self, outbox_id: str, remote_ref: str | None, check_at: int | None
+        self, outbox_id: str, remote_ref: str | None, check_at: int | None, attempt: int | None
     ) -> OutboxEntry: ...
 
     @abstractmethod

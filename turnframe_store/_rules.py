@@ -675,9 +675,11 @@ def fail_row(
     return _outbox_move(row, OUTBOX_FAIL, "does not fail")
 
 
-def report_unknown(row: OutboxEntry, remote_ref: str | None) -> Verdict:
-    """dispatching -> outcome_unknown. A repeat is accepted and fills in a missing remote
-    reference (a MOVE); a different remote reference is `Conflict`."""
+def report_unknown(row: OutboxEntry, remote_ref: str | None, attempt: int | None = None) -> Verdict:
+    """dispatching -> outcome_unknown, for the attempt given (`same_attempt`). A repeat is
+    accepted and fills in a missing remote reference (a MOVE); a different remote reference is
+    `Conflict`."""
+    same_attempt(row, attempt)
     if row.status is OUTBOX_REPORT_UNKNOWN.target:
         if remote_ref is None or remote_ref == row.remote_ref:
             return Verdict.REPEAT

@@ -402,11 +402,16 @@ class OutboxWriter(Protocol):
         ...
 
     async def mark_outcome_unknown(
-        self, outbox_id: str, remote_ref: str | None = None, check_at: int | None = None
+        self,
+        outbox_id: str,
+        remote_ref: str | None = None,
+        check_at: int | None = None,
+        attempt: int | None = None,
     ) -> OutboxEntry:
         """dispatching -> outcome_unknown, claim released, due for reconciliation at `check_at`
         (absent: at once). A repeat is accepted and fills in a missing remote_ref; a different
-        remote_ref is `Conflict`."""
+        remote_ref is `Conflict`. With `attempt`, only while the row is at that attempt (as
+        `mark_completed`)."""
         ...
 
     async def unclaim(self, outbox_id: str, worker_id: str) -> OutboxEntry:

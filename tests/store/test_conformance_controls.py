@@ -686,7 +686,7 @@ class ForgetfulReaper(MemoryOutbox):
 
 
 class AnyAttemptSettles(MemoryOutbox):
-    """mark_completed and mark_failed ignore the attempt they are given."""
+    """mark_completed, mark_failed and mark_outcome_unknown ignore the attempt they are given."""
 
     async def _mark_completed(self, outbox_id: str, attempt: int | None) -> OutboxEntry:
         return await super()._mark_completed(outbox_id, None)
@@ -695,6 +695,11 @@ class AnyAttemptSettles(MemoryOutbox):
         self, outbox_id: str, reason: str, retry_at: int | None, attempt: int | None
     ) -> OutboxEntry:
         return await super()._mark_failed(outbox_id, reason, retry_at, None)
+
+    async def _mark_outcome_unknown(
+        self, outbox_id: str, remote_ref: str | None, check_at: int | None, attempt: int | None
+    ) -> OutboxEntry:
+        return await super()._mark_outcome_unknown(outbox_id, remote_ref, check_at, None)
 
 
 class RepeatableBegin(MemoryOutbox):

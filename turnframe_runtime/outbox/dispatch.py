@@ -195,13 +195,10 @@ class OutboxDispatcher:
         check_at = self._now() + self.config.reconcile_after_ms
 
         async def record(tx: Stores, t: _Turn | None) -> bool:
-            current = await tx.outbox.get(row.outbox_id)
-            if (
-                current.status is not OutboxStatus.DISPATCHING
-                or current.attempt_count != row.attempt_count
-            ):
-                return False
-            await tx.outbox.mark_outcome_unknown(row.outbox_id, result.reference, check_at)
+            # A row that moved on from this attempt refuses (`Conflict`: a duplicate).
+            await tx.outbox.mark_outcome_unknown(
+                row.outbox_id, result.reference, check_at, row.attempt_count
+            )
             if t is not None and not await _told(tx, t):
                 await self._tell(tx, t, codes.NOTICE_VERIFICATION_IN_PROGRESS)
             return True

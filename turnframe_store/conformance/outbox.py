@@ -265,6 +265,11 @@ async def check_only_the_claims_own_attempt_settles_it(stores: Stores) -> None:
     await _refused(
         Conflict, outbox.mark_failed("obx_1", "late", attempt=1), "the earlier attempt failing"
     )
+    await _refused(
+        Conflict,
+        outbox.mark_outcome_unknown("obx_1", attempt=1),
+        "the earlier attempt's unknown outcome",
+    )
     _equal((await outbox.get("obx_1")).status, OutboxStatus.DISPATCHING, "the row, unmoved")
     done = await outbox.mark_completed("obx_1", attempt=2)
     _equal(done.status, OutboxStatus.COMPLETED, "its own attempt's answer")

@@ -583,10 +583,15 @@ class _Engine:
         )
 
     def mark_outcome_unknown(
-        self, undo: _UndoLog, outbox_id: str, remote_ref: str | None, check_at: int | None
+        self,
+        undo: _UndoLog,
+        outbox_id: str,
+        remote_ref: str | None,
+        check_at: int | None,
+        attempt: int | None = None,
     ) -> OutboxEntry:
         row = self.row(outbox_id)
-        if rules.report_unknown(row, remote_ref) is Verdict.REPEAT:
+        if rules.report_unknown(row, remote_ref, attempt) is Verdict.REPEAT:
             return row
         first = row.status is not rules.OUTBOX_REPORT_UNKNOWN.target
         return self._move_row(

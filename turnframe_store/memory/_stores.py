@@ -319,10 +319,12 @@ class MemoryOutbox(OutboxRole):
         )
 
     async def _mark_outcome_unknown(
-        self, outbox_id: str, remote_ref: str | None, check_at: int | None
+        self, outbox_id: str, remote_ref: str | None, check_at: int | None, attempt: int | None
     ) -> OutboxEntry:
         return await self._engine.write(
-            lambda undo: self._engine.mark_outcome_unknown(undo, outbox_id, remote_ref, check_at)
+            lambda undo: self._engine.mark_outcome_unknown(
+                undo, outbox_id, remote_ref, check_at, attempt
+            )
         )
 
     async def _unclaim(self, outbox_id: str, worker_id: str) -> OutboxEntry:

@@ -171,7 +171,7 @@ class OutboxStatements:
             outbox_unknown=c(
                 "outbox_unknown",
                 sa.update(outbox)
-                .where(row_key, reports)
+                .where(row_key, reports, at_attempt)
                 .values(
                     status=unknown.target.value,
                     remote_ref=sa.func.coalesce(remote_ref, outbox.c.remote_ref),
@@ -295,13 +295,19 @@ class SqlOutbox(OutboxRole):
         )
 
     async def _mark_outcome_unknown(
-        self, outbox_id: str, remote_ref: str | None, check_at: int | None
+        self, outbox_id: str, remote_ref: str | None, check_at: int | None, attempt: int | None
     ) -> OutboxEntry:
         check = None if check_at is None else self._core.backend.time_in(check_at)
+        params = {
+            "outbox_id": outbox_id,
+            "remote_ref": remote_ref,
+            "check_at": check,
+            "attempt": attempt,
+        }
         return await self._move(
             self._st.outbox_unknown,
-            {"outbox_id": outbox_id, "remote_ref": remote_ref, "check_at": check},
-            lambda row: rules.report_unknown(row, remote_ref),
+            params,
+            lambda row: rules.report_unknown(row, remote_ref, attempt),
         )
 
     async def _unclaim(self, outbox_id: str, worker_id: str) -> OutboxEntry:
