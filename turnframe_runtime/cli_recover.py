@@ -16,9 +16,8 @@ import os
 import sys
 from typing import Any
 
-from turnframe_runtime.cli_app import load_runtime
+from turnframe_runtime.cli_app import Unusable, load_runtime
 from turnframe_runtime.recover import RecoveryOutcome, RecoveryReport
-from turnframe_store.errors import InvalidDatabaseUrl, MissingExtra
 
 __all__ = ["register"]
 
@@ -51,11 +50,8 @@ def _run(args: argparse.Namespace) -> int:
         return 2
     try:
         report = asyncio.run(_recover(args.db, args.app, args.older_than_ms, args.limit))
-    except (InvalidDatabaseUrl, MissingExtra) as unusable:
+    except Unusable as unusable:
         print(f"turnframe recover: {unusable}", file=sys.stderr)
-        return 2
-    except (ImportError, AttributeError) as missing:
-        print(f"turnframe recover: cannot load {args.app}: {missing}", file=sys.stderr)
         return 2
     print(_summary(report))
     return 1 if report.failed else 0

@@ -16,9 +16,8 @@ import signal
 import sys
 from typing import Any
 
-from turnframe_runtime.cli_app import load_runtime
+from turnframe_runtime.cli_app import Unusable, load_runtime
 from turnframe_runtime.outbox.worker import OutboxWorker, connect_broker
-from turnframe_store.errors import InvalidDatabaseUrl, MissingExtra
 
 __all__ = ["register"]
 
@@ -57,18 +56,19 @@ def register(commands: Any) -> None:
 def _run(args: argparse.Namespace) -> int:
     try:
         asyncio.run(_work(args))
-    except (InvalidDatabaseUrl, MissingExtra, ValueError) as unusable:
+    except Unusable as unusable:
         print(f"turnframe worker: {unusable}", file=sys.stderr)
-        return 2
-    except (ImportError, AttributeError) as missing:
-        print(f"turnframe worker: cannot load {args.app}: {missing}", file=sys.stderr)
         return 2
     return 0
 
 
 async def _work(args: argparse.Namespace) -> None:
     runtime = await load_runtime(args.app, args.db)
-    broker = connect_broker(args.broker, heartbeat_timeout_ms=args.heartbeat_timeout_ms)
+    try:
+        broker = connect_broker(args.broker, heartbeat_timeout_ms=args.heartbeat_timeout_ms)
+    except ValueError as unusable:
+        await runtime.stores.aclose()
+        raise Unusable(str(unusable)) from None
     worker = OutboxWorker(runtime, broker, threads=args.threads, relay=not args.no_relay)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()

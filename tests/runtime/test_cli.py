@@ -71,3 +71,29 @@ def test_a_bad_db_path_exits_2_from_the_installed_command(tmp_path: Path) -> Non
 
     assert ran.returncode == 2
     assert ran.stderr.count("\n") == 1 and "Traceback" not in ran.stderr
+
+
+@pytest.mark.parametrize("command", ["worker", "recover"])
+def test_an_app_that_cannot_be_loaded_is_one_line_and_exit_code_2(
+    command: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    url = f"sqlite+aiosqlite:///{tmp_path / 'w.db'}"
+    args = [command, "--db", url, "--app", "turnframe_test.no_such_module:factory"]
+    if command == "worker":
+        args += ["--broker", "stub://"]
+    assert main(args) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == [
+        f"turnframe {command}: cannot load turnframe_test.no_such_module:factory: "
+        "No module named 'turnframe_test.no_such_module'"
+    ]
+
+
+def test_a_worker_given_a_broker_it_cannot_use_exits_2(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    url = f"sqlite+aiosqlite:///{tmp_path / 'w.db'}"
+    app = "turnframe_test.demo:recovery_runtime"
+    assert main(["worker", "--db", url, "--app", app, "--broker", "carrier-pigeon://x"]) == 2
+    [line] = capsys.readouterr().err.strip().splitlines()
+    assert line.startswith("turnframe worker: ") and "carrier-pigeon" in line
