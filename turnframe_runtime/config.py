@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 
 __all__ = ["OutboxConfig", "RuntimeConfig"]
 
@@ -40,10 +40,7 @@ class RuntimeConfig:
     stream_every_turn: bool = True
 
     def __post_init__(self) -> None:
-        for name in ("stream_retention_ms", "stream_poll_ms"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise ValueError(f"RuntimeConfig.{name} is a whole number of at least 1")
+        _at_least_one(self, "stream_retention_ms", "stream_poll_ms")
 
 
 @dataclass(frozen=True)
@@ -73,19 +70,7 @@ class OutboxConfig:
     batch_size: int = 100
 
     def __post_init__(self) -> None:
-        for name in (
-            "backoff_initial_ms",
-            "backoff_max_ms",
-            "max_attempts",
-            "send_timeout_ms",
-            "reconcile_after_ms",
-            "claim_lease_ms",
-            "poll_ms",
-            "batch_size",
-        ):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise ValueError(f"OutboxConfig.{name} is a whole number of at least 1")
+        _at_least_one(self, *(f.name for f in fields(self)))
         if self.claim_lease_ms <= self.send_timeout_ms:
             raise ValueError(
                 "OutboxConfig.claim_lease_ms exceeds send_timeout_ms (else every slow send is "
@@ -98,3 +83,11 @@ class OutboxConfig:
         """The wait before attempt `attempt + 1` after attempt `attempt` failed retryably."""
         doubled: int = self.backoff_initial_ms * 2 ** max(attempt - 1, 0)
         return min(doubled, self.backoff_max_ms)
+
+
+def _at_least_one(config: object, *names: str) -> None:
+    """Each named setting is a whole number (never a bool) of at least 1."""
+    for name in names:
+        value = getattr(config, name)
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise ValueError(f"{type(config).__name__}.{name} is a whole number of at least 1")
