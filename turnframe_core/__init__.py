@@ -66,6 +66,7 @@ from turnframe_core.commands import (
     origin_is_trusted,
     origin_satisfies,
 )
+from turnframe_core.copytext import Localized
 from turnframe_core.errors import (
     TurnframeError,
 )
@@ -168,6 +169,7 @@ from turnframe_core.replay import (
     CommandOutcome,
     CommandOutcomeRecord,
     CommittedOutcome,
+    CopyRender,
     FailedOutcome,
     IdempotentReplayOutcome,
     OutcomeUnknown,
@@ -253,6 +255,7 @@ from turnframe_core.workflow import (
     ArgumentName,
     ArgumentSpec,
     CompiledCommand,
+    DeclaresCopy,
     DeclaresFollowUps,
     DeclaresReceiptClaims,
     DeclaresReceiptTemplates,
@@ -332,6 +335,7 @@ __all__ = [
     "CommandOutcomeRecord",
     "CommandPolicy",
     "CommittedOutcome",
+    "CopyRender",
     "CompiledCommand",
     "ConfirmCommands",
     "ConfirmationPolicy",
@@ -342,7 +346,9 @@ __all__ = [
     "ConversationId",
     "CopyRef",
     "Custom",
+    "DeclaresCopy",
     "DeclaresFollowUps",
+    "Localized",
     "DeclaresReceiptClaims",
     "DeclaresReceiptTemplates",
     "DeclineAndRecord",

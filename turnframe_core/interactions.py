@@ -17,6 +17,7 @@ from turnframe_core._canonical import Digest, digest
 from turnframe_core._input import InputModel
 from turnframe_core._model import FrozenModel, Millis, NonEmptyStr, Revision
 from turnframe_core.cases import CaseRef
+from turnframe_core.copytext import Localized
 from turnframe_core.errors import TurnframeError
 from turnframe_core.ids import AccountId, CommandId, ConversationId, InteractionId, OptionId, TurnId
 from turnframe_core.understanding import Constraint, ProposedAct
@@ -273,7 +274,9 @@ class InteractionOption(FrozenModel):
     """One legal answer. `action` is server-stored and never leaves the server."""
 
     option_id: OptionId
-    label: NonEmptyStr
+    #: the label as shown; a workflow building a card may give a copy reference, which the
+    #: runtime renders in the turn's locale before the card is persisted
+    label: NonEmptyStr | Localized
     style: OptionStyle = OptionStyle.SECONDARY
     action: StoredAction
     freeform: FreeformPolicy = Field(default_factory=FreeformForbidden)
@@ -289,7 +292,7 @@ class InteractionOption(FrozenModel):
     def view(self) -> InteractionOptionView:
         return InteractionOptionView(
             option_id=self.option_id,
-            label=self.label,
+            label=_shown(self.label),
             style=self.style,
             freeform=self.freeform.kind,
         )
@@ -348,11 +351,11 @@ class InteractionPayload(FrozenModel):
     `purpose` is the runtime's own record of why it raised the card; `metadata` is the domain's.
     """
 
-    title: NonEmptyStr
-    body: str | None = None
+    title: NonEmptyStr | Localized
+    body: str | Localized | None = None
     options: tuple[InteractionOption, ...] = Field(min_length=1)
     review_entries: tuple[ReviewEntry, ...] = ()
-    freeform_prompt: str | None = None
+    freeform_prompt: str | Localized | None = None
     purpose: CardPurpose | None = None
     metadata: dict[str, Any] = Field(default_factory=dict)
 
@@ -363,6 +366,21 @@ class InteractionPayload(FrozenModel):
         if data["purpose"] is None:
             del data["purpose"]
         return digest(data)
+
+    def copy_references(self) -> list[tuple[str, Localized]]:
+        """The copy references still to render, by field (`title`, `body`, `freeform_prompt`,
+        `options.<option id>.label`); a persisted card has none."""
+        found: list[tuple[str, Localized]] = [
+            (name, value)
+            for name in ("title", "body", "freeform_prompt")
+            if isinstance(value := getattr(self, name), Localized)
+        ]
+        found.extend(
+            (f"options.{option.option_id}.label", option.label)
+            for option in self.options
+            if isinstance(option.label, Localized)
+        )
+        return found
 
     def option(self, option_id: str) -> InteractionOption | None:
         for option in self.options:
@@ -378,6 +396,13 @@ class InteractionPayload(FrozenModel):
             if isinstance(option.action, ConfirmCommands)
             for command_id in option.action.command_ids
         )
+
+
+def _shown(text: str | Localized | None) -> Any:
+    """A persisted card's text (a card holding a copy reference is never persisted)."""
+    if isinstance(text, Localized):
+        raise InvalidInteraction("a card shows rendered text, never a copy reference")
+    return text
 
 
 class InvalidInteraction(TurnframeError):
@@ -443,6 +468,8 @@ class Interaction(FrozenModel):
     @model_validator(mode="after")
     def _check(self) -> Interaction:
         problems = validate_payload_for(self.kind, self.payload)
+        if self.payload.copy_references():
+            problems.append("a card shows rendered text, never a copy reference")
         if self.payload_hash != self.payload.hash():
             problems.append("payload_hash does not match the payload")
         if self.text_resolution is not TextResolution.NEVER and self.kind.authorizes_commands:
@@ -520,11 +547,11 @@ class Interaction(FrozenModel):
         return InteractionView(
             interaction_id=self.interaction_id,
             interaction_kind=self.kind,
-            title=self.payload.title,
-            body=self.payload.body,
+            title=_shown(self.payload.title),
+            body=_shown(self.payload.body),
             options=tuple(option.view() for option in self.payload.options),
             review_entries=self.payload.review_entries,
-            freeform_prompt=self.payload.freeform_prompt,
+            freeform_prompt=_shown(self.payload.freeform_prompt),
             blocking=self.blocking,
             case_revision=self.bound_revision,
             expires_at=self.expires_at,

@@ -17,6 +17,7 @@ from turnframe_core import codes
 from turnframe_core._canonical import Digest, digest
 from turnframe_core._derive import derive_replay_token
 from turnframe_core._model import FrozenModel, Millis, NonEmptyStr, Revision
+from turnframe_core.blocks import CopyRef
 from turnframe_core.cases import CaseRef
 from turnframe_core.commands import CommandOrigin, CommandPolicy
 from turnframe_core.errors import TurnframeError
@@ -40,6 +41,7 @@ __all__ = [
     "CommandOutcome",
     "CommandOutcomeRecord",
     "CommittedOutcome",
+    "CopyRender",
     "FailedOutcome",
     "IdempotentReplayOutcome",
     "OutcomeUnknown",
@@ -225,6 +227,17 @@ class ProseFinding(FrozenModel):
     replaced_by: Literal["rewrite", "server_copy"]
 
 
+class CopyRender(FrozenModel):
+    """One sentence of server copy a turn rendered: the template and parameters it was rendered
+    from, the text it gave and the reference its block stores. Replay shows the stored text; a
+    re-render compares it with what today's copy writes from the same template and parameters."""
+
+    template_id: NonEmptyStr
+    params: dict[str, Any] = Field(default_factory=dict)
+    text: str
+    copy_ref: CopyRef
+
+
 class ReplayRecord(FrozenModel):
     """Everything needed to answer the audit questions about one turn, without re-running it."""
 
@@ -259,6 +272,8 @@ class ReplayRecord(FrozenModel):
     #: the card this turn won (moved to `resolving`): recovery settles it, and only it
     claimed_interaction: InteractionId | None = None
     failure_code: str | None = None
+    #: the server copy the turn rendered (template, parameters, text, reference)
+    copy_renders: tuple[CopyRender, ...] = ()
 
     @model_validator(mode="after")
     def _token_is_derived(self) -> ReplayRecord:
@@ -275,7 +290,12 @@ class ReplayRecord(FrozenModel):
     def _added_later(self, handler: SerializerFunctionWrapHandler) -> Any:
         return _without_unset_additions(
             handler(self),
-            {"understanding_problems": (), "prose_findings": (), "claimed_interaction": None},
+            {
+                "understanding_problems": (),
+                "prose_findings": (),
+                "claimed_interaction": None,
+                "copy_renders": (),
+            },
         )
 
     def digest(self) -> str:

@@ -23,6 +23,7 @@ from turnframe_core._model import FrozenModel, NonEmptyStr
 from turnframe_core.blocks import NoticeSeverity
 from turnframe_core.cases import CaseRef
 from turnframe_core.commands import CommandPolicy, RiskClass
+from turnframe_core.copytext import Localized
 from turnframe_core.errors import TurnframeError
 from turnframe_core.events import DomainEvent, ReceiptSpec
 from turnframe_core.interactions import InteractionKind, InteractionPayload
@@ -31,6 +32,7 @@ from turnframe_core.wording import ClaimClass
 
 __all__ = [
     "ArgumentName",
+    "DeclaresCopy",
     "DeclaresFollowUps",
     "DeclaresReceiptClaims",
     "DeclaresReceiptTemplates",
@@ -102,11 +104,12 @@ class InteractionRequirement(FrozenModel):
 
 
 class WorkflowNotice(FrozenModel):
-    """A workflow's own remark about a case, carried under a stable code."""
+    """A workflow's own remark about a case, carried under a stable code; `text` is best a copy
+    reference, which the runtime renders in the turn's locale."""
 
     code: NonEmptyStr
     severity: NoticeSeverity
-    text: NonEmptyStr
+    text: NonEmptyStr | Localized
 
 
 class WorkflowView(FrozenModel):
@@ -266,17 +269,19 @@ class CompiledCommand(FrozenModel):
 
 
 class DomainRefusal(FrozenModel):
-    """The workflow declines an act; `explanation` is the domain's own sentence for the user."""
+    """The workflow declines an act; `explanation` is the domain's own sentence for the user,
+    best a copy reference (rendered in the turn's locale), else words the domain wrote."""
 
     code: NonEmptyStr
-    explanation: NonEmptyStr
+    explanation: NonEmptyStr | Localized
 
 
 class NextStep(FrozenModel):
     """A step the user could take next: an offered operation, how to say it, preset arguments."""
 
     operation: OperationName
-    words: NonEmptyStr
+    #: how the step reads to the user (best a copy reference, rendered in the turn's locale)
+    words: NonEmptyStr | Localized
     arguments: dict[str, Any] = Field(default_factory=dict)
 
 
@@ -320,8 +325,9 @@ class WorkflowDefinition(Protocol):
         """What receipts to render for committed events; each spec cites the events it states."""
         ...
 
-    def obligation_sentence(self, obligation: Obligation, locale: str) -> str | None:
-        """How an open obligation reads to the user in `locale`; None when there is no sentence."""
+    def obligation_sentence(self, obligation: Obligation, locale: str) -> str | Localized | None:
+        """How an open obligation reads to the user: a copy reference the runtime renders in the
+        turn's negotiated locale (or words for `locale`); None when there is no sentence."""
         ...
 
     def narratable_state(self, state: Mapping[str, Any] | None) -> Mapping[str, Any]:
@@ -352,6 +358,20 @@ class DeclaresReceiptTemplates(Protocol):
 
     def receipt_templates(self) -> Sequence[str]:
         """Every `template_id` that `receipts` may put in a `ReceiptSpec`."""
+        ...
+
+
+@runtime_checkable
+class DeclaresCopy(Protocol):
+    """A workflow that names every template its copy references may use, so a runtime refuses
+    to start while a served locale lacks one of them or one of their messages.
+
+    A confirmation card for a command renders its title from `<command type>.confirm` when a
+    catalog holds it (the command's payload as parameters), and a field a server answer states
+    is labelled by `<workflow key>.field.<name>` when that exists."""
+
+    def copy_templates(self) -> Sequence[str]:
+        """Every template id the workflow's `Localized` texts may name."""
         ...
 
 
