@@ -5,7 +5,18 @@ What this module exports is the public API; the stage modules behind it may chan
 """
 
 from turnframe_runtime.config import OutboxConfig, RuntimeConfig
-from turnframe_runtime.copy import CatalogCopy, MissingCopy, RenderedCopy, ServerCopy
+from turnframe_runtime.copy import (
+    LIBRARY_COPY,
+    CopyCatalog,
+    CopyDrift,
+    CopyGap,
+    CopyRenderError,
+    MissingCopy,
+    RenderedCopy,
+    ServerCopy,
+    TemplateCopy,
+    drift,
+)
 from turnframe_runtime.errors import (
     ConversationBusy,
     IdempotencyKeyReused,
@@ -71,7 +82,10 @@ __all__ = [
     "AppliesExternalAnswers",
     "CaseCandidate",
     "CaseDirectory",
-    "CatalogCopy",
+    "CopyCatalog",
+    "CopyDrift",
+    "CopyGap",
+    "CopyRenderError",
     "ClaimReviewer",
     "ConversationBusy",
     "StreamExpired",
@@ -109,6 +123,9 @@ __all__ = [
     "SendResult",
     "SendUnknown",
     "ServerCopy",
+    "TemplateCopy",
+    "LIBRARY_COPY",
+    "drift",
     "StoresWithoutTransactions",
     "TransitionRequest",
     "TurnFailed",

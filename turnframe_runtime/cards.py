@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from pydantic import ValidationError
 
@@ -36,7 +37,7 @@ from turnframe_core.interactions import (
 from turnframe_core.understanding import Constraint, ProposedAct
 from turnframe_core.workflow import CompiledCommand, InteractionRequirement
 from turnframe_runtime.context import AuditTrail, Notes, TurnContext
-from turnframe_runtime.copy import ServerCopy
+from turnframe_runtime.copy import CopyRenderError, ServerCopy, as_data, as_params
 from turnframe_runtime.reduce import CaseInView, PlannedCommand
 from turnframe_store.bundle import Stores
 from turnframe_store.errors import StoreError
@@ -78,7 +79,7 @@ class CardFactory:
     copy: ServerCopy
     max_selection_candidates: int
 
-    def _text(self, template_id: str, **params: object) -> str:
+    def _text(self, template_id: str, **params: Any) -> str:
         return self.copy.render(template_id, self.turn.locale, params).text
 
     def _card(
@@ -115,23 +116,16 @@ class CardFactory:
         command_ids: Sequence[str],
     ) -> Interaction:
         """The card an act waits for: what it would do, confirm or cancel."""
-        summary = next(
-            (
-                spec.summary
-                for spec in case.workflow.operations(case.view)
-                if spec.operation == commands[0].command_type
-            ),
-            commands[0].command_type,
-        )
         policies = [case.workflow.policy(c.command_type) for c in commands]
         review = any(p.confirmation is ConfirmationPolicy.REVIEW_CARD for p in policies)
+        workflow = case.case_ref.workflow
         entries = tuple(
-            ReviewEntry(field=name, label=name.replace("_", " "), after=str(value))
+            ReviewEntry(field=name, label=self._field_label(workflow, name), after=str(value))
             for command in commands
             for name, value in command.payload.items()
         )
         payload = InteractionPayload(
-            title=self._text("turnframe.card.confirm.title", summary=summary),
+            title=self._confirm_title(case, commands),
             review_entries=entries if review else (),
             options=(
                 InteractionOption(
@@ -150,6 +144,68 @@ class CardFactory:
         )
         kind = InteractionKind.REVIEW_CHANGES if review else InteractionKind.CONFIRM_COMMAND
         return self._card(f"confirm:{act_id}", case, kind, payload)
+
+    def _confirm_title(self, case: CaseInView, commands: Sequence[CompiledCommand]) -> str:
+        """What the card confirms, in the turn's locale: each command's own `<command type>.confirm`
+        copy with its arguments (money, dates and numbers formatted by the template), else the
+        operation's summary."""
+        titles: list[str] = []
+        for command in commands:
+            template = f"{command.command_type}.confirm"
+            if not self.copy.has(template):
+                break
+            params = as_params(command.payload)
+            try:
+                titles.append(self.copy.render(template, self.turn.locale, params).text)
+            except CopyRenderError:
+                break
+        else:
+            return " ".join(titles)
+        summary = next(
+            (
+                spec.summary
+                for spec in case.workflow.operations(case.view)
+                if spec.operation == commands[0].command_type
+            ),
+            commands[0].command_type,
+        )
+        workflow = case.case_ref.workflow
+        details = "; ".join(
+            f"{self._field_label(workflow, name)} {as_data(value)}"
+            for command in commands
+            for name, value in command.payload.items()
+        )
+        return self._text("turnframe.card.confirm.title", summary=as_data(summary), details=details)
+
+    def _field_label(self, workflow: str, name: str) -> str:
+        template = f"{workflow}.field.{name}"
+        if self.copy.has(template):
+            return self._text(template)
+        return name.replace("_", " ")
+
+    def _rendered(self, payload: InteractionPayload) -> InteractionPayload:
+        """A workflow's card with its copy references rendered in the turn's locale."""
+        found = dict(payload.copy_references())
+        if not found:
+            return payload
+
+        def text(name: str, value: Any) -> Any:
+            ref = found.get(name)
+            return value if ref is None else self._text(ref.template_id, **ref.params)
+
+        return payload.model_copy(
+            update={
+                "title": text("title", payload.title),
+                "body": text("body", payload.body),
+                "freeform_prompt": text("freeform_prompt", payload.freeform_prompt),
+                "options": tuple(
+                    option.model_copy(
+                        update={"label": text(f"options.{option.option_id}.label", option.label)}
+                    )
+                    for option in payload.options
+                ),
+            }
+        )
 
     def selection(
         self, act: ProposedAct, cases: Sequence[CaseInView], constraints: Sequence[Constraint]
@@ -187,7 +243,9 @@ class CardFactory:
 
     def requirement(self, case: CaseInView, requirement: InteractionRequirement) -> Interaction:
         """The card a workflow view requires now, built by its workflow."""
-        payload = case.workflow.build_interaction(requirement, case.view, case.state)
+        payload = self._rendered(
+            case.workflow.build_interaction(requirement, case.view, case.state)
+        )
         payload = payload.model_copy(
             update={"purpose": MeetsRequirement(requirement_key=requirement.key)}
         )

@@ -29,6 +29,7 @@ from turnframe_core.blocks import (
 )
 from turnframe_core.cases import CaseKey, CaseRef
 from turnframe_core.claims import ClaimGuardViolation, check_claims
+from turnframe_core.copytext import Localized, plain
 from turnframe_core.events import DomainEvent
 from turnframe_core.facts import (
     ActChangedNothing,
@@ -47,15 +48,17 @@ from turnframe_core.replay import CommittedOutcome, FailedOutcome, OutcomeUnknow
 from turnframe_core.turn import AssistantTurn, Expectation, ExpectationKind, Offer, TurnStatus
 from turnframe_core.understanding import Question, Understanding
 from turnframe_core.wording import ClaimClass, TurnBacking, check_wording
-from turnframe_core.workflow import WorkflowDefinition
+from turnframe_core.workflow import Obligation, WorkflowDefinition
 from turnframe_runtime.card_answer import Closed
 from turnframe_runtime.cases import CaseBook, in_key_order, workflow_for
 from turnframe_runtime.context import AuditTrail, Notes, TurnContext
 from turnframe_runtime.copy import (
+    CopyRenderError,
     MissingCopy,
     RenderedCopy,
     ServerCopy,
     as_data,
+    as_params,
     receipt_title,
 )
 from turnframe_runtime.narration import Narration, forbidden_claims, wording_findings
@@ -118,6 +121,13 @@ class Composer:
 
     def _render(self, template_id: str, **params: object) -> RenderedCopy:
         return self.copy.render(template_id, self.turn.locale, params)
+
+    def _words(self, text: str | Localized) -> str:
+        """A workflow's words: its copy reference rendered in the turn's locale, or the text it
+        wrote itself."""
+        if isinstance(text, Localized):
+            return self.copy.render(text.template_id, self.turn.locale, text.params).text
+        return text
 
     async def compose(self, result: TurnResult) -> AssistantTurn:
         turn = self.turn
@@ -284,16 +294,21 @@ class Composer:
         """The receipt's own title; a template the start check could not see (a workflow that
         does not declare its receipt templates) falls back to a generic one, since the events
         committed and the turn must still get its reply."""
-        quoted = {k: v if _number(v) else as_data(v) for k, v in params.items()}
+        quoted = as_params(params)
         try:
             return self.copy.render(receipt_title(template_id), self.turn.locale, quoted)
-        except (MissingCopy, KeyError, ValueError):  # no template, or params it cannot format
+        except (MissingCopy, CopyRenderError):  # no template, or params it cannot format
             return self._render("turnframe.receipt.recorded")
 
     def _notices(self) -> list[NoticeBlock]:
         blocks: list[NoticeBlock] = []
         for index, notice in enumerate(self.notes.notices):
-            rendered = self.copy.render(notice.code, self.turn.locale, notice.params)
+            if notice.copy is not None:  # a refusal, in the copy its domain named
+                rendered = self.copy.render(
+                    notice.copy.template_id, self.turn.locale, notice.copy.params
+                )
+            else:
+                rendered = self.copy.render(notice.code, self.turn.locale, notice.params)
             blocks.append(
                 NoticeBlock(
                     block_id=derive_block_id(
@@ -339,7 +354,7 @@ class Composer:
                     case_ref=case.case_ref,
                     obligation_key=obligation.key,
                     params=obligation.params,
-                    sentence=case.workflow.obligation_sentence(obligation, self.turn.locale),
+                    sentence=self._sentence(case, obligation),
                 )
             )
         return facts
@@ -391,7 +406,7 @@ class Composer:
             ]
             facts.extend(StateValue(case_ref=case.case_ref, field=n, value=v) for n, v in values)
             if values:
-                listed = ", ".join(f"{n.replace('_', ' ')} {as_data(v)}" for n, v in values)
+                listed = ", ".join(self._fact(case, n, v) for n, v in values)
                 rendered = self._render(
                     "turnframe.answer.record", label=as_data(case.label), values=listed
                 )
@@ -409,6 +424,21 @@ class Composer:
             copy_ref=copy_ref,
         )
 
+    def _fact(self, case: CaseInView, name: str, value: object) -> str:
+        """One field of a case as the server states it in the turn's locale: the workflow's
+        `<key>.fact.<name>` copy (given the value, to format or word it), else its
+        `<key>.field.<name>` label and the value as data, else the field's name and the value."""
+        workflow = case.case_ref.workflow
+        fact = f"{workflow}.fact.{name}"
+        if self.copy.has(fact):
+            try:
+                return self._render(fact, value=value).text
+            except CopyRenderError:
+                pass  # a value the copy cannot format: stated as data below
+        label = f"{workflow}.field.{name}"
+        shown = self._render(label).text if self.copy.has(label) else name.replace("_", " ")
+        return f"{shown} {as_data(value)}"
+
     # --- what comes next -------------------------------------------------------------------------
 
     def _offers(self, result: TurnResult) -> tuple[Offer, ...]:
@@ -420,8 +450,8 @@ class Composer:
                 continue
             on_offer = {s.operation for s in case.workflow.operations(case.view) if s.proposable}
             offers.extend(
-                Offer(case_ref=case.case_ref, operation=step.operation, words=step.words,
-                      arguments=dict(step.arguments))
+                Offer(case_ref=case.case_ref, operation=step.operation,
+                      words=self._words(step.words), arguments=dict(step.arguments))
                 for step in case.workflow.next_steps(case.view)
                 if step.operation in on_offer
             )  # fmt: skip
@@ -433,10 +463,14 @@ class Composer:
             return None
         for case in result.touched_cases():
             for obligation in case.view.obligations:
-                sentence = case.workflow.obligation_sentence(obligation, self.turn.locale)
+                sentence = self._sentence(case, obligation)
                 if sentence:
                     return sentence
         return None
+
+    def _sentence(self, case: CaseInView, obligation: Obligation) -> str | None:
+        sentence = case.workflow.obligation_sentence(obligation, self.turn.locale)
+        return None if sentence is None else self._words(sentence)
 
     # --- the transition --------------------------------------------------------------------------
 
@@ -453,7 +487,7 @@ class Composer:
         if self.narration is not None:
             facts: list[NarratableFact] = [*_outcomes(receipts), *_available(cards)]
             facts.extend(
-                ActRefused(case_ref=case_ref, code=r.code, explanation=r.explanation)
+                ActRefused(case_ref=case_ref, code=r.code, explanation=plain(r.explanation))
                 for case_ref, r in self.notes.refusals
             )
             if result.plan.unchanged:
@@ -514,11 +548,6 @@ class Composer:
             facts_used=(*_outcomes(done), *_available(cards)),
             copy_ref=parts[-1].copy_ref,
         )
-
-
-def _number(value: object) -> bool:
-    """A number a template may format as a number; anything else it quotes as data."""
-    return isinstance(value, int | float) and not isinstance(value, bool)
 
 
 def _outcomes(receipts: Sequence[ReceiptBlock]) -> list[NarratableFact]:

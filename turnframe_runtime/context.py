@@ -15,10 +15,12 @@ from typing import Any
 from turnframe_core import codes
 from turnframe_core.cases import CaseRef
 from turnframe_core.commands import CommandEnvelope, CommandPolicy
+from turnframe_core.copytext import Localized
 from turnframe_core.events import DomainEvent
 from turnframe_core.replay import (
     CommandOutcome,
     CommittedOutcome,
+    CopyRender,
     OutcomeUnknown,
     PolicyDecisionRecord,
     ProseFinding,
@@ -59,6 +61,9 @@ class TurnContext:
 class Notice:
     code: str
     params: Mapping[str, Any] = field(default_factory=dict)
+    #: the sentence the notice shows when it is not its code's own template (a refusal, in the
+    #: copy the domain named)
+    copy: Localized | None = None
 
 
 class Notes:
@@ -71,22 +76,34 @@ class Notes:
         self.notices: list[Notice] = []
         self.refusals: list[tuple[CaseRef | None, DomainRefusal]] = []
 
-    def notice(self, code: str, **params: Any) -> None:
-        if all((n.code, n.params) != (code, params) for n in self.notices):
-            self.notices.append(Notice(code, params))
+    def notice(self, code: str, copy: Localized | None = None, **params: Any) -> None:
+        if all((n.code, n.params, n.copy) != (code, params, copy) for n in self.notices):
+            self.notices.append(Notice(code, params, copy))
 
     def withdraw(self, code: str) -> None:
         self.notices = [n for n in self.notices if n.code != code]
 
     def refuse(self, case_ref: CaseRef | None, refusal: DomainRefusal) -> None:
-        """An act that will not run, in the domain's own words; the runtime's own refusals (whose
-        explanation is their code) read from server copy."""
-        text = refusal.explanation
-        template = f"turnframe.refusal.{refusal.code.rsplit('.', 1)[-1]}"
-        if refusal.explanation == refusal.code and self._copy.has(template):
-            text = self._copy.render(template, self._locale, {}).text
-        self.refusals.append((case_ref, refusal.model_copy(update={"explanation": text})))
-        self.notice(codes.NOTICE_ACT_REFUSED, explanation=text)
+        """An act that will not run, in the domain's words: the copy its refusal names; the
+        runtime's own refusals (whose explanation is their code) and a code a catalog holds a
+        template for read from server copy; anything else is the domain's own sentence."""
+        explanation = refusal.explanation
+        copy: Localized | None = None
+        if isinstance(explanation, Localized):
+            copy = explanation
+        elif explanation == refusal.code and self._copy.has(
+            template := f"turnframe.refusal.{refusal.code.rsplit('.', 1)[-1]}"
+        ):
+            copy = Localized(template_id=template)
+        elif self._copy.has(refusal.code):
+            copy = Localized(template_id=refusal.code)
+        if copy is not None:
+            text = self._copy.render(copy.template_id, self._locale, copy.params).text
+            self.refusals.append((case_ref, refusal.model_copy(update={"explanation": text})))
+            self.notice(codes.NOTICE_ACT_REFUSED, copy=copy)
+        else:
+            self.refusals.append((case_ref, refusal))
+            self.notice(codes.NOTICE_ACT_REFUSED, explanation=explanation)
 
     def report(self, plan: Plan) -> None:
         """Every act of `plan` that will not run says why: refusals, constraint blocks, policy."""
@@ -137,6 +154,12 @@ class AuditTrail:
     prose_findings: list[ProseFinding] = field(default_factory=list)
     #: the card this turn won and moved to `resolving`
     claimed_interaction: str | None = None
+    #: every sentence of server copy the turn rendered, once each, in order
+    copy_renders: list[CopyRender] = field(default_factory=list)
+
+    def rendered(self, render: CopyRender) -> None:
+        if render not in self.copy_renders:
+            self.copy_renders.append(render)
 
     def decided(self, envelope: CommandEnvelope, policy: CommandPolicy, allowed: bool) -> None:
         """Record the policy decision for one command (what authorized it, or why not)."""

@@ -114,6 +114,7 @@ class Recorder:
             claim_violations=tuple(audit.claim_violations),
             prose_findings=tuple(audit.prose_findings),
             claimed_interaction=audit.claimed_interaction,
+            copy_renders=tuple(audit.copy_renders),
             **extra,
         )
 

@@ -43,7 +43,7 @@ from turnframe_runtime.cases import CaseBook, workflow_for
 from turnframe_runtime.compose import Composer, TurnResult
 from turnframe_runtime.config import RuntimeConfig
 from turnframe_runtime.context import AuditTrail, Executed, Notes, TurnContext
-from turnframe_runtime.copy import ServerCopy
+from turnframe_runtime.copy import RecordingCopy, ServerCopy
 from turnframe_runtime.execute import Execution, tell_outcome
 from turnframe_runtime.follow_up import FollowUp
 from turnframe_runtime.ports import CaseDirectory, ExecutionResult, WorkflowExecutor
@@ -126,7 +126,8 @@ class Recovery:
         user = await conversations.get_user_turn(account_id, turn_id)
         ctx = TurnContext(user.input, turn_id, user.received_at)
         record = await self.stores.replay.get(account_id, turn_id)
-        notes, audit = Notes(self.copy, ctx.locale), AuditTrail()
+        audit = AuditTrail()
+        notes = Notes(RecordingCopy(self.copy, audit.rendered), ctx.locale)
         _seed(audit, record)
         stream = TurnEvents(
             account_id,
@@ -321,7 +322,9 @@ class Recovery:
             await cases.load_candidates(ctx.conversation_id)
         shown = await self._open_cards(ctx, record)
         touched |= {c.case_ref.key for c in shown}
-        factory = CardFactory(ctx, self.copy, self.config.max_selection_candidates)
+        factory = CardFactory(
+            ctx, RecordingCopy(self.copy, audit.rendered), self.config.max_selection_candidates
+        )
         follow_up = FollowUp(ctx, cases, factory, notes, audit, shown, touched)
         refreshed = await follow_up.refresh(())
         try:
@@ -343,7 +346,7 @@ class Recovery:
         return Composer(
             ctx,
             self.workflows,
-            self.copy,
+            RecordingCopy(self.copy, audit.rendered),
             self.clock,
             None,  # recovery resubmits no model request
             notes,
@@ -444,3 +447,4 @@ def _seed(audit: AuditTrail, record: ReplayRecord) -> None:
     audit.claim_violations.extend(record.claim_violations)
     audit.prose_findings.extend(record.prose_findings)
     audit.claimed_interaction = record.claimed_interaction
+    audit.copy_renders.extend(record.copy_renders)

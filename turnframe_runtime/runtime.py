@@ -35,6 +35,7 @@ from turnframe_core.turn import AssistantTurn, InvalidTurnInput, TurnInput
 from turnframe_core.understanding import Understanding
 from turnframe_core.wording import ClaimClass
 from turnframe_core.workflow import (
+    DeclaresCopy,
     DeclaresFollowUps,
     DeclaresReceiptClaims,
     DeclaresReceiptTemplates,
@@ -57,7 +58,15 @@ from turnframe_runtime.cases import CaseBook
 from turnframe_runtime.compose import Composer, TurnResult
 from turnframe_runtime.config import OutboxConfig, RuntimeConfig
 from turnframe_runtime.context import AuditTrail, Notes, Purpose, TurnContext, failure_code
-from turnframe_runtime.copy import CatalogCopy, MissingCopy, ServerCopy, receipt_title
+from turnframe_runtime.copy import (
+    CopyDrift,
+    MissingCopy,
+    RecordingCopy,
+    ServerCopy,
+    TemplateCopy,
+    drift,
+    receipt_title,
+)
 from turnframe_runtime.errors import (  # the last two are also named here, as they always were
     ConversationBusy,
     ReviewerRequired,
@@ -155,17 +164,27 @@ class TurnRuntime:
                 for code, classes in workflow.receipt_claims().items()
             }
         )
-        self._copy: ServerCopy = copy or CatalogCopy()
         self._config = config or RuntimeConfig()
+        # A turn renders only in a locale the runtime declares (its fallback chain ends in the
+        # default locale), and every declared locale is checked whole below.
+        self._copy: ServerCopy = (copy or TemplateCopy()).serving(self._config.locales)
         self._clock = clock or (lambda: time.time_ns() // 1_000_000)
         self._ids = ids or UlidIdSource(self._clock)
-        receipts = (
-            receipt_title(template)
-            for workflow in workflows
-            if isinstance(workflow, DeclaresReceiptTemplates)
-            for template in workflow.receipt_templates()
-        )
-        missing = self._copy.missing(self._config.locales, required=receipts)
+        required = [
+            *(
+                receipt_title(template)
+                for workflow in workflows
+                if isinstance(workflow, DeclaresReceiptTemplates)
+                for template in workflow.receipt_templates()
+            ),
+            *(
+                template
+                for workflow in workflows
+                if isinstance(workflow, DeclaresCopy)
+                for template in workflow.copy_templates()
+            ),
+        ]
+        missing = self._copy.missing(self._config.locales, required=required)
         if missing:
             raise MissingCopy(missing)
         self._outbox = OutboxDispatcher(self, senders or {}, outbox)
@@ -213,6 +232,13 @@ class TurnRuntime:
     async def replay(self, account_id: str, replay_token: str) -> ReplayRecord:
         """The turn's audit record (read-only: executes nothing, calls no model)."""
         return await self._stores.replay.get_by_token(account_id, replay_token)
+
+    async def rerender(self, account_id: str, replay_token: str) -> list[CopyDrift]:
+        """Drift of a turn's server copy: each sentence it rendered, rendered again from the same
+        template and parameters in the same locale with today's copy, reported where the text,
+        the template or the catalog differs. Read-only; replay itself never re-renders."""
+        record = await self._stores.replay.get_by_token(account_id, replay_token)
+        return drift(self._copy, record.copy_renders)
 
     async def handle_turn(self, turn_input: TurnInput) -> AssistantTurn:
         """Run one turn end to end and return the AssistantTurn it persisted.
@@ -616,7 +642,9 @@ class TurnRuntime:
     ) -> _Turn:
         turn_id = turn_id or turn_input.turn_id or self._ids.new_id("turn")
         ctx = TurnContext(turn_input, turn_id, self._clock())
-        notes, audit = Notes(self._copy, ctx.locale), AuditTrail()
+        audit = AuditTrail()
+        copy = RecordingCopy(self._copy, audit.rendered)
+        notes = Notes(copy, ctx.locale)
         events = TurnEvents(
             ctx.account_id,
             turn_id,
@@ -632,7 +660,8 @@ class TurnRuntime:
             cases=CaseBook(self._directory, self._workflows, ctx.account_id),
             notes=notes,
             audit=audit,
-            factory=CardFactory(ctx, self._copy, self._config.max_selection_candidates),
+            copy=copy,
+            factory=CardFactory(ctx, copy, self._config.max_selection_candidates),
             recorder=recorder,
             execution=Execution(self._executor, self._config, ctx, notes, audit, recorder),
         )
@@ -767,7 +796,7 @@ class TurnRuntime:
         return Composer(
             t.ctx,
             self._workflows,
-            self._copy,
+            t.copy,
             self._clock,
             narration,
             t.notes,
@@ -806,6 +835,7 @@ class _Turn:
     cases: CaseBook
     notes: Notes
     audit: AuditTrail
+    copy: ServerCopy
     factory: CardFactory
     recorder: Recorder
     execution: Execution

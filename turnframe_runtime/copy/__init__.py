@@ -1,0 +1,593 @@
+"""Server copy: every sentence the server writes (receipts, notices, cards, refusals, fallback
+prose) is a jinja2 template rendered in a sandbox, its words translated through gettext catalogs
+managed with babel, its numbers, money and dates formatted by babel for the turn's locale.
+
+A template is a file `<template id>.j2` of a `CopyCatalog`; its messages live in the catalog's
+compiled `<locale>/LC_MESSAGES/<domain>.mo`. Every rendering names the template, its version (a
+digest of its source), the locale it was rendered in and a digest of that locale's catalog, so a
+stored block never needs rendering again: replay shows the stored text, and `drift` compares it
+with what today's templates, catalogs and babel would write.
+
+A turn's locale is negotiated among the locales the runtime serves: `it-CH` renders in `it-CH`
+if served, else in `it`, else in the default locale; the locale actually used is the one the
+block records.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import decimal
+import gettext
+import json
+import re
+import unicodedata
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, NamedTuple, Protocol
+
+from babel import Locale, UnknownLocaleError
+from babel.dates import format_date, format_datetime
+from babel.numbers import format_currency, format_decimal, format_percent
+from babel.support import Translations
+from jinja2 import FunctionLoader, StrictUndefined, TemplateError, TemplateNotFound
+from jinja2.sandbox import ImmutableSandboxedEnvironment
+
+from turnframe_core import codes
+from turnframe_core._canonical import digest
+from turnframe_core.blocks import CopyRef
+from turnframe_core.copytext import Localized
+from turnframe_core.errors import TurnframeError
+from turnframe_core.replay import CopyRender
+
+__all__ = [
+    "LIBRARY_COPY",
+    "CopyCatalog",
+    "CopyDrift",
+    "CopyGap",
+    "CopyRenderError",
+    "MissingCopy",
+    "RecordingCopy",
+    "RenderedCopy",
+    "ServerCopy",
+    "TemplateCopy",
+    "as_data",
+    "as_params",
+    "drift",
+    "locale_chain",
+    "receipt_title",
+]
+
+_HERE = Path(__file__).resolve().parent
+
+
+class RenderedCopy:
+    """A rendered sentence and the reference that says how it was rendered."""
+
+    __slots__ = ("copy_ref", "params", "text")
+
+    def __init__(self, text: str, copy_ref: CopyRef, params: Mapping[str, Any] | None = None):
+        self.text = text
+        self.copy_ref = copy_ref
+        self.params: Mapping[str, Any] = params or {}
+
+
+class CopyGap(NamedTuple):
+    """One thing a served locale lacks: a template (`message` None) or one of its messages."""
+
+    locale: str
+    template_id: str
+    message: str | None = None
+
+    def __str__(self) -> str:
+        if self.message is None:
+            return f"{self.locale}:{self.template_id} (no template)"
+        return f'{self.locale}:{self.template_id} lacks "{self.message}"'
+
+
+class MissingCopy(TurnframeError):
+    """Served locales lack copy; `missing` names every gap (locale, template id, message)."""
+
+    code = codes.RUNTIME_MISSING_COPY
+
+    def __init__(self, missing: Iterable[CopyGap | tuple[str, str]]) -> None:
+        self.missing = tuple(sorted(CopyGap(*gap) for gap in missing))
+        shown = ", ".join(str(gap) for gap in self.missing)
+        super().__init__(f"missing server copy: {shown}")
+
+
+class CopyRenderError(TurnframeError):
+    """A template could not render with the parameters it was given (a missing or unusable
+    parameter); the caller falls back to copy that needs none."""
+
+    code = codes.RUNTIME_MISSING_COPY
+
+
+class ServerCopy(Protocol):
+    def render(self, template_id: str, locale: str, params: Mapping[str, Any]) -> RenderedCopy:
+        """The sentence for `template_id` in the negotiated `locale`; raises `MissingCopy` when
+        no catalog has the template, `CopyRenderError` when `params` do not fit it."""
+        ...
+
+    def missing(self, locales: Iterable[str], required: Iterable[str] = ()) -> list[CopyGap]:
+        """Every gap that rendering in a served locale could meet: a template that does not
+        exist (among every template the catalogs hold, and `required`) or a message of one that
+        the locale's catalogs do not translate."""
+        ...
+
+    def has(self, template_id: str) -> bool:
+        """Whether any catalog holds `template_id`."""
+        ...
+
+    def serving(self, locales: Iterable[str]) -> ServerCopy:
+        """This copy, negotiating only among `locales` (and the default locale)."""
+        ...
+
+
+@dataclass(frozen=True)
+class CopyCatalog:
+    """One source of server copy: jinja2 templates `<template id>.j2` under `templates`, and the
+    gettext catalogs of gettext domain `domain` compiled under `locales`
+    (`<locale>/LC_MESSAGES/<domain>.mo`, as `pybabel compile` writes them). Templates are
+    written in `source_locale`: it needs no catalog."""
+
+    domain: str
+    templates: Path
+    locales: Path
+    source_locale: str = "en"
+
+    def template_sources(self) -> dict[str, str]:
+        return {
+            path.name[: -len(".j2")]: path.read_text(encoding="utf-8")
+            for path in sorted(self.templates.glob("*.j2"))
+        }
+
+    def catalog_locales(self) -> set[str]:
+        if not self.locales.is_dir():
+            return set()
+        return {
+            _tag(path.name)
+            for path in self.locales.iterdir()
+            if (path / "LC_MESSAGES" / f"{self.domain}.mo").is_file()
+        }
+
+
+#: the runtime's own copy (English source; catalogs for Italian and German)
+LIBRARY_COPY = CopyCatalog("turnframe", _HERE / "templates", _HERE / "locale")
+
+
+def _tag(name: str) -> str:
+    """`it_CH` or `it-ch` -> `it-CH` (the form turns carry)."""
+    try:
+        return str(Locale.parse(name.replace("-", "_"))).replace("_", "-")
+    except (ValueError, UnknownLocaleError):
+        return name.replace("_", "-")
+
+
+def locale_chain(requested: str, default: str) -> tuple[str, ...]:
+    """The locales rendering tries, in order: `it-CH`, `it`, then `default`."""
+    tag = _tag(requested)
+    parts = tag.split("-")
+    chain = ["-".join(parts[:n]) for n in range(len(parts), 0, -1)]
+    return tuple(dict.fromkeys([*chain, _tag(default)]))
+
+
+@dataclass
+class _LocaleCopy:
+    """What rendering in one locale needs: its environment and its catalog's digest."""
+
+    locale: str
+    env: ImmutableSandboxedEnvironment
+    messages: dict[Any, Any]
+    catalog_digest: str
+
+
+@dataclass
+class _Shared:
+    sources: dict[str, str]
+    versions: dict[str, str]
+    envs: dict[str, _LocaleCopy] = field(default_factory=dict)
+    refs: dict[tuple[str, str], CopyRef] = field(default_factory=dict)
+    messages: dict[str, tuple[Any, ...]] = field(default_factory=dict)
+
+
+class TemplateCopy:
+    """Server copy from jinja2 templates and babel catalogs: the library's own (`LIBRARY_COPY`),
+    overridden and extended by an adopter's catalogs given first (a template id an adopter's
+    catalog holds replaces the library's; their messages are looked up in every catalog, the
+    adopter's first)."""
+
+    def __init__(
+        self,
+        *catalogs: CopyCatalog,
+        default_locale: str = "en",
+        locales: Iterable[str] | None = None,
+    ) -> None:
+        self._catalogs = (*catalogs, LIBRARY_COPY)
+        self._default = _tag(default_locale)
+        sources: dict[str, str] = {}
+        for catalog in reversed(self._catalogs):  # the first catalog given wins
+            sources.update(catalog.template_sources())
+        versions = {tid: digest(src).split(":")[1][:16] for tid, src in sources.items()}
+        self._shared = _Shared(sources=sources, versions=versions)
+        self._served = self._available() if locales is None else self._restricted(locales)
+
+    def _available(self) -> frozenset[str]:
+        found = {self._default}
+        for catalog in self._catalogs:
+            found.add(_tag(catalog.source_locale))
+            found.update(catalog.catalog_locales())
+        return frozenset(found)
+
+    def _restricted(self, locales: Iterable[str]) -> frozenset[str]:
+        return frozenset({self._default, *(_tag(locale) for locale in locales)})
+
+    def serving(self, locales: Iterable[str]) -> TemplateCopy:
+        served = TemplateCopy.__new__(TemplateCopy)
+        served._catalogs = self._catalogs
+        served._default = self._default
+        served._shared = self._shared
+        served._served = self._restricted(locales)
+        return served
+
+    @property
+    def default_locale(self) -> str:
+        return self._default
+
+    def negotiate(self, requested: str) -> str:
+        """The served locale a turn in `requested` renders in."""
+        for candidate in locale_chain(requested, self._default):
+            if candidate in self._served:
+                return candidate
+        return self._default
+
+    def has(self, template_id: str) -> bool:
+        return template_id in self._shared.sources
+
+    def template_ids(self) -> list[str]:
+        return sorted(self._shared.sources)
+
+    def render(self, template_id: str, locale: str, params: Mapping[str, Any]) -> RenderedCopy:
+        used = self.negotiate(locale)
+        if template_id not in self._shared.sources:
+            raise MissingCopy([CopyGap(used, template_id)])
+        copy = self._locale(used)
+        try:
+            text = copy.env.get_template(template_id).render(dict(params))
+        except (TemplateError, KeyError, TypeError, ValueError, decimal.InvalidOperation) as exc:
+            raise CopyRenderError(
+                f"template {template_id!r} cannot render with {sorted(params)}: "
+                f"{type(exc).__name__}"
+            ) from exc
+        key = (template_id, used)
+        ref = self._shared.refs.get(key)
+        if ref is None:
+            ref = CopyRef(
+                template_id=template_id,
+                template_version=self._shared.versions[template_id],
+                locale=used,
+                catalog_digest=copy.catalog_digest,
+            )
+            self._shared.refs[key] = ref
+        # A template's own line breaks and indentation fold to single spaces; a no-break space
+        # babel writes (between an amount and its currency) stays.
+        return RenderedCopy(_ASCII_SPACE.sub(" ", text).strip(" "), ref, params)
+
+    def render_text(self, text: Localized, locale: str) -> RenderedCopy:
+        """A copy reference a workflow returned, rendered (its parameters are data)."""
+        return self.render(text.template_id, locale, text.params)
+
+    def messages(self, template_id: str) -> tuple[Any, ...]:
+        """The gettext messages `template_id` uses (a plural form as a tuple)."""
+        found = self._shared.messages.get(template_id)
+        if found is None:
+            env: Any = self._locale(self._default).env  # the i18n extension adds the method
+            found = tuple(
+                _message(message)
+                for _line, _function, message in env.extract_translations(
+                    self._shared.sources[template_id]
+                )
+            )
+            self._shared.messages[template_id] = found
+        return found
+
+    def missing(self, locales: Iterable[str], required: Iterable[str] = ()) -> list[CopyGap]:
+        gaps: set[CopyGap] = set()
+        wanted = sorted({*self._shared.sources, *required})
+        sources = {_tag(c.source_locale) for c in self._catalogs}
+        for locale in sorted({self._default, *(_tag(x) for x in locales)}):
+            for template_id in wanted:
+                if template_id not in self._shared.sources:
+                    gaps.add(CopyGap(locale, template_id))
+                    continue
+                if any(part in sources for part in locale_chain(locale, locale)):
+                    continue  # the templates' own language (a region may override, not lack)
+                have = self._locale(locale).messages
+                for message in self.messages(template_id):
+                    key = message if isinstance(message, str) else (message[0], 0)
+                    if not have.get(key):
+                        shown = message if isinstance(message, str) else message[0]
+                        gaps.add(CopyGap(locale, template_id, shown))
+        return sorted(gaps)
+
+    # --- environments -----------------------------------------------------------------------
+
+    def _locale(self, locale: str) -> _LocaleCopy:
+        copy = self._shared.envs.get(locale)
+        if copy is None:
+            copy = self._build(locale)
+            self._shared.envs[locale] = copy
+        return copy
+
+    def _build(self, locale: str) -> _LocaleCopy:
+        translations: gettext.NullTranslations = gettext.NullTranslations()
+        messages: dict[Any, Any] = {}
+        # The language's catalogs, then the region's over them; the adopter's over the library's.
+        names = [part.replace("-", "_") for part in reversed(locale_chain(locale, locale))]
+        merged: Translations | None = None
+        for catalog in reversed(self._catalogs):
+            for name in names:
+                path = catalog.locales / name / "LC_MESSAGES" / f"{catalog.domain}.mo"
+                if not path.is_file():
+                    continue
+                with path.open("rb") as handle:
+                    loaded = Translations(handle, domain=catalog.domain)
+                messages.update(_catalog_of(loaded))
+                if merged is None:
+                    merged = loaded
+                else:
+                    merged.merge(loaded)
+        if merged is not None:
+            translations = merged
+        env = ImmutableSandboxedEnvironment(
+            loader=FunctionLoader(self._source),
+            extensions=["jinja2.ext.i18n"],
+            undefined=StrictUndefined,
+            autoescape=False,
+            auto_reload=False,
+        )
+        env.install_gettext_translations(translations, newstyle=True)  # type: ignore[attr-defined]
+        env.filters.update(_filters(locale))
+        return _LocaleCopy(
+            locale=locale,
+            env=env,
+            messages=messages,
+            catalog_digest=digest(
+                {"locale": locale, "messages": sorted(_printable(messages).items())}
+            ),
+        )
+
+    def _source(self, template_id: str) -> tuple[str, None, Callable[[], bool]] | None:
+        source = self._shared.sources.get(template_id)
+        if source is None:
+            raise TemplateNotFound(template_id)
+        return source, None, lambda: True
+
+
+_ASCII_SPACE = re.compile(r"[ \t\r\n\f\v]+")
+
+
+def _message(extracted: Any) -> Any:
+    """A message as a catalog keys it: its text, or (singular, plural) for a plural form (the
+    extractor pads a message with variables to a tuple with None)."""
+    if isinstance(extracted, str):
+        return extracted
+    texts = tuple(part for part in extracted if isinstance(part, str))
+    return texts[0] if len(texts) == 1 else texts[:2]
+
+
+def _catalog_of(translations: gettext.GNUTranslations) -> dict[Any, Any]:
+    catalog: dict[Any, Any] = getattr(translations, "_catalog", {})
+    return {key: value for key, value in catalog.items() if key != ""}
+
+
+def _printable(messages: Mapping[Any, Any]) -> dict[str, str]:
+    return {
+        key if isinstance(key, str) else f"{key[0]}\x00{key[1]}": value
+        for key, value in messages.items()
+    }
+
+
+# --- babel formatting ---------------------------------------------------------------------------
+
+
+def _filters(locale: str) -> dict[str, Callable[..., str]]:
+    """Filters a template formats values with, in the locale it renders in."""
+    where = Locale.parse(locale.replace("-", "_"))
+
+    def number(value: Any) -> str:
+        return format_decimal(_decimal(value), locale=where)
+
+    def money(value: Any, currency: str) -> str:
+        return format_currency(_decimal(value), str(currency), locale=where)
+
+    def percent(value: Any) -> str:
+        return format_percent(_decimal(value), locale=where)
+
+    def date(value: Any, format: str = "medium") -> str:
+        return format_date(_date(value), format=format, locale=where)
+
+    def datetime(value: Any, format: str = "medium") -> str:
+        moment = value
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            moment = _dt.datetime.fromtimestamp(value / 1000, tz=_dt.UTC)
+        elif isinstance(value, str):
+            moment = _dt.datetime.fromisoformat(value)
+        if not isinstance(moment, _dt.datetime):
+            raise TypeError("not a date and time")
+        return format_datetime(moment, format=format, locale=where)
+
+    return {
+        "data": as_data,
+        "number": number,
+        "money": money,
+        "percent": percent,
+        "date": date,
+        "datetime": datetime,
+    }
+
+
+def _decimal(value: Any) -> decimal.Decimal:
+    if isinstance(value, bool):
+        raise TypeError("a truth value is not a number")
+    if isinstance(value, decimal.Decimal):
+        return value
+    if isinstance(value, int | str):
+        return decimal.Decimal(str(value).strip())
+    if isinstance(value, float):
+        return decimal.Decimal(repr(value))
+    raise TypeError("not a number")
+
+
+def _date(value: Any) -> _dt.date:
+    if isinstance(value, _dt.datetime):
+        return value.date()
+    if isinstance(value, _dt.date):
+        return value
+    if isinstance(value, str):
+        return _dt.date.fromisoformat(value.strip())
+    raise TypeError("not a date")
+
+
+# --- helpers ------------------------------------------------------------------------------------
+
+
+def receipt_title(template_id: str) -> str:
+    """The template a receipt's title renders from: `<ReceiptSpec.template_id>.title`."""
+    return f"{template_id}.title"
+
+
+def as_params(params: Mapping[str, Any]) -> dict[str, Any]:
+    """Parameters for a template, each fit to stand in server copy: numbers as numbers (a
+    template formats them), anything else as data (`as_data`)."""
+    return {
+        key: value
+        if isinstance(value, int | float | decimal.Decimal) and not isinstance(value, bool)
+        else as_data(value)
+        for key, value in params.items()
+    }
+
+
+#: the longest value server copy quotes whole
+MAX_QUOTED_CHARS = 60
+
+
+def as_data(value: object) -> str:
+    """A value from outside the server's own words (a user's, a domain's, a model's), fit to
+    stand inside a sentence of server copy as data: one line, no control or direction marks, at
+    most `MAX_QUOTED_CHARS` characters, and, unless it is one plain token (a word, an email
+    address, a date, a number), inside quotation marks it cannot close."""
+    text = str(value)
+    kept = "".join(
+        " " if ch.isspace() else ch
+        for ch in text
+        if ch.isspace() or unicodedata.category(ch) not in ("Cc", "Cf", "Cs", "Co", "Cn")
+    )
+    text = " ".join(kept.split())
+    if len(text) > MAX_QUOTED_CHARS:
+        text = text[: MAX_QUOTED_CHARS - 1].rstrip() + "\u2026"
+    if _PLAIN_TOKEN.fullmatch(text):
+        return text
+    text = "".join(
+        "'" if ch in '"\u300c\u300d\u300e\u300f' or unicodedata.category(ch) in ("Pi", "Pf") else ch
+        for ch in text
+    )
+    return f"\u201c{text}\u201d"
+
+
+#: one token that cannot end a sentence: letters and digits, joined by @ . + - / _ between them
+_PLAIN_TOKEN = re.compile(r"[^\W_]+(?:[@.+\-/_][^\W_]+)*")
+
+
+class RecordingCopy:
+    """One turn's server copy: renders through `copy` and hands each rendering (template,
+    parameters, text, reference) to `record`, for the turn's replay record."""
+
+    def __init__(self, copy: ServerCopy, record: Callable[[CopyRender], None]) -> None:
+        self._copy = copy
+        self._record = record
+
+    def render(self, template_id: str, locale: str, params: Mapping[str, Any]) -> RenderedCopy:
+        rendered = self._copy.render(template_id, locale, params)
+        self._record(
+            CopyRender(
+                template_id=template_id,
+                params=json.loads(json.dumps(dict(params), default=str)),
+                text=rendered.text,
+                copy_ref=rendered.copy_ref,
+            )
+        )
+        return rendered
+
+    def missing(self, locales: Iterable[str], required: Iterable[str] = ()) -> list[CopyGap]:
+        return self._copy.missing(locales, required)
+
+    def has(self, template_id: str) -> bool:
+        return self._copy.has(template_id)
+
+    def serving(self, locales: Iterable[str]) -> ServerCopy:
+        return RecordingCopy(self._copy.serving(locales), self._record)
+
+
+# --- drift: stored copy against today's rendering ------------------------------------------------
+
+
+@dataclass(frozen=True)
+class CopyDrift:
+    """A stored sentence of server copy that today's copy would not write the same way: its
+    text differs (`current_text` None: it can no longer be rendered), or the template or the
+    catalog it came from has changed since (`text_changed` False: same words, other source)."""
+
+    template_id: str
+    locale: str
+    stored_text: str
+    current_text: str | None
+    stored_version: str
+    current_version: str | None
+    stored_catalog: str
+    current_catalog: str | None
+
+    @property
+    def text_changed(self) -> bool:
+        return self.current_text != self.stored_text
+
+
+def drift(copy: ServerCopy, renders: Iterable[CopyRender]) -> list[CopyDrift]:
+    """Re-render each recorded sentence (a replay record's `copy_renders`) from the same
+    template and parameters, in the locale it was rendered in, with today's templates, catalogs
+    and babel; report every one that differs. It reads only: replay never calls it, and it
+    writes nothing."""
+    found: list[CopyDrift] = []
+    for render in renders:
+        stored = render.copy_ref
+        current: RenderedCopy | None
+        try:
+            current = copy.serving([stored.locale]).render(
+                render.template_id, stored.locale, render.params
+            )
+        except (MissingCopy, CopyRenderError):
+            current = None
+        if current is not None and current.copy_ref.locale != stored.locale:
+            current = None  # the locale is no longer served at all
+        now = current.copy_ref if current is not None else None
+        same = (
+            now is not None
+            and current is not None
+            and current.text == render.text
+            and now.template_version == stored.template_version
+            and now.catalog_digest == stored.catalog_digest
+        )
+        if not same:
+            found.append(
+                CopyDrift(
+                    template_id=render.template_id,
+                    locale=stored.locale,
+                    stored_text=render.text,
+                    current_text=current.text if current is not None else None,
+                    stored_version=stored.template_version,
+                    current_version=now.template_version if now is not None else None,
+                    stored_catalog=stored.catalog_digest,
+                    current_catalog=now.catalog_digest if now is not None else None,
+                )
+            )
+    return found
