@@ -21,17 +21,17 @@ import time
 import dramatiq
 
 from turnframe_runtime import (
-    CatalogCopy,
     OutboxConfig,
     OutboxRequest,
     OutboxWorker,
     SendCompleted,
+    TemplateCopy,
     TurnRuntime,
     connect_broker,
 )
 from turnframe_store import OutboxEntry, SqlStores
 from turnframe_test.domains.travel import (
-    TRIP_TEMPLATES,
+    TRIP_COPY,
     TripDesk,
     TripDirectory,
     TripExecutor,
@@ -91,7 +91,7 @@ async def through_outbox(rows: int, threads: int) -> float:
             workflows=[TripWorkflow()],
             directory=TripDirectory(desk),
             executor=TripExecutor(desk),
-            copy=CatalogCopy(TRIP_TEMPLATES),
+            copy=TemplateCopy(TRIP_COPY),
             senders={"bench": _NoOp()},
             outbox=OutboxConfig(poll_ms=50, batch_size=200),
         )

@@ -35,7 +35,7 @@ async def _round(server: str, row: str, turns: int) -> float:
         url = db.url.replace("postgresql://", "postgresql+psycopg://", 1)
         stores = await SqlStores.connect(url)
         await stores.migrate()
-        config = RuntimeConfig(locales=("en", "it"), stream_every_turn=row != "no log")
+        config = RuntimeConfig(locales=("en", "it", "de"), stream_every_turn=row != "no log")
         desk = DeskHarness(stores=stores, config=config)
         desk.ready_trip()
         for _ in range(turns):

@@ -17,19 +17,19 @@ from turnframe_core import (
     WorkflowDefinition,
 )
 from turnframe_runtime import (
-    CatalogCopy,
     ClaimReviewer,
     Narrator,
     OutboxConfig,
     RuntimeConfig,
     ServerCopy,
+    TemplateCopy,
     TurnRuntime,
 )
 from turnframe_store import EventCursor, JournalEntry, ManualClock, MemoryStores, Stores
 from turnframe_test.airline import FakeAirline
 from turnframe_test.backends import StoreBackend
 from turnframe_test.domains.travel import (
-    TRIP_TEMPLATES,
+    TRIP_COPY,
     Trip,
     TripDesk,
     TripDirectory,
@@ -111,9 +111,9 @@ class DeskHarness:
         self.executor = TripExecutor(self.desk, clock_ms=self.clock)
         self.account_id = account_id
         self.conversation_id = conversation_id
-        self.config = config or RuntimeConfig(locales=("en", "it"))
+        self.config = config or RuntimeConfig(locales=("en", "it", "de"))
         self.ids = ids if ids is not None else SequentialIdSource()
-        self.copy = copy if copy is not None else CatalogCopy(TRIP_TEMPLATES)
+        self.copy = copy if copy is not None else TemplateCopy(TRIP_COPY)
         self.workflow = workflow if workflow is not None else TripWorkflow()
         #: the airline the outbox reaches (`runtime.outbox` dispatches to it)
         self.airline = airline if airline is not None else FakeAirline()

@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import os
 
-from turnframe_runtime import CatalogCopy, OutboxConfig, RuntimeConfig, TurnRuntime
+from turnframe_runtime import OutboxConfig, RuntimeConfig, TemplateCopy, TurnRuntime
 from turnframe_store import SqlStores
 from turnframe_store.sql._url import parse_url
 from turnframe_test.airline import FakeAirline, PostgresAirlineLedger
-from turnframe_test.domains.travel import TRIP_TEMPLATES, TripWorkflow
+from turnframe_test.domains.travel import TRIP_COPY, TripWorkflow
 from turnframe_test.domains.travel_pg import PostgresTripDesk
 
 __all__ = ["desk_runtime", "outbox_config_from_env"]
@@ -43,8 +43,8 @@ async def desk_runtime(url: str) -> TurnRuntime:
         workflows=[TripWorkflow()],
         directory=desk,
         executor=desk,
-        copy=CatalogCopy(TRIP_TEMPLATES),
-        config=RuntimeConfig(locales=("en", "it")),
+        copy=TemplateCopy(TRIP_COPY),
+        config=RuntimeConfig(locales=("en", "it", "de")),
         senders={"airline": airline},
         outbox=outbox_config_from_env(),
     )

@@ -21,6 +21,7 @@ import re
 from collections import Counter, deque
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from turnframe_core import (
@@ -42,6 +43,7 @@ from turnframe_core import (
     InteractionOption,
     InteractionPayload,
     InteractionRequirement,
+    Localized,
     NextStep,
     Obligation,
     OperationSpec,
@@ -58,6 +60,7 @@ from turnframe_core import (
 )
 from turnframe_runtime import (
     CaseCandidate,
+    CopyCatalog,
     ExecutionFailed,
     ExecutionRejected,
     ExecutionResult,
@@ -73,7 +76,7 @@ __all__ = [
     "LEGS",
     "ProcessCrash",
     "TRIP",
-    "TRIP_TEMPLATES",
+    "TRIP_COPY",
     "Trip",
     "TripDesk",
     "TripDirectory",
@@ -96,55 +99,25 @@ RECORD_AIRLINE_ANSWER = "trip.record_airline_answer"
 REBOOKED = "trip.rebooked"
 REBOOKING_REFUSED = "trip.rebooking_refused"
 
-#: English receipt and card copy of the sample domain (template id -> text).
-TRIP_TEMPLATES: dict[str, dict[str, str]] = {
-    "en": {
-        "trip.name_set.title": "Traveller's name set to {name}",
-        "trip.email_set.title": "Email set to {email}",
-        "trip.travel_date_set.title": "Travel date set to {travel_date}",
-        "trip.rebooking_requested.title": "Rebooking of the {leg} flight prepared",
-        "trip.rebooking_sent.title": "Rebooking of the {leg} flight sent to the airline",
-        "trip.leg_kept.title": "The {leg} flight is kept as booked",
-        "trip.withdrawn.title": "Trip withdrawn",
-        "trip.rebooked.title": "The airline rebooked the {leg} flight (reference {reference})",
-        "trip.rebooking_refused.title": "The airline did not rebook the {leg} flight ({code})",
-    },
-    "it": {
-        "trip.name_set.title": "Nome del viaggiatore impostato: {name}",
-        "trip.email_set.title": "Email impostata: {email}",
-        "trip.travel_date_set.title": "Data di viaggio impostata: {travel_date}",
-        "trip.rebooking_requested.title": "Riprenotazione del volo di {leg} preparata",
-        "trip.rebooking_sent.title": "Riprenotazione del volo di {leg} inviata alla compagnia",
-        "trip.leg_kept.title": "Il volo di {leg} resta com'è",
-        "trip.withdrawn.title": "Viaggio ritirato",
-        "trip.rebooked.title": (
-            "La compagnia ha riprenotato il volo di {leg} (riferimento {reference})"
-        ),
-        "trip.rebooking_refused.title": (
-            "La compagnia non ha riprenotato il volo di {leg} ({code})"
-        ),
-    },
-}
+#: The sample domain's copy: jinja2 templates and their Italian and German catalogs (English is
+#: the templates' own language), kept up to date by `scripts/copy-catalogs`.
+TRIP_COPY = CopyCatalog(
+    domain="travel",
+    templates=Path(__file__).resolve().parent / "travel_copy" / "templates",
+    locales=Path(__file__).resolve().parent / "travel_copy" / "locale",
+)
 
-_OBLIGATION_SENTENCES = {
-    "en": {
-        "provide_name": "What is the traveller's full name?",
-        "provide_email": "Which email address should we use?",
-        "provide_travel_date": "On which date do you travel?",
-    },
-    "it": {
-        "provide_name": "Qual è il nome completo del viaggiatore?",
-        "provide_email": "Quale indirizzo email dobbiamo usare?",
-        "provide_travel_date": "In che data viaggi?",
-    },
-}
+_TEMPLATE_IDS = frozenset(TRIP_COPY.template_sources())
 
 _NAME = re.compile(r"^[^\W\d_][^\d@]{0,98}$")
 _EMAIL = re.compile(r"^[^@\s]+@[^@\s]+\.[^@\s]+$")
 
 
-def _refuse(code: str, explanation: str) -> DomainRefusal:
-    return DomainRefusal(code=code, explanation=explanation)
+def _refuse(code: str, template_id: str | None = None, **params: Any) -> DomainRefusal:
+    """A refusal in the trip's copy: the template named by its code, unless another is named."""
+    return DomainRefusal(
+        code=code, explanation=Localized(template_id=template_id or code, params=params)
+    )
 
 
 #: what an open trip offers (the same every time: built once)
@@ -264,15 +237,13 @@ class TripWorkflow:
         self, act: ResolvedAct, view: WorkflowView, state: Mapping[str, Any] | None
     ) -> Sequence[CompiledCommand] | DomainRefusal:
         if state is None or view.phase == "withdrawn":
-            return _refuse("trip.closed", "This trip is closed, so it cannot be changed.")
+            return _refuse("trip.closed")
         args = act.arguments
         op = act.operation
         if op == SET_NAME:
             name = str(args.get("name", "")).strip()
             if not _NAME.match(name):
-                return _refuse(
-                    "trip.invalid_name", "A traveller's name has letters only, no digits."
-                )
+                return _refuse("trip.invalid_name")
             return (
                 []
                 if name == state.get("name")
@@ -281,7 +252,7 @@ class TripWorkflow:
         if op == SET_EMAIL:
             email = str(args.get("email", "")).strip()
             if not _EMAIL.match(email):
-                return _refuse("trip.invalid_email", "That does not look like an email address.")
+                return _refuse("trip.invalid_email")
             return (
                 []
                 if email == state.get("email")
@@ -291,45 +262,34 @@ class TripWorkflow:
             try:
                 day = dt.date.fromisoformat(str(args.get("travel_date", ""))).isoformat()
             except ValueError:
-                return _refuse("trip.invalid_date", "A travel date is a day like 2027-03-14.")
+                return _refuse("trip.invalid_date")
             if day == state.get("travel_date"):
                 return []
             return [CompiledCommand(command_type=op, payload={"travel_date": day})]
         if op in (REQUEST_REBOOKING, KEEP_LEG, CONFIRM_REBOOKING):
             leg = args.get("leg")
             if leg not in LEGS:
-                return _refuse("trip.unknown_leg", "A trip has an outbound and a return flight.")
+                return _refuse("trip.unknown_leg")
             legs = state.get("legs", {})
             if op == KEEP_LEG:
                 return [CompiledCommand(command_type=op, payload={"leg": leg})]
             if legs.get(leg, {}).get("kept"):
-                return _refuse(
-                    "trip.leg_kept",
-                    f"The {leg} flight is kept as booked, so it cannot be rebooked.",
-                )
+                return _refuse("trip.leg_kept", leg=leg)
             if legs.get(leg, {}).get("status") == "rebooking_sent":
-                return _refuse(
-                    "trip.already_sent",
-                    f"The {leg} flight's rebooking was already sent to the airline.",
-                )
+                return _refuse("trip.already_sent", leg=leg)
             if legs.get(leg, {}).get("status") == "rebooked":
-                return _refuse(
-                    "trip.already_rebooked", f"The airline already rebooked the {leg} flight."
-                )
+                return _refuse("trip.already_rebooked", leg=leg)
             if op == REQUEST_REBOOKING:
                 if not (state.get("name") and state.get("email")):
-                    return _refuse(
-                        "trip.details_missing",
-                        "A rebooking needs the traveller's name and email first.",
-                    )
+                    return _refuse("trip.details_missing")
                 return [CompiledCommand(command_type=op, payload={"leg": leg})]
             pending = state.get("rebooking") or {}
             if pending.get("leg") != leg:
-                return _refuse("trip.nothing_to_confirm", "No rebooking of that flight is waiting.")
+                return _refuse("trip.nothing_to_confirm")
             return [CompiledCommand(command_type=op, payload={"leg": leg})]
         if op == WITHDRAW:
             return [CompiledCommand(command_type=op, payload={})]
-        return _refuse("turnframe.operation.unknown", "That is not something this trip offers.")
+        return _refuse("turnframe.operation.unknown", "trip.operation_unknown")
 
     def policy(self, command_type: str) -> CommandPolicy:
         if command_type in (SET_NAME, SET_EMAIL, SET_TRAVEL_DATE, REQUEST_REBOOKING, KEEP_LEG):
@@ -353,6 +313,10 @@ class TripWorkflow:
                 atomicity=PerCase(),
             )
         return CommandPolicy.conservative()
+
+    def copy_templates(self) -> Sequence[str]:
+        """Every template of the trip's copy (the start check wants each in every locale)."""
+        return sorted(_TEMPLATE_IDS)
 
     def receipt_templates(self) -> Sequence[str]:
         return (*_EVENT_TYPES.values(), REBOOKED, REBOOKING_REFUSED)
@@ -402,9 +366,9 @@ class TripWorkflow:
             for event in events
         ]
 
-    def obligation_sentence(self, obligation: Obligation, locale: str) -> str | None:
-        sentences = _OBLIGATION_SENTENCES.get(locale.split("-")[0], _OBLIGATION_SENTENCES["en"])
-        return sentences.get(obligation.key)
+    def obligation_sentence(self, obligation: Obligation, locale: str) -> Localized | None:
+        template = f"trip.obligation.{obligation.key}"
+        return Localized(template_id=template) if template in _TEMPLATE_IDS else None
 
     def narratable_state(self, state: Mapping[str, Any] | None) -> Mapping[str, Any]:
         if state is None:
@@ -420,7 +384,8 @@ class TripWorkflow:
     def next_steps(self, view: WorkflowView) -> Sequence[NextStep]:
         if view.phase != "collecting" or view.obligations:
             return ()
-        return (NextStep(operation=REQUEST_REBOOKING, words="Rebook a flight", arguments={}),)
+        words = Localized(template_id="trip.next.rebook")
+        return (NextStep(operation=REQUEST_REBOOKING, words=words, arguments={}),)
 
     def build_interaction(
         self,
@@ -430,18 +395,18 @@ class TripWorkflow:
     ) -> InteractionPayload:
         leg = requirement.params["leg"]
         return InteractionPayload(
-            title=f"Rebook the {leg} flight?",
-            body="The airline will be asked to rebook it; this cannot be undone.",
+            title=Localized(template_id="trip.card.rebook.title", params={"leg": leg}),
+            body=Localized(template_id="trip.card.rebook.body"),
             options=(
                 InteractionOption(
                     option_id="opt_rebook",
-                    label="Rebook",
+                    label=Localized(template_id="trip.card.rebook.confirm"),
                     style=OptionStyle.PRIMARY,
                     action=ApplyOperation(operation=CONFIRM_REBOOKING, arguments={"leg": leg}),
                 ),
                 InteractionOption(
                     option_id="opt_keep",
-                    label="Keep my flight",
+                    label=Localized(template_id="trip.card.rebook.keep"),
                     action=DeclineAndRecord(operation=KEEP_LEG, arguments={"leg": leg}),
                 ),
             ),
