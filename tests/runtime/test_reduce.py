@@ -9,9 +9,9 @@ from turnframe_core.cases import CaseRef
 from turnframe_core.turn import TurnInput
 from turnframe_runtime.cards import CardFactory
 from turnframe_runtime.context import TurnContext
-from turnframe_runtime.copy import CatalogCopy
+from turnframe_runtime.copy import TemplateCopy
 from turnframe_runtime.reduce import ActResult, CaseInView, reduce_turn
-from turnframe_test.domains.travel import TRIP_TEMPLATES, TripDesk, TripWorkflow
+from turnframe_test.domains.travel import TRIP_COPY, TripDesk, TripWorkflow
 from turnframe_test.understandings import act, constraint, understanding
 
 WORKFLOW = TripWorkflow()
@@ -38,7 +38,7 @@ def _cards() -> CardFactory:
     turn = TurnContext(
         TurnInput(account_id="acct_1", conversation_id="conv_1", text="x"), "turn_1", 1
     )
-    return CardFactory(turn, CatalogCopy(TRIP_TEMPLATES), max_selection_candidates=5)
+    return CardFactory(turn, TemplateCopy(TRIP_COPY), max_selection_candidates=5)
 
 
 acts = st.lists(st.sampled_from(range(len(OPERATIONS))), min_size=1, max_size=6)

@@ -17,6 +17,13 @@ SHIPPED = {
     "turnframe_store/_migrations/env.py",
     "turnframe_store/_migrations/script.py.mako",
     "turnframe_store/_migrations/versions/0001_tf_tables.py",
+    # server copy: templates and compiled catalogs (the runtime reads them at start)
+    "turnframe_runtime/copy/templates/turnframe.notice.command_failed.j2",
+    "turnframe_runtime/copy/locale/it/LC_MESSAGES/turnframe.mo",
+    "turnframe_runtime/copy/locale/de/LC_MESSAGES/turnframe.mo",
+    "turnframe_test/domains/travel_copy/templates/trip.name_set.title.j2",
+    "turnframe_test/domains/travel_copy/locale/it/LC_MESSAGES/travel.mo",
+    "turnframe_test/domains/travel_copy/locale/de/LC_MESSAGES/travel.mo",
 }
 
 
@@ -60,6 +67,11 @@ def test_an_installed_wheel_ships_the_migrations_and_migrates(tmp_path: Path) ->
         "    finally:\n"
         "        await stores.aclose()\n"
         "    print(turnframe_store.__file__)\n"
+        "    from turnframe_runtime import TemplateCopy\n"
+        "    from turnframe_test.domains.travel import TRIP_COPY\n"
+        "    copy = TemplateCopy(TRIP_COPY)\n"
+        "    assert copy.missing(['en', 'it', 'de']) == [], copy.missing(['it', 'de'])\n"
+        "    print(copy.render('turnframe.notice.command_failed', 'de', {}).text)\n"
         "asyncio.run(main())\n"
     )
     ran = subprocess.run(
@@ -74,3 +86,4 @@ def test_an_installed_wheel_ships_the_migrations_and_migrates(tmp_path: Path) ->
     assert names >= SHIPPED
     assert ran.returncode == 0, ran.stderr
     assert ran.stdout.strip().startswith(str(tmp_path / "site"))
+    assert ran.stdout.strip().splitlines()[-1].startswith("Das")  # German, from the wheel
