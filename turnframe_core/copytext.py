@@ -1,7 +1,7 @@
 """Copy references: how a workflow names a sentence of server copy without writing it.
 
 A workflow never knows the turn's locale when it projects, compiles or builds a card, so where it
-produces words a user reads (a refusal, a notice, a card's title and labels, a next step, an
+produces words a user reads (a refusal, a card's title, body and labels, a next step, an
 obligation's question) it returns a `Localized`: a template id and the parameters the template
 needs. The runtime renders it in the turn's negotiated locale from the catalogs it serves, and
 records which template, version, locale and catalog rendered it.

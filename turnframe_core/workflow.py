@@ -104,12 +104,11 @@ class InteractionRequirement(FrozenModel):
 
 
 class WorkflowNotice(FrozenModel):
-    """A workflow's own remark about a case, carried under a stable code; `text` is best a copy
-    reference, which the runtime renders in the turn's locale."""
+    """A workflow's own remark about a case, carried under a stable code."""
 
     code: NonEmptyStr
     severity: NoticeSeverity
-    text: NonEmptyStr | Localized
+    text: NonEmptyStr
 
 
 class WorkflowView(FrozenModel):
@@ -367,8 +366,9 @@ class DeclaresCopy(Protocol):
     to start while a served locale lacks one of them or one of their messages.
 
     A confirmation card for a command renders its title from `<command type>.confirm` when a
-    catalog holds it (the command's payload as parameters), and a field a server answer states
-    is labelled by `<workflow key>.field.<name>` when that exists."""
+    catalog holds it (the command's payload as parameters); a field a server answer states reads
+    as `<workflow key>.fact.<name>` (given its `value`), else as the label
+    `<workflow key>.field.<name>` and the value, when those exist."""
 
     def copy_templates(self) -> Sequence[str]:
         """Every template id the workflow's `Localized` texts may name."""

@@ -180,7 +180,8 @@ class CardFactory:
     def _field_label(self, workflow: str, name: str) -> str:
         template = f"{workflow}.field.{name}"
         if self.copy.has(template):
-            return self._text(template)
+            with contextlib.suppress(CopyRenderError):
+                return self._text(template)
         return name.replace("_", " ")
 
     def _rendered(self, payload: InteractionPayload) -> InteractionPayload:
@@ -191,7 +192,7 @@ class CardFactory:
 
         def text(name: str, value: Any) -> Any:
             ref = found.get(name)
-            return value if ref is None else self._text(ref.template_id, **ref.params)
+            return value if ref is None else self._text(ref.template_id, **as_params(ref.params))
 
         return payload.model_copy(
             update={
@@ -242,7 +243,8 @@ class CardFactory:
         )
 
     def requirement(self, case: CaseInView, requirement: InteractionRequirement) -> Interaction:
-        """The card a workflow view requires now, built by its workflow."""
+        """The card a workflow view requires now, built by its workflow, its copy rendered in
+        the turn's locale (`MissingCopy` or `CopyRenderError` when it cannot be)."""
         payload = self._rendered(
             case.workflow.build_interaction(requirement, case.view, case.state)
         )

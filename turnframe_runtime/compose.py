@@ -122,12 +122,15 @@ class Composer:
     def _render(self, template_id: str, **params: object) -> RenderedCopy:
         return self.copy.render(template_id, self.turn.locale, params)
 
-    def _words(self, text: str | Localized) -> str:
+    def _words(self, text: str | Localized) -> str | None:
         """A workflow's words: its copy reference rendered in the turn's locale, or the text it
-        wrote itself."""
-        if isinstance(text, Localized):
-            return self.copy.render(text.template_id, self.turn.locale, text.params).text
-        return text
+        wrote itself; None when its copy cannot be rendered (the turn goes without them)."""
+        if not isinstance(text, Localized):
+            return text
+        try:
+            return self.copy.render(text.template_id, self.turn.locale, as_params(text.params)).text
+        except (MissingCopy, CopyRenderError):
+            return None
 
     async def compose(self, result: TurnResult) -> AssistantTurn:
         turn = self.turn
@@ -450,10 +453,10 @@ class Composer:
                 continue
             on_offer = {s.operation for s in case.workflow.operations(case.view) if s.proposable}
             offers.extend(
-                Offer(case_ref=case.case_ref, operation=step.operation,
-                      words=self._words(step.words), arguments=dict(step.arguments))
+                Offer(case_ref=case.case_ref, operation=step.operation, words=words,
+                      arguments=dict(step.arguments))
                 for step in case.workflow.next_steps(case.view)
-                if step.operation in on_offer
+                if step.operation in on_offer and (words := self._words(step.words))
             )  # fmt: skip
         return tuple(offers)
 

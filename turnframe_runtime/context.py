@@ -30,7 +30,7 @@ from turnframe_core.replay import (
 from turnframe_core.turn import TurnInput
 from turnframe_core.understanding import Problem, Understanding
 from turnframe_core.workflow import DomainRefusal
-from turnframe_runtime.copy import ServerCopy
+from turnframe_runtime.copy import CopyRenderError, MissingCopy, ServerCopy, as_params
 from turnframe_runtime.reduce import Plan, PlannedCommand
 
 __all__ = ["AuditTrail", "Executed", "Notes", "Notice", "Purpose", "TurnContext", "failure_code"]
@@ -98,12 +98,21 @@ class Notes:
         elif self._copy.has(refusal.code):
             copy = Localized(template_id=refusal.code)
         if copy is not None:
-            text = self._copy.render(copy.template_id, self._locale, copy.params).text
+            copy = copy.model_copy(update={"params": as_params(copy.params)})
+            try:
+                text = self._copy.render(copy.template_id, self._locale, copy.params).text
+            except (MissingCopy, CopyRenderError):
+                copy = None  # its copy cannot be written: the domain's words, or the generic
+        if copy is not None:
             self.refusals.append((case_ref, refusal.model_copy(update={"explanation": text})))
             self.notice(codes.NOTICE_ACT_REFUSED, copy=copy)
-        else:
+        elif isinstance(explanation, str) and explanation != refusal.code:
             self.refusals.append((case_ref, refusal))
             self.notice(codes.NOTICE_ACT_REFUSED, explanation=explanation)
+        else:
+            generic = self._copy.render(codes.NOTICE_COMMAND_FAILED, self._locale, {}).text
+            self.refusals.append((case_ref, refusal.model_copy(update={"explanation": generic})))
+            self.notice(codes.NOTICE_COMMAND_FAILED)
 
     def report(self, plan: Plan) -> None:
         """Every act of `plan` that will not run says why: refusals, constraint blocks, policy."""

@@ -21,6 +21,7 @@ from turnframe_core.understanding import Understanding
 from turnframe_runtime.cards import CardFactory, RaisedCard, persist_card, requirement_key
 from turnframe_runtime.cases import CaseBook, in_key_order
 from turnframe_runtime.context import AuditTrail, Notes, TurnContext
+from turnframe_runtime.copy import CopyRenderError, MissingCopy
 from turnframe_runtime.reduce import CaseInView, PlannedCommand, reduce_on_case
 from turnframe_store.bundle import Stores
 from turnframe_store.errors import StoreError
@@ -128,4 +129,9 @@ class FollowUp:
                 and card.status in _ANSWERED
             ):
                 return
-        await self._persist(stores, self.factory.requirement(case, requirement))
+        try:
+            card = self.factory.requirement(case, requirement)
+        except (MissingCopy, CopyRenderError):  # its words cannot be written: no card
+            self.notes.notice(codes.NOTICE_INTERACTION_UNAVAILABLE)
+            return
+        await self._persist(stores, card)

@@ -23,7 +23,7 @@ def _english_phrases() -> set[str]:
     phrases: set[str] = set()
     for template_id in copy.template_ids():
         for message in copy.messages(template_id):
-            for text in [message] if isinstance(message, str) else message:
+            for text in filter(None, [message.msgid, message.plural]):
                 for part in _PLACEHOLDER.split(text):
                     part = part.strip(" .,:;?!()")
                     if len(part.split()) >= 2:
@@ -58,6 +58,9 @@ def test_the_demo_in_another_language_prints_no_english_server_text(
     printed = _demo(tmp_path, locale)
     english = sorted(p for p in _english_phrases() if p in printed)
     assert english == []
+    # one-word English copy, where it would stand
+    for word in ("Done:", "Rebook (opt_rebook)", "Keep my flight", "Confirm (", "Cancel ("):
+        assert word not in printed
     for sentence in said:
         assert sentence in printed
     assert printed.count("── ") == 10  # every scripted turn ran

@@ -115,6 +115,10 @@ async def test_receipts_notices_cards_and_questions_in_the_turns_locale(desk, lo
     assert renders["trip.card.rebook.title"].text == card.title
     assert renders["trip.card.rebook.title"].params == {"leg": "outbound"}
     assert renders["trip.card.rebook.keep"].copy_ref.locale == locale
+    assert {r.copy_ref.locale for r in record.copy_renders} == {locale}
+    confirmed = await desk.runtime.replay(desk.account_id, confirm.replay_token)
+    [title] = [r for r in confirmed.copy_renders if r.template_id == "trip.withdraw.confirm"]
+    assert (title.text, title.copy_ref.locale) == (confirmation.title, locale)
 
 
 async def test_the_locale_a_block_fell_back_to_is_recorded_on_it(desk):

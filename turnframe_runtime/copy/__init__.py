@@ -30,13 +30,12 @@ from babel import Locale, UnknownLocaleError
 from babel.dates import format_date, format_datetime
 from babel.numbers import format_currency, format_decimal, format_percent
 from babel.support import Translations
-from jinja2 import FunctionLoader, StrictUndefined, TemplateError, TemplateNotFound
+from jinja2 import FunctionLoader, StrictUndefined, TemplateNotFound, TemplateSyntaxError
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 
 from turnframe_core import codes
 from turnframe_core._canonical import digest
 from turnframe_core.blocks import CopyRef
-from turnframe_core.copytext import Localized
 from turnframe_core.errors import TurnframeError
 from turnframe_core.replay import CopyRender
 
@@ -73,15 +72,20 @@ class RenderedCopy:
 
 
 class CopyGap(NamedTuple):
-    """One thing a served locale lacks: a template (`message` None) or one of its messages."""
+    """One thing a served locale lacks: a template (`message` None), one of its messages (not
+    translated, or, with `problem`, translated with other placeholders), or a template that does
+    not compile (`problem` "syntax error", `message` the error)."""
 
     locale: str
     template_id: str
     message: str | None = None
+    problem: str | None = None
 
     def __str__(self) -> str:
         if self.message is None:
             return f"{self.locale}:{self.template_id} (no template)"
+        if self.problem is not None:
+            return f'{self.locale}:{self.template_id}: {self.problem}: "{self.message}"'
         return f'{self.locale}:{self.template_id} lacks "{self.message}"'
 
 
@@ -90,7 +94,7 @@ class MissingCopy(TurnframeError):
 
     code = codes.RUNTIME_MISSING_COPY
 
-    def __init__(self, missing: Iterable[CopyGap | tuple[str, str]]) -> None:
+    def __init__(self, missing: Iterable[CopyGap | tuple[str, ...]]) -> None:
         self.missing = tuple(sorted(CopyGap(*gap) for gap in missing))
         shown = ", ".join(str(gap) for gap in self.missing)
         super().__init__(f"missing server copy: {shown}")
@@ -174,21 +178,39 @@ def locale_chain(requested: str, default: str) -> tuple[str, ...]:
 
 @dataclass
 class _LocaleCopy:
-    """What rendering in one locale needs: its environment and its catalog's digest."""
+    """What rendering in one locale needs: its environment, its merged catalog (gettext keys:
+    a msgid, `context\x04msgid`, or (msgid, plural index)) with its number of plural forms, and
+    the catalog's digest."""
 
     locale: str
     env: ImmutableSandboxedEnvironment
     messages: dict[Any, Any]
+    plurals: int
     catalog_digest: str
+
+
+@dataclass(frozen=True)
+class _Message:
+    """One message a template uses, as its catalog keys it."""
+
+    msgid: str
+    context: str | None = None
+    plural: str | None = None
+
+    @property
+    def key(self) -> str:
+        return self.msgid if self.context is None else f"{self.context}\x04{self.msgid}"
 
 
 @dataclass
 class _Shared:
     sources: dict[str, str]
+    #: the language each template is written in (its catalog's `source_locale`)
+    written_in: dict[str, str]
     versions: dict[str, str]
     envs: dict[str, _LocaleCopy] = field(default_factory=dict)
     refs: dict[tuple[str, str], CopyRef] = field(default_factory=dict)
-    messages: dict[str, tuple[Any, ...]] = field(default_factory=dict)
+    messages: dict[str, tuple[_Message, ...]] = field(default_factory=dict)
 
 
 class TemplateCopy:
@@ -206,10 +228,13 @@ class TemplateCopy:
         self._catalogs = (*catalogs, LIBRARY_COPY)
         self._default = _tag(default_locale)
         sources: dict[str, str] = {}
+        written_in: dict[str, str] = {}
         for catalog in reversed(self._catalogs):  # the first catalog given wins
-            sources.update(catalog.template_sources())
+            own = catalog.template_sources()
+            sources.update(own)
+            written_in.update(dict.fromkeys(own, _tag(catalog.source_locale)))
         versions = {tid: digest(src).split(":")[1][:16] for tid, src in sources.items()}
-        self._shared = _Shared(sources=sources, versions=versions)
+        self._shared = _Shared(sources=sources, written_in=written_in, versions=versions)
         self._served = self._available() if locales is None else self._restricted(locales)
 
     def _available(self) -> frozenset[str]:
@@ -254,7 +279,7 @@ class TemplateCopy:
         copy = self._locale(used)
         try:
             text = copy.env.get_template(template_id).render(dict(params))
-        except (TemplateError, KeyError, TypeError, ValueError, decimal.InvalidOperation) as exc:
+        except Exception as exc:  # a template's failure is the caller's to fall back from
             raise CopyRenderError(
                 f"template {template_id!r} cannot render with {sorted(params)}: "
                 f"{type(exc).__name__}"
@@ -273,18 +298,15 @@ class TemplateCopy:
         # babel writes (between an amount and its currency) stays.
         return RenderedCopy(_ASCII_SPACE.sub(" ", text).strip(" "), ref, params)
 
-    def render_text(self, text: Localized, locale: str) -> RenderedCopy:
-        """A copy reference a workflow returned, rendered (its parameters are data)."""
-        return self.render(text.template_id, locale, text.params)
-
-    def messages(self, template_id: str) -> tuple[Any, ...]:
-        """The gettext messages `template_id` uses (a plural form as a tuple)."""
+    def messages(self, template_id: str) -> tuple[_Message, ...]:
+        """The gettext messages `template_id` uses (raises `TemplateSyntaxError` for a template
+        that does not parse)."""
         found = self._shared.messages.get(template_id)
         if found is None:
             env: Any = self._locale(self._default).env  # the i18n extension adds the method
             found = tuple(
-                _message(message)
-                for _line, _function, message in env.extract_translations(
+                _message(function, message)
+                for _line, function, message in env.extract_translations(
                     self._shared.sources[template_id]
                 )
             )
@@ -294,21 +316,46 @@ class TemplateCopy:
     def missing(self, locales: Iterable[str], required: Iterable[str] = ()) -> list[CopyGap]:
         gaps: set[CopyGap] = set()
         wanted = sorted({*self._shared.sources, *required})
-        sources = {_tag(c.source_locale) for c in self._catalogs}
         for locale in sorted({self._default, *(_tag(x) for x in locales)}):
+            chain = locale_chain(locale, locale)
             for template_id in wanted:
                 if template_id not in self._shared.sources:
                     gaps.add(CopyGap(locale, template_id))
                     continue
-                if any(part in sources for part in locale_chain(locale, locale)):
-                    continue  # the templates' own language (a region may override, not lack)
-                have = self._locale(locale).messages
-                for message in self.messages(template_id):
-                    key = message if isinstance(message, str) else (message[0], 0)
-                    if not have.get(key):
-                        shown = message if isinstance(message, str) else message[0]
-                        gaps.add(CopyGap(locale, template_id, shown))
+                try:
+                    messages = self.messages(template_id)  # parses it
+                except TemplateSyntaxError as error:
+                    gaps.add(CopyGap(locale, template_id, str(error), "syntax error"))
+                    continue
+                if self._shared.written_in[template_id] in chain:
+                    continue  # the template's own language (a region may override, not lack)
+                gaps.update(self._untranslated(locale, template_id, messages))
         return sorted(gaps)
+
+    def _untranslated(
+        self, locale: str, template_id: str, messages: Iterable[_Message]
+    ) -> Iterable[CopyGap]:
+        copy = self._locale(locale)
+        have = copy.messages
+        for message in messages:
+            if message.plural is None:
+                forms = [(message.msgid, have.get(message.key))]
+            else:  # every plural form the locale has
+                forms = [
+                    (text, have.get((message.key, index)))
+                    for index, text in zip(
+                        range(copy.plurals),
+                        [message.msgid, *[message.plural] * copy.plurals],
+                        strict=False,
+                    )
+                ]
+            if message.plural is not None and _filled_from_source(message, forms):
+                forms = [(message.msgid, None)]  # babel fills an empty form with the source
+            for source, translated in forms:
+                if not translated:
+                    yield CopyGap(locale, template_id, message.msgid)
+                elif not _same_placeholders(message, source, translated):
+                    yield CopyGap(locale, template_id, message.msgid, "placeholders differ")
 
     # --- environments -----------------------------------------------------------------------
 
@@ -322,17 +369,20 @@ class TemplateCopy:
     def _build(self, locale: str) -> _LocaleCopy:
         translations: gettext.NullTranslations = gettext.NullTranslations()
         messages: dict[Any, Any] = {}
-        # The language's catalogs, then the region's over them; the adopter's over the library's.
+        plurals = 2
+        # The language's catalogs, then the region's over them (a region always wins); at each
+        # level the adopter's over the library's.
         names = [part.replace("-", "_") for part in reversed(locale_chain(locale, locale))]
         merged: Translations | None = None
-        for catalog in reversed(self._catalogs):
-            for name in names:
+        for name in names:
+            for catalog in reversed(self._catalogs):
                 path = catalog.locales / name / "LC_MESSAGES" / f"{catalog.domain}.mo"
                 if not path.is_file():
                     continue
                 with path.open("rb") as handle:
                     loaded = Translations(handle, domain=catalog.domain)
                 messages.update(_catalog_of(loaded))
+                plurals = _plural_count(loaded, plurals)
                 if merged is None:
                     merged = loaded
                 else:
@@ -352,6 +402,7 @@ class TemplateCopy:
             locale=locale,
             env=env,
             messages=messages,
+            plurals=plurals,
             catalog_digest=digest(
                 {"locale": locale, "messages": sorted(_printable(messages).items())}
             ),
@@ -365,15 +416,48 @@ class TemplateCopy:
 
 
 _ASCII_SPACE = re.compile(r"[ \t\r\n\f\v]+")
+_PLACEHOLDER = re.compile(r"%\((\w+)\)s")
+_PLURALS = re.compile(r"nplurals\s*=\s*(\d+)")
 
 
-def _message(extracted: Any) -> Any:
-    """A message as a catalog keys it: its text, or (singular, plural) for a plural form (the
-    extractor pads a message with variables to a tuple with None)."""
-    if isinstance(extracted, str):
-        return extracted
-    texts = tuple(part for part in extracted if isinstance(part, str))
-    return texts[0] if len(texts) == 1 else texts[:2]
+def _message(function: str, extracted: Any) -> _Message:
+    """A message as the extractor gives it (a string, or a tuple padded with None for one with
+    variables) under the gettext function it was marked with."""
+    texts = [extracted] if isinstance(extracted, str) else [p for p in extracted if p is not None]
+    if function == "pgettext":
+        return _Message(msgid=texts[1], context=texts[0])
+    if function == "npgettext":
+        return _Message(msgid=texts[1], context=texts[0], plural=texts[2])
+    if function == "ngettext":
+        return _Message(msgid=texts[0], plural=texts[1])
+    return _Message(msgid=texts[0])
+
+
+def _filled_from_source(message: _Message, forms: list[tuple[str, Any]]) -> bool:
+    """A plural form that reads as the English source while the first form is translated: what
+    `pybabel compile` writes for a form left empty in the .po."""
+    first = forms[0][1] if forms else None
+    return (
+        bool(first)
+        and first != message.msgid
+        and any(translated == message.plural for _source, translated in forms[1:])
+    )
+
+
+def _same_placeholders(message: _Message, source: str, translated: str) -> bool:
+    """A translation names the placeholders its source does: all of them (a dropped one would
+    silently drop a value, an amount say), none other (which could not render). A plural form
+    may leave out the count, as "one item" does."""
+    names = set(_PLACEHOLDER.findall(translated))
+    if message.plural is None:
+        return names == set(_PLACEHOLDER.findall(source))
+    return names <= set(_PLACEHOLDER.findall(message.msgid + message.plural))
+
+
+def _plural_count(translations: gettext.GNUTranslations, default: int) -> int:
+    forms = translations.info().get("plural-forms", "")
+    found = _PLURALS.search(forms)
+    return int(found.group(1)) if found else default
 
 
 def _catalog_of(translations: gettext.GNUTranslations) -> dict[Any, Any]:
@@ -395,11 +479,14 @@ def _filters(locale: str) -> dict[str, Callable[..., str]]:
     """Filters a template formats values with, in the locale it renders in."""
     where = Locale.parse(locale.replace("-", "_"))
 
+    # Never rounded: a card states the amount it confirms, digit for digit.
     def number(value: Any) -> str:
-        return format_decimal(_decimal(value), locale=where)
+        return format_decimal(_decimal(value), locale=where, decimal_quantization=False)
 
     def money(value: Any, currency: str) -> str:
-        return format_currency(_decimal(value), str(currency), locale=where)
+        return format_currency(
+            _decimal(value), str(currency), locale=where, decimal_quantization=False
+        )
 
     def percent(value: Any) -> str:
         return format_percent(_decimal(value), locale=where)
@@ -431,12 +518,16 @@ def _decimal(value: Any) -> decimal.Decimal:
     if isinstance(value, bool):
         raise TypeError("a truth value is not a number")
     if isinstance(value, decimal.Decimal):
-        return value
-    if isinstance(value, int | str):
-        return decimal.Decimal(str(value).strip())
-    if isinstance(value, float):
-        return decimal.Decimal(repr(value))
-    raise TypeError("not a number")
+        number = value
+    elif isinstance(value, int | str):
+        number = decimal.Decimal(str(value).strip())
+    elif isinstance(value, float):
+        number = decimal.Decimal(repr(value))
+    else:
+        raise TypeError("not a number")
+    if not number.is_finite():
+        raise ValueError("not a finite number")
+    return number
 
 
 def _date(value: Any) -> _dt.date:
@@ -567,8 +658,6 @@ def drift(copy: ServerCopy, renders: Iterable[CopyRender]) -> list[CopyDrift]:
             )
         except (MissingCopy, CopyRenderError):
             current = None
-        if current is not None and current.copy_ref.locale != stored.locale:
-            current = None  # the locale is no longer served at all
         now = current.copy_ref if current is not None else None
         same = (
             now is not None
