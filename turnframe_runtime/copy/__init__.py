@@ -187,6 +187,8 @@ class _LocaleCopy:
     messages: dict[Any, Any]
     plurals: int
     catalog_digest: str
+    #: compiled templates, by id (sources never change while a copy lives)
+    templates: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -211,6 +213,7 @@ class _Shared:
     envs: dict[str, _LocaleCopy] = field(default_factory=dict)
     refs: dict[tuple[str, str], CopyRef] = field(default_factory=dict)
     messages: dict[str, tuple[_Message, ...]] = field(default_factory=dict)
+    negotiated: dict[tuple[str, frozenset[str]], str] = field(default_factory=dict)
 
 
 class TemplateCopy:
@@ -261,10 +264,13 @@ class TemplateCopy:
 
     def negotiate(self, requested: str) -> str:
         """The served locale a turn in `requested` renders in."""
-        for candidate in locale_chain(requested, self._default):
-            if candidate in self._served:
-                return candidate
-        return self._default
+        key = (requested, self._served)
+        found = self._shared.negotiated.get(key)
+        if found is None:
+            chain = locale_chain(requested, self._default)
+            found = next((c for c in chain if c in self._served), self._default)
+            self._shared.negotiated[key] = found
+        return found
 
     def has(self, template_id: str) -> bool:
         return template_id in self._shared.sources
@@ -278,7 +284,10 @@ class TemplateCopy:
             raise MissingCopy([CopyGap(used, template_id)])
         copy = self._locale(used)
         try:
-            text = copy.env.get_template(template_id).render(dict(params))
+            template = copy.templates.get(template_id)
+            if template is None:
+                template = copy.templates[template_id] = copy.env.get_template(template_id)
+            text = template.render(dict(params))
         except Exception as exc:  # a template's failure is the caller's to fall back from
             raise CopyRenderError(
                 f"template {template_id!r} cannot render with {sorted(params)}: "
@@ -590,6 +599,17 @@ def as_data(value: object) -> str:
 _PLAIN_TOKEN = re.compile(r"[^\W_]+(?:[@.+\-/_][^\W_]+)*")
 
 
+_JSON_SCALARS = (str, int, bool, type(None))
+
+
+def _json_data(params: Mapping[str, Any]) -> dict[str, Any]:
+    """Parameters as JSON data for the record (anything else, a Decimal or a date, as text)."""
+    if all(isinstance(v, _JSON_SCALARS) for v in params.values()):
+        return dict(params)
+    loaded: dict[str, Any] = json.loads(json.dumps(dict(params), default=str))
+    return loaded
+
+
 class RecordingCopy:
     """One turn's server copy: renders through `copy` and hands each rendering (template,
     parameters, text, reference) to `record`, for the turn's replay record."""
@@ -603,7 +623,7 @@ class RecordingCopy:
         self._record(
             CopyRender(
                 template_id=template_id,
-                params=json.loads(json.dumps(dict(params), default=str)),
+                params=_json_data(params),
                 text=rendered.text,
                 copy_ref=rendered.copy_ref,
             )
