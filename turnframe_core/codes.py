@@ -153,6 +153,13 @@ TARGET_STALE = "turnframe.target.stale"
 # --- replay -------------------------------------------------------------------------------------
 REPLAY_CHAIN_BROKEN = "turnframe.replay.chain_broken"
 REPLAY_DIGEST_MISMATCH = "turnframe.replay.digest_mismatch"
+#: audit chain findings (turnframe_core.audit_chain)
+AUDIT_RECORD_ALTERED = "turnframe.audit.record_altered"
+AUDIT_RECORD_MISSING = "turnframe.audit.record_missing"
+AUDIT_RECORD_UNLINKED = "turnframe.audit.record_unlinked"
+AUDIT_LINK_ALTERED = "turnframe.audit.link_altered"
+AUDIT_LINK_MISSING = "turnframe.audit.link_missing"
+AUDIT_LINK_OUT_OF_ORDER = "turnframe.audit.link_out_of_order"
 
 # --- stream -------------------------------------------------------------------------------------
 STREAM_TURN_FAILED = "turnframe.stream.turn_failed"

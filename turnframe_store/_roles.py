@@ -12,6 +12,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 
+from turnframe_core.audit_chain import ChainLink
 from turnframe_core.cases import CaseKey
 from turnframe_core.events import DomainEvent
 from turnframe_core.interactions import Interaction, InteractionStatus
@@ -573,6 +574,27 @@ class ReplayRole(_Role, ABC):
 
     async def put(self, record: ReplayRecord) -> None:
         await self._put(record)
+
+    async def chain(self, account_id: str, conversation_id: str) -> tuple[ChainLink, ...]:
+        rules.text(account_id, conversation_id)
+        return await self._chain(account_id, conversation_id)
+
+    async def accounts_with_token(self, replay_token: str) -> tuple[str, ...]:
+        rules.text(replay_token)
+        return await self._accounts_with_token(replay_token)
+
+    async def accounts_with_conversation(self, conversation_id: str) -> tuple[str, ...]:
+        rules.text(conversation_id)
+        return await self._accounts_with_conversation(conversation_id)
+
+    @abstractmethod
+    async def _chain(self, account_id: str, conversation_id: str) -> tuple[ChainLink, ...]: ...
+
+    @abstractmethod
+    async def _accounts_with_token(self, replay_token: str) -> tuple[str, ...]: ...
+
+    @abstractmethod
+    async def _accounts_with_conversation(self, conversation_id: str) -> tuple[str, ...]: ...
 
     @abstractmethod
     async def _get(self, account_id: str, turn_id: str) -> ReplayRecord: ...

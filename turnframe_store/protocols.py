@@ -24,6 +24,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Protocol
 
+from turnframe_core.audit_chain import ChainLink
 from turnframe_core.cases import CaseKey
 from turnframe_core.events import DomainEvent
 from turnframe_core.interactions import Interaction, InteractionStatus
@@ -469,11 +470,27 @@ class ReplayReader(Protocol):
         None; it reads one record, however long the conversation."""
         ...
 
+    async def chain(self, account_id: str, conversation_id: str) -> tuple[ChainLink, ...]:
+        """The conversation's audit chain in position order: one link per final record, appended
+        when the record became final and never changed."""
+        ...
+
+    async def accounts_with_token(self, replay_token: str) -> tuple[str, ...]:
+        """Every account holding a record of `replay_token` (an auditor may know only the
+        token), sorted."""
+        ...
+
+    async def accounts_with_conversation(self, conversation_id: str) -> tuple[str, ...]:
+        """Every account holding records of a conversation with this id, sorted."""
+        ...
+
 
 class ReplayWriter(Protocol):
     async def put(self, record: ReplayRecord) -> None:
         """Upsert the turn's record. Once the stored phase is terminal only an identical record
-        is accepted (else `Conflict`); the replay token must be derived from the turn id."""
+        is accepted (else `Conflict`); the replay token must be derived from the turn id. The
+        write that makes a record final (`delivered` or `failed`) also appends its `ChainLink`
+        to the conversation's chain, once."""
         ...
 
 

@@ -20,6 +20,7 @@ from typing import Any
 import pytest
 
 from turnframe_core._canonical import canonical_json
+from turnframe_core.audit_chain import ChainLink
 from turnframe_core.cases import CaseKey
 from turnframe_core.events import DomainEvent
 from turnframe_core.interactions import Interaction, InteractionStatus
@@ -793,6 +794,40 @@ class OverwritingReplay(MemoryReplay):
         await engine.write(write)
 
 
+class RelinkingReplay(MemoryReplay):
+    """put links a final record again each time it is put (a repeat included)."""
+
+    async def _put(self, record: ReplayRecord) -> None:
+        engine = self._engine
+
+        def write(undo: _UndoLog) -> None:
+            engine.put_replay(undo, record)
+            if record.phase.is_terminal:
+                conversation = (record.account_id, record.conversation_id)
+                chain = engine.t.audit_chain.get(conversation, [])
+                undo.index(engine.t.audit_chain, conversation, ChainLink.after(chain[-1], record))
+
+        await engine.write(write)
+
+
+class OneAccountReplay(MemoryReplay):
+    """accounts_with_token names only the first account holding the token."""
+
+    async def _accounts_with_token(self, replay_token: str) -> tuple[str, ...]:
+        return (await super()._accounts_with_token(replay_token))[:1]
+
+
+class UnlinkedBundle(MemoryCommits):
+    """commit writes the bundle's final record but not its audit link."""
+
+    async def _commit(self, bundle: CommitBundle) -> CommitResult:
+        result = await super()._commit(bundle)
+        engine = self._engine
+        conversation = (bundle.account_id, bundle.conversation_id)
+        await engine.write(lambda undo: undo.put(engine.t.audit_chain, conversation, []))
+        return result
+
+
 class HalfBundle(MemoryCommits):
     """commit applies items in place and never undoes them when a later item fails."""
 
@@ -1233,6 +1268,21 @@ CONTROLS: dict[str, tuple[str, type[Any], str]] = {
         "replay",
         OverwritingReplay,
         "check_a_replay_record_is_upserted_until_its_phase_is_terminal",
+    ),
+    "relinking_replay": (
+        "replay",
+        RelinkingReplay,
+        "check_a_record_is_linked_into_its_conversations_chain_once_when_final",
+    ),
+    "one_account_replay": (
+        "replay",
+        OneAccountReplay,
+        "check_an_auditor_finds_the_accounts_of_a_token_and_of_a_conversation",
+    ),
+    "unlinked_bundle": (
+        "commits",
+        UnlinkedBundle,
+        "check_a_commit_bundle_links_the_record_it_makes_final",
     ),
     "half_bundle": (
         "commits",

@@ -75,7 +75,10 @@ from turnframe_store.conformance.outbox import (
     check_unknown_outcomes_are_leased_to_one_reconciler_at_a_time,
 )
 from turnframe_store.conformance.replay import (
+    check_a_commit_bundle_links_the_record_it_makes_final,
+    check_a_record_is_linked_into_its_conversations_chain_once_when_final,
     check_a_replay_record_is_upserted_until_its_phase_is_terminal,
+    check_an_auditor_finds_the_accounts_of_a_token_and_of_a_conversation,
 )
 from turnframe_store.conformance.stream import (
     check_a_commit_bundle_logs_its_stream_events_after_its_assistant_turn,
@@ -164,6 +167,9 @@ __all__ = [
     "check_the_reaper_releases_expired_claims",
     # replay
     "check_a_replay_record_is_upserted_until_its_phase_is_terminal",
+    "check_a_record_is_linked_into_its_conversations_chain_once_when_final",
+    "check_a_commit_bundle_links_the_record_it_makes_final",
+    "check_an_auditor_finds_the_accounts_of_a_token_and_of_a_conversation",
     # ordering
     "check_lists_follow_their_named_sort_keys",
     "check_another_accounts_records_are_not_found_exactly_like_missing_ones",

@@ -14,6 +14,7 @@ from collections.abc import Callable, Iterable
 from functools import partial
 from typing import Any, Final, TypeVar
 
+from turnframe_core.audit_chain import ChainLink
 from turnframe_core.cases import CaseKey
 from turnframe_core.events import DomainEvent
 from turnframe_core.interactions import Interaction, InteractionStatus
@@ -669,6 +670,22 @@ class _Engine:
             )
         elif rules.put_replay(stored, record) is Verdict.MOVE:
             undo.put(self.t.replay, key, record)
+        if record.phase.is_terminal and key not in self.t.audit_link_of_turn:
+            conversation = (record.account_id, record.conversation_id)
+            chain = self.t.audit_chain.get(conversation, [])
+            link = ChainLink.after(chain[-1] if chain else None, record)
+            undo.index(self.t.audit_chain, conversation, link)
+            undo.put(self.t.audit_link_of_turn, key, link.position)
+
+    def audit_chain(self, account_id: str, conversation_id: str) -> tuple[ChainLink, ...]:
+        return tuple(self.t.audit_chain.get((account_id, conversation_id), ()))
+
+    def accounts_with_token(self, replay_token: str) -> tuple[str, ...]:
+        return tuple(sorted({a for (a, token) in self.t.replay_by_token if token == replay_token}))
+
+    def accounts_with_conversation(self, conversation_id: str) -> tuple[str, ...]:
+        found = {a for (a, c) in self.t.replay_by_conversation if c == conversation_id}
+        return tuple(sorted(found))
 
     def replay_record(self, account_id: str, turn_id: str) -> ReplayRecord:
         return rules.found(self.t.replay.get((account_id, turn_id)))

@@ -6,6 +6,7 @@ from collections.abc import Callable
 from functools import partial
 from typing import TypeVar
 
+from turnframe_core.audit_chain import ChainLink
 from turnframe_core.events import DomainEvent
 from turnframe_core.interactions import Interaction
 from turnframe_core.replay import ReplayRecord
@@ -109,5 +110,9 @@ class _Tables:
         self.replay_first_put: dict[Key2, int] = {}
         self.replay_by_token: dict[Key2, str] = {}
         self.replay_by_conversation: dict[Key2, list[str]] = {}
+        #: each conversation's audit chain, link n at index n
+        self.audit_chain: dict[Key2, list[ChainLink]] = {}
+        #: (account, turn) -> its link's position
+        self.audit_link_of_turn: dict[Key2, int] = {}
         #: each turn's log, entry n - 1 holding sequence n
         self.stream: dict[Key2, list[StreamEntry]] = {}

@@ -6,6 +6,7 @@ import contextlib
 from collections.abc import AsyncIterator
 from typing import Any
 
+from turnframe_core.audit_chain import ChainLink
 from turnframe_core.cases import CaseKey
 from turnframe_core.events import DomainEvent
 from turnframe_core.interactions import Interaction, InteractionStatus
@@ -381,6 +382,19 @@ class MemoryReplay(ReplayRole):
 
     async def _put(self, record: ReplayRecord) -> None:
         await self._engine.write(lambda undo: self._engine.put_replay(undo, record))
+
+    async def _chain(self, account_id: str, conversation_id: str) -> tuple[ChainLink, ...]:
+        return await self._engine.read(
+            lambda: self._engine.audit_chain(account_id, conversation_id)
+        )
+
+    async def _accounts_with_token(self, replay_token: str) -> tuple[str, ...]:
+        return await self._engine.read(lambda: self._engine.accounts_with_token(replay_token))
+
+    async def _accounts_with_conversation(self, conversation_id: str) -> tuple[str, ...]:
+        return await self._engine.read(
+            lambda: self._engine.accounts_with_conversation(conversation_id)
+        )
 
 
 class MemoryCommits(CommitRole):

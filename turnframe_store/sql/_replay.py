@@ -7,13 +7,14 @@ from typing import Any
 
 import sqlalchemy as sa
 
+from turnframe_core.audit_chain import ChainLink
 from turnframe_core.replay import ReplayRecord
 from turnframe_store import _rules as rules
 from turnframe_store._roles import ReplayRole
 from turnframe_store._rules import Verdict
 from turnframe_store.errors import Conflict, InvalidRecord
 from turnframe_store.sql._backend import Result, Row, Statement
-from turnframe_store.sql._core import SqlCore, Step, first, refuse
+from turnframe_store.sql._core import SqlCore, Step, Then, first, refuse
 from turnframe_store.sql._rows import document
 from turnframe_store.sql._statements import Compiler, among, bind, values_of
 
@@ -27,6 +28,11 @@ class ReplayStatements:
     replay_get_by_token: Statement
     replay_of_conversation: Statement
     replay_last_of_conversation: Statement
+    link_last: Statement
+    link_insert: Statement
+    links_of_conversation: Statement
+    accounts_with_token: Statement
+    accounts_with_conversation: Statement
 
     @classmethod
     def build(cls, sql: Compiler) -> ReplayStatements:
@@ -38,6 +44,11 @@ class ReplayStatements:
             replay.c.conversation_id == bind("conversation_id"),
         )
         upsert = sql.insert(replay).values(values_of(replay))
+        link = sql.tables["tf_audit_link"]
+        link_of_conversation = (
+            link.c.account_id == account,
+            link.c.conversation_id == bind("conversation_id"),
+        )
         return cls(
             # `_rules.put_replay`: upserted while the stored phase is not terminal and the
             # record stays in its conversation.
@@ -82,6 +93,39 @@ class ReplayStatements:
                 .order_by(replay.c.first_recorded_at.desc(), replay.c.turn_id.desc())
                 .limit(1),
             ),
+            link_last=c(
+                "link_last",
+                sa.select(link)
+                .where(*link_of_conversation)
+                .order_by(link.c.position.desc())
+                .limit(1),
+            ),
+            # A turn is linked once (a final record put again is a repeat); a position taken by
+            # another turn is an error, never skipped.
+            link_insert=c(
+                "link_insert",
+                sql.insert(link)
+                .values(values_of(link))
+                .on_conflict_do_nothing(index_elements=[link.c.account_id, link.c.turn_id]),
+            ),
+            links_of_conversation=c(
+                "links_of_conversation",
+                sa.select(link).where(*link_of_conversation).order_by(link.c.position),
+            ),
+            accounts_with_token=c(
+                "accounts_with_token",
+                sa.select(replay.c.account_id)
+                .where(replay.c.replay_token == bind("replay_token"))
+                .distinct()
+                .order_by(replay.c.account_id),
+            ),
+            accounts_with_conversation=c(
+                "accounts_with_conversation",
+                sa.select(replay.c.account_id)
+                .where(replay.c.conversation_id == bind("conversation_id"))
+                .distinct()
+                .order_by(replay.c.account_id),
+            ),
         )
 
 
@@ -108,7 +152,40 @@ class SqlReplay(ReplayRole):
 
         key = {"account_id": record.account_id, "turn_id": record.turn_id}
         params = self._core.codec.replay_params(record, text)
-        return [Step(self._st.replay_put, params, judge, self._st.replay_get, key)]
+        steps = [Step(self._st.replay_put, params, judge, self._st.replay_get, key)]
+        if record.phase.is_terminal:  # the write that makes it final links it, once
+            steps.append(self._link_step(record))
+        return steps
+
+    def _link_step(self, record: ReplayRecord) -> Step:
+        codec = self._core.codec
+
+        async def link(result: Result | None, prior: Row | None) -> Then | None:
+            assert result is not None
+            last = codec.link(result.rows[0]) if result.rows else None
+            if last is not None and last.turn_id == record.turn_id:
+                return None  # linked already: the final record put again
+            return Then(self._st.link_insert, [codec.link_params(ChainLink.after(last, record))])
+
+        where = {"account_id": record.account_id, "conversation_id": record.conversation_id}
+        return Step(self._st.link_last, where, link)
+
+    async def _chain(self, account_id: str, conversation_id: str) -> tuple[ChainLink, ...]:
+        rows = await self._core.fetch(
+            self._st.links_of_conversation,
+            {"account_id": account_id, "conversation_id": conversation_id},
+        )
+        return tuple(self._core.codec.link(row) for row in rows)
+
+    async def _accounts_with_token(self, replay_token: str) -> tuple[str, ...]:
+        rows = await self._core.fetch(self._st.accounts_with_token, {"replay_token": replay_token})
+        return tuple(row["account_id"] for row in rows)
+
+    async def _accounts_with_conversation(self, conversation_id: str) -> tuple[str, ...]:
+        rows = await self._core.fetch(
+            self._st.accounts_with_conversation, {"conversation_id": conversation_id}
+        )
+        return tuple(row["account_id"] for row in rows)
 
     async def _put(self, record: ReplayRecord) -> None:
         await self._core.write(self.replay_steps(record))

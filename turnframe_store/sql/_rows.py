@@ -15,6 +15,7 @@ from typing import Any, Final, TypeVar
 from pydantic import TypeAdapter, ValidationError
 
 from turnframe_core._canonical import CanonicalJsonError, canonical_json
+from turnframe_core.audit_chain import ChainLink
 from turnframe_core.blocks import STORED_CONTEXT
 from turnframe_core.errors import TurnframeError
 from turnframe_core.events import DomainEvent
@@ -291,6 +292,35 @@ class Codec:
             "replay record",
             lambda: ReplayRecord.model_validate_json(row["record"], context=STORED_CONTEXT),
         )
+
+    @staticmethod
+    def link(row: Row) -> ChainLink:
+        return _reading(
+            "audit link",
+            lambda: ChainLink(
+                account_id=row["account_id"],
+                conversation_id=row["conversation_id"],
+                position=row["position"],
+                turn_id=row["turn_id"],
+                record_digest=row["record_digest"],
+                previous=row["previous_digest"],
+                linked_at=row["linked_at"],
+                link_digest=row["link_digest"],
+            ),
+        )
+
+    @staticmethod
+    def link_params(link: ChainLink) -> dict[str, Any]:
+        return {
+            "account_id": link.account_id,
+            "conversation_id": link.conversation_id,
+            "position": link.position,
+            "turn_id": link.turn_id,
+            "record_digest": link.record_digest,
+            "previous_digest": link.previous,
+            "linked_at": link.linked_at,
+            "link_digest": link.link_digest,
+        }
 
     def replay_params(self, record: ReplayRecord, text: str) -> dict[str, Any]:
         recorded_at = self.time_in(record.recorded_at)

@@ -317,6 +317,9 @@ class TfReplay(_TfModel, table=True):
             "first_recorded_at",
             "turn_id",
         ),
+        # an auditor who knows only a token, or a conversation id, finds its accounts
+        sa.Index("tf_replay_by_token", "replay_token"),
+        sa.Index("tf_replay_conversation_accounts", "conversation_id", "account_id"),
     )
 
     account_id: str = _text(primary_key=True)
@@ -327,6 +330,30 @@ class TfReplay(_TfModel, table=True):
     first_recorded_at: datetime = _time()
     recorded_at: datetime = _time()
     record: str = _text()
+
+
+class TfAuditLink(_TfModel, table=True):
+    """A conversation's audit chain: one row per final replay record, appended in the write that
+    made the record final and never changed (`turnframe_core.audit_chain`). `linked_at` is the
+    record's own time in milliseconds on both dialects (it is part of the link's digest)."""
+
+    __tablename__ = "tf_audit_link"
+    __table_args__ = (
+        sa.PrimaryKeyConstraint(
+            "account_id", "conversation_id", "position", name="tf_audit_link_pkey"
+        ),
+        sa.UniqueConstraint("account_id", "turn_id", name="tf_audit_link_turn"),
+        sa.CheckConstraint("position >= 0", name="tf_audit_link_position_check"),
+    )
+
+    account_id: str = _text(primary_key=True)
+    conversation_id: str = _text(primary_key=True)
+    position: int = Field(sa_type=sa.BigInteger, primary_key=True, nullable=False)
+    turn_id: str = _text()
+    record_digest: str = _text()
+    previous_digest: str | None = _text(nullable=True)
+    linked_at: int = Field(sa_type=sa.BigInteger, nullable=False)
+    link_digest: str = _text()
 
 
 class TfStreamEvent(_TfModel, table=True):

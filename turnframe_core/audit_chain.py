@@ -1,0 +1,171 @@
+"""The audit chain: immutable links over a conversation's final replay records.
+
+A replay record changes while its turn runs (its phase moves on), so no chain may cite it until it
+is final. When a turn's record becomes final (`delivered` or `failed`) the store appends, in the
+same transaction, one `ChainLink` for it: its position in the conversation (0, 1, 2 … in the order
+the conversation's turns became final, which its one-turn-at-a-time serialization fixes), the
+record's digest, and the previous link's digest. Links are written once and never change, so a
+verified chain cannot false-alarm; and each link names the record it vouches for, so a break
+names the entry: an altered record, a deleted record or link, links out of order.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+
+from turnframe_core import codes
+from turnframe_core._canonical import Digest, digest
+from turnframe_core._model import FrozenModel, Millis, NonEmptyStr, Whole
+from turnframe_core.ids import AccountId, ConversationId, TurnId
+from turnframe_core.replay import ReplayRecord, verify_chain
+
+__all__ = ["ChainFinding", "ChainLink", "verify_conversation", "verify_links"]
+
+
+class ChainLink(FrozenModel):
+    """One entry of a conversation's audit chain: the final record of one turn."""
+
+    account_id: AccountId
+    conversation_id: ConversationId
+    position: Whole
+    turn_id: TurnId
+    #: the digest of the turn's final replay record
+    record_digest: Digest
+    #: the previous link's `link_digest` (None at position 0)
+    previous: Digest | None = None
+    #: when the record became final (its `recorded_at`)
+    linked_at: Millis
+    link_digest: Digest
+
+    @classmethod
+    def after(cls, previous: ChainLink | None, record: ReplayRecord) -> ChainLink:
+        """The link for `record` (final) appended after `previous` (None: the first)."""
+        fields = {
+            "account_id": record.account_id,
+            "conversation_id": record.conversation_id,
+            "position": 0 if previous is None else previous.position + 1,
+            "turn_id": record.turn_id,
+            "record_digest": record.digest(),
+            "previous": None if previous is None else previous.link_digest,
+            "linked_at": record.recorded_at,
+        }
+        return cls(**fields, link_digest=digest(fields))
+
+    def recomputed(self) -> str:
+        """The digest this link's fields give (equal to `link_digest` unless it was altered)."""
+        return digest(self.model_dump(mode="json", exclude={"link_digest"}))
+
+
+class ChainFinding(FrozenModel):
+    """One thing a verification found, naming the entry: `turn_id` (a record, or the turn a link
+    vouches for) and `position` (a link's place in the chain)."""
+
+    code: NonEmptyStr
+    turn_id: str | None = None
+    position: int | None = None
+    detail: str
+
+
+def verify_links(
+    records: Sequence[ReplayRecord],
+    links: Sequence[ChainLink],
+    turn_ids: Iterable[str] = (),
+) -> list[ChainFinding]:
+    """Every break in one conversation's chain; empty when it is intact.
+
+    `records` are the conversation's replay records in the store's order, `links` its chain in
+    position order, `turn_ids` every turn the conversation holds (a record deleted with its link
+    still leaves its turn). A record that is not final yet (a turn in flight) has no link, and
+    that is no break.
+    """
+    found: list[ChainFinding] = []
+    by_turn: Mapping[str, ReplayRecord] = {r.turn_id: r for r in records}
+    prior: ChainLink | None = None
+    for expected, link in enumerate(links):
+        if link.position != expected:
+            found.append(
+                ChainFinding(
+                    code=codes.AUDIT_LINK_MISSING,
+                    position=expected,
+                    detail=f"the chain skips from position {expected - 1} to {link.position}",
+                )
+            )
+        if link.recomputed() != link.link_digest:
+            found.append(
+                ChainFinding(
+                    code=codes.AUDIT_LINK_ALTERED,
+                    turn_id=link.turn_id,
+                    position=link.position,
+                    detail="the link's fields do not give its digest",
+                )
+            )
+        elif link.previous != (prior.link_digest if prior is not None else None):
+            found.append(
+                ChainFinding(
+                    code=codes.AUDIT_LINK_OUT_OF_ORDER,
+                    turn_id=link.turn_id,
+                    position=link.position,
+                    detail="the link does not cite the link before it",
+                )
+            )
+        record = by_turn.get(link.turn_id)
+        if record is None:
+            found.append(
+                ChainFinding(
+                    code=codes.AUDIT_RECORD_MISSING,
+                    turn_id=link.turn_id,
+                    position=link.position,
+                    detail="the chain vouches for a record the store no longer holds",
+                )
+            )
+        elif record.digest() != link.record_digest:
+            found.append(
+                ChainFinding(
+                    code=codes.AUDIT_RECORD_ALTERED,
+                    turn_id=link.turn_id,
+                    position=link.position,
+                    detail="the record differs from the one its link vouches for",
+                )
+            )
+        prior = link
+    linked = {link.turn_id for link in links}
+    for record in records:
+        if record.phase.is_terminal and record.turn_id not in linked:
+            found.append(
+                ChainFinding(
+                    code=codes.AUDIT_RECORD_UNLINKED,
+                    turn_id=record.turn_id,
+                    detail="a final record no link vouches for",
+                )
+            )
+    for turn_id in turn_ids:
+        if turn_id not in by_turn and turn_id not in linked:
+            found.append(
+                ChainFinding(
+                    code=codes.AUDIT_RECORD_MISSING,
+                    turn_id=turn_id,
+                    detail="the conversation holds the turn but no record of it",
+                )
+            )
+    return found
+
+
+def verify_conversation(
+    records: Sequence[ReplayRecord],
+    links: Sequence[ChainLink],
+    turn_ids: Iterable[str] = (),
+) -> list[ChainFinding]:
+    """`verify_links`, and each record's own `previous_digest` (the final record before it when
+    it was written) checked against the records in the store's order, which names a record
+    listed out of order."""
+    found = verify_links(records, links, turn_ids)
+    found.extend(
+        ChainFinding(
+            code=brk.code,
+            turn_id=brk.turn_id,
+            position=brk.position,
+            detail="the record does not cite the record listed before it",
+        )
+        for brk in verify_chain(records)
+    )
+    return found
