@@ -99,9 +99,12 @@ async def check_an_auditor_finds_the_accounts_of_a_token_and_of_a_conversation(
         await stores.replay.put(_replay("turn_1", account=account, conversation="conv_9"))
     await stores.replay.put(_replay("turn_2", account="acct_d"))
     token = derive_replay_token("turn_1")
-    _equal(await stores.replay.accounts_with_token(token), tuple(sorted((_A, "acct_b", "acct_c"))),
-           "the accounts holding the token")  # fmt: skip
-    _equal(await stores.replay.accounts_with_conversation("conv_9"),
-           tuple(sorted((_A, "acct_b", "acct_c"))), "the accounts holding the conversation")  # fmt: skip
-    _equal(await stores.replay.accounts_with_token(derive_replay_token("turn_5")), (),
-           "an unknown token")  # fmt: skip
+    holding = tuple(sorted((_A, "acct_b", "acct_c")))
+    _equal(await stores.replay.accounts_with_token(token), holding, "the accounts of the token")
+    _equal(
+        await stores.replay.accounts_with_conversation("conv_9"),
+        holding,
+        "the accounts holding the conversation",
+    )
+    unknown = derive_replay_token("turn_5")
+    _equal(await stores.replay.accounts_with_token(unknown), (), "an unknown token")
