@@ -41,6 +41,17 @@ RUNTIME_STORE_MODULES = {
     "turnframe_store.bundle",
     "turnframe_store.faults",
 }
+#: A command that assembles a process from a database URL alone (an auditor's `turnframe replay`
+#: has no adopter app to build its stores) may open the SQL store: it is a composition root, and
+#: nothing in the library imports it (decision 0016).
+COMPOSITION_ROOTS = {
+    "turnframe_runtime/cli_audit.py": {
+        "turnframe_store.SqlStores",
+        "turnframe_store.SqlConfig",
+        "turnframe_store.InvalidDatabaseUrl",
+        "turnframe_store.MissingExtra",
+    },
+}
 
 
 def imports_of(path: Path) -> list[tuple[str, int]]:
@@ -73,7 +84,12 @@ def violations(package: str, root: Path = ROOT) -> list[str]:
                     problems.append(where)
                 elif package == "turnframe_runtime" and top == "turnframe_store":
                     base = module.rsplit(".", 1)[0] if module.count(".") > 1 else module
-                    if module not in RUNTIME_STORE_MODULES and base not in RUNTIME_STORE_MODULES:
+                    rooted = COMPOSITION_ROOTS.get(str(path.relative_to(root)), set())
+                    if (
+                        module not in RUNTIME_STORE_MODULES
+                        and base not in RUNTIME_STORE_MODULES
+                        and module not in rooted
+                    ):
                         problems.append(where)
                 continue
             if top in sys.stdlib_module_names or top == "__future__":
@@ -94,6 +110,17 @@ def test_the_store_imports_only_core():
 
 def test_the_runtime_imports_core_and_the_store_protocols_only():
     assert violations("turnframe_runtime") == []
+
+
+def test_nothing_in_the_runtime_imports_a_composition_root():
+    roots = {Path(p).stem for p in COMPOSITION_ROOTS}
+    importers = [
+        f"{path.relative_to(ROOT)}:{line}"
+        for path in sorted((ROOT / "turnframe_runtime").rglob("*.py"))
+        for module, line in imports_of(path)
+        if module.rsplit(".", 1)[-1] in roots
+    ]
+    assert importers == []
 
 
 def test_no_library_package_imports_the_test_kit():

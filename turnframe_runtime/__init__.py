@@ -4,6 +4,8 @@ server copy and the ports an adopter implements).
 What this module exports is the public API; the stage modules behind it may change freely.
 """
 
+from turnframe_runtime.audit import AUDIT_QUESTIONS, Audit, AuditCheck, audit_turn
+from turnframe_runtime.audit_html import render_audit_html
 from turnframe_runtime.config import OutboxConfig, RuntimeConfig
 from turnframe_runtime.copy import (
     LIBRARY_COPY,
@@ -82,6 +84,9 @@ __all__ = [
     "AppliesExternalAnswers",
     "CaseCandidate",
     "CaseDirectory",
+    "AUDIT_QUESTIONS",
+    "Audit",
+    "AuditCheck",
     "CopyCatalog",
     "CopyDrift",
     "CopyGap",
@@ -125,6 +130,8 @@ __all__ = [
     "ServerCopy",
     "TemplateCopy",
     "LIBRARY_COPY",
+    "audit_turn",
+    "render_audit_html",
     "drift",
     "StoresWithoutTransactions",
     "TransitionRequest",

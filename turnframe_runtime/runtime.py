@@ -42,6 +42,7 @@ from turnframe_core.workflow import (
     WorkflowDefinition,
 )
 from turnframe_runtime.accept import PreviousTurnUnfinished, accept_turn, prior_reply
+from turnframe_runtime.audit import Audit, audit_turn
 from turnframe_runtime.card_answer import (
     Admitted,
     AnsweredBefore,
@@ -232,6 +233,13 @@ class TurnRuntime:
     async def replay(self, account_id: str, replay_token: str) -> ReplayRecord:
         """The turn's audit record (read-only: executes nothing, calls no model)."""
         return await self._stores.replay.get_by_token(account_id, replay_token)
+
+    async def audit(self, account_id: str, replay_token: str) -> Audit:
+        """The turn's audit (DESIGN §11): the ten audit questions answered from stored data, and
+        every digest verified (its record against its chain link, the conversation's chain, the
+        understanding and plan hashes, the reply against its record). Read-only: it executes
+        nothing, calls no model and writes nothing."""
+        return await audit_turn(self._stores, account_id, replay_token)
 
     async def rerender(self, account_id: str, replay_token: str) -> list[CopyDrift]:
         """Drift of a turn's server copy: each sentence it rendered, rendered again from the same

@@ -217,6 +217,8 @@ class PostgresBackend(Backend):
         options = f"{given or ''} -c timezone=UTC".strip()
         if config.statement_timeout_ms is not None:
             options += f" -c statement_timeout={config.statement_timeout_ms}"
+        if config.read_only:
+            options += " -c default_transaction_read_only=on"
 
         def pool_of(name: str, min_size: int, max_size: int) -> AsyncConnectionPool[Any]:
             return AsyncConnectionPool(

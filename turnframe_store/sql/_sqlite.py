@@ -92,6 +92,14 @@ class SqliteBackend(Backend):
         in_memory = path in ("", ":memory:")
         if not in_memory:
             _require_file_path(path)
+        if config.read_only:
+            if in_memory or not Path(path).is_file():
+                raise InvalidDatabaseUrl(f"no SQLite database to read at {path or ':memory:'}")
+            try:
+                reader = await _connect(path, config, wal=False, read_only=True)
+            except aiosqlite.Error as exc:
+                raise errors.from_sqlite(exc) from None
+            return cls(reader, reader)
         try:
             writer = await _connect(path or ":memory:", config, wal=not in_memory)
         except aiosqlite.Error as exc:
@@ -200,8 +208,14 @@ def _require_file_path(path: str) -> None:
         raise InvalidDatabaseUrl(f"the SQLite database's directory {target.parent} does not exist")
 
 
-async def _connect(path: str, config: SqlConfig, *, wal: bool) -> aiosqlite.Connection:
-    connection = aiosqlite.connect(path, isolation_level=None)
+async def _connect(
+    path: str, config: SqlConfig, *, wal: bool, read_only: bool = False
+) -> aiosqlite.Connection:
+    if read_only:  # the file as it is: no journal mode set, no write possible
+        target = f"{Path(path).resolve().as_uri()}?mode=ro"
+        connection = aiosqlite.connect(target, isolation_level=None, uri=True)
+    else:
+        connection = aiosqlite.connect(path, isolation_level=None)
     # aiosqlite runs each connection on a thread of its own, non-daemon by default: a process
     # whose code failed before `aclose()` would wait for it forever at exit. A daemon worker
     # ends with the process; what was committed is durable (synchronous = FULL), and an
@@ -213,6 +227,9 @@ async def _connect(path: str, config: SqlConfig, *, wal: bool) -> aiosqlite.Conn
     await connection
     try:
         await connection.execute(f"PRAGMA busy_timeout = {int(config.sqlite_busy_timeout_ms)}")
+        if read_only:
+            await connection.execute("PRAGMA query_only = ON")
+            return connection
         if wal:
             await connection.execute("PRAGMA journal_mode = WAL")
         await connection.execute("PRAGMA synchronous = FULL")

@@ -24,6 +24,7 @@ class SqlConfig:
     - `schema`: the PostgreSQL schema holding the `tf_*` tables (`None`: the search path, usually
       `public`). `migrate()` creates it. SQLite has no schemas.
     - `sqlite_busy_timeout_ms`: how long a SQLite writer waits for another process's write lock.
+    - `read_only`: nothing can be written through these stores (see the field).
     - `lock_pool_size`: PostgreSQL connections that hold conversation locks at most (each
       running turn holds one for its whole length, model calls included: size it for the turns
       that run at once; they are opened as needed and closed when idle).
@@ -38,6 +39,10 @@ class SqlConfig:
     schema: str | None = None
     sqlite_busy_timeout_ms: int = 5_000
     lock_pool_size: int = 100
+    #: open the database for reading only (an audit): SQLite opens the file read-only and sets
+    #: no pragma that writes; PostgreSQL sessions default to read-only transactions. Any write
+    #: then fails; the database is never changed, not even by a migration.
+    read_only: bool = False
 
     def __post_init__(self) -> None:
         if self.pool_size < 1 or not 0 <= self.pool_min_size <= self.pool_size:

@@ -1,0 +1,179 @@
+"""`turnframe replay` and `turnframe audit-export` read a real database (SQLite and PostgreSQL)
+and change no byte of it: they open it read-only, run no migration, execute nothing."""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import sqlalchemy as sa
+from services import Database
+from sqlalchemy.pool import NullPool
+
+from turnframe_core import UlidIdSource
+from turnframe_runtime import AUDIT_QUESTIONS
+from turnframe_store import SqlConfig, SqlStores
+from turnframe_store.sql._url import sync_url
+from turnframe_store.sql.tables import metadata
+from turnframe_test.harness import DeskHarness
+from turnframe_test.understandings import act
+
+TURNFRAME = str(Path(sys.executable).parent / "turnframe")
+
+
+def _cli_url(database: Database) -> str:
+    """The database's URL as a person would type it (a PostgreSQL schema through options)."""
+    if database.config.schema is None:
+        return database.url
+    joiner = "&" if "?" in database.url else "?"
+    return f"{database.url}{joiner}options=-csearch_path%3D{database.config.schema}"
+
+
+def _snapshot(database: Database) -> str:
+    """A digest of every row of every table, and of the SQLite file's bytes."""
+    engine = sa.create_engine(sync_url(database.url), poolclass=NullPool)
+    seen = hashlib.sha256()
+    try:
+        with engine.connect() as connection:
+            if database.config.schema is not None:
+                connection.exec_driver_sql(f'SET search_path TO "{database.config.schema}"')
+            for table in sorted(metadata.tables):
+                rows = connection.exec_driver_sql(f"SELECT * FROM {table}").fetchall()
+                seen.update(repr(sorted(map(repr, rows))).encode())
+            if database.backend == "postgres":
+                stats = connection.exec_driver_sql(
+                    "SELECT coalesce(sum(n_tup_ins + n_tup_upd + n_tup_del), 0) "
+                    "FROM pg_stat_user_tables WHERE schemaname = %s",
+                    (database.config.schema,),
+                ).scalar()
+                seen.update(str(stats).encode())
+    finally:
+        engine.dispose()
+    if database.backend == "sqlite":
+        path = Path(sync_url(database.url).database or "")
+        seen.update(path.read_bytes())
+    return seen.hexdigest()
+
+
+def _run(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [TURNFRAME, *args], capture_output=True, text=True, timeout=120, check=False
+    )
+
+
+async def _conversation(database: Database) -> tuple[DeskHarness, list[Any]]:
+    stores = await database.migrated()
+    desk = DeskHarness(stores=stores, ids=UlidIdSource())
+    desk.ready_trip()
+    named = await desk.say(
+        "Grace Hopper", act("a1", "trip.set_name", "h1", "Grace Hopper", name="Grace Hopper")
+    )
+    asked = await desk.say(
+        "Rebook my outbound",
+        act("a1", "trip.request_rebooking", "h1", "Rebook my outbound", leg="outbound"),
+    )
+    clicked = await desk.click(desk.card(asked), "opt_rebook")
+    return desk, [named, asked, clicked]
+
+
+async def test_replay_and_export_read_everything_and_change_no_byte(
+    database: Database, tmp_path: Path
+) -> None:
+    desk, turns = await _conversation(database)
+    await desk.stores.aclose()
+    before = await asyncio.to_thread(_snapshot, database)
+    url = _cli_url(database)
+
+    report = str(tmp_path / "report.html")
+    replayed = await asyncio.to_thread(
+        _run, "replay", turns[2].replay_token, "--db", url, "--json", "--html", report
+    )
+    exported = await asyncio.to_thread(
+        _run, "audit-export", "--db", url, "--conversation", desk.conversation_id
+    )
+    summary = await asyncio.to_thread(_run, "replay", turns[0].replay_token, "--db", url)
+    config = SqlConfig(read_only=True, schema=database.config.schema)
+    reader = await SqlStores.connect(database.url, config)
+    try:
+        from turnframe_runtime import audit_turn
+
+        audits = [await audit_turn(reader, desk.account_id, t.replay_token) for t in turns]
+    finally:
+        await reader.aclose()
+    after = await asyncio.to_thread(_snapshot, database)
+
+    assert replayed.returncode == 0, replayed.stderr
+    audit = json.loads(replayed.stdout)
+    assert audit["verified"] and all(question in audit for question in AUDIT_QUESTIONS)
+    assert [b["block_id"] for b in audit["what_was_returned"]["blocks"]] == [
+        b.block_id for b in turns[2].blocks
+    ]
+    assert "<html" in (tmp_path / "report.html").read_text()
+    assert exported.returncode == 0, exported.stderr
+    lines = [json.loads(line) for line in exported.stdout.splitlines()]
+    assert [line["type"] for line in lines] == ["record"] * 3 + ["link"] * 3 + ["verdict"]
+    assert lines[-1]["intact"] is True and lines[-1]["findings"] == []
+    assert summary.returncode == 0 and "verified" in summary.stdout
+    assert all(a.verified for a in audits)
+    assert after == before  # not a byte changed, not a migration run
+
+
+async def test_a_tampered_database_fails_replay_and_export(database: Database) -> None:
+    desk, turns = await _conversation(database)
+    record = await desk.stores.replay.get(desk.account_id, turns[1].turn_id)
+    edited = record.model_copy(update={"failure_code": "edited"}).model_dump_json()
+    await desk.stores.aclose()
+
+    def tamper() -> None:
+        engine = sa.create_engine(sync_url(database.url), poolclass=NullPool)
+        try:
+            with engine.begin() as connection:
+                if database.config.schema is not None:
+                    connection.exec_driver_sql(f'SET search_path TO "{database.config.schema}"')
+                connection.execute(
+                    sa.text("UPDATE tf_replay SET record = :r WHERE turn_id = :t"),
+                    {"r": edited, "t": turns[1].turn_id},
+                )
+        finally:
+            engine.dispose()
+
+    await asyncio.to_thread(tamper)
+    url = _cli_url(database)
+    replayed = await asyncio.to_thread(_run, "replay", turns[1].replay_token, "--db", url)
+    exported = await asyncio.to_thread(
+        _run, "audit-export", "--db", url, "--conversation", desk.conversation_id
+    )
+
+    assert replayed.returncode == 1 and "NOT VERIFIED" in replayed.stdout
+    assert "FAIL the record is the one its chain link vouches for" in replayed.stdout
+    verdict = json.loads(exported.stdout.splitlines()[-1])
+    assert exported.returncode == 1 and verdict["intact"] is False
+    assert [(f["code"], f["turn_id"]) for f in verdict["findings"]] == [
+        ("turnframe.audit.record_altered", turns[1].turn_id),  # the entry, named
+        ("turnframe.replay.chain_broken", turns[2].turn_id),  # the record that cited it
+    ]
+
+
+async def test_an_unknown_or_ambiguous_token_is_said_in_one_line(database: Database) -> None:
+    stores = await database.migrated()
+    for account in ("acct_a", "acct_b"):  # the same turn id (so token) in two accounts
+        desk = DeskHarness(stores=stores, account_id=account)
+        desk.ready_trip()
+        turn = await desk.say("Ada", act("a1", "trip.set_name", "h1", "Ada", name="Ada"))
+    await stores.aclose()
+    url = _cli_url(database)
+
+    ambiguous = await asyncio.to_thread(_run, "replay", turn.replay_token, "--db", url)
+    named = await asyncio.to_thread(
+        _run, "replay", turn.replay_token, "--db", url, "--account", "acct_b"
+    )
+    unknown = await asyncio.to_thread(_run, "replay", "rpl_nosuchtoken", "--db", url)
+
+    assert ambiguous.returncode == 2 and "acct_a, acct_b" in ambiguous.stderr
+    assert named.returncode == 0 and "acct_b" in named.stdout
+    assert unknown.returncode == 1 and len(unknown.stderr.strip().splitlines()) == 1

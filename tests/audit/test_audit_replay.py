@@ -1,0 +1,240 @@
+"""Audit replay answers the ten questions from stored data, verifies every digest, and names
+an altered, deleted or reordered entry of a conversation's chain; concurrent turns on one
+conversation leave a chain that verifies."""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import json
+from typing import Any
+
+import pytest
+import sqlalchemy as sa
+from sqlalchemy.pool import NullPool
+
+from turnframe_core import UlidIdSource, codes
+from turnframe_core.audit_chain import verify_conversation
+from turnframe_runtime import AUDIT_QUESTIONS
+from turnframe_store import MemoryStores, SqlStores
+from turnframe_store.sql._url import sync_url
+from turnframe_test.understandings import act, question
+
+NAME = act("a1", "trip.set_name", "h1", "Grace Hopper", name="Grace Hopper")
+REBOOK = act("a1", "trip.request_rebooking", "h1", "Rebook my outbound", leg="outbound")
+
+
+async def _three_turns(desk: Any) -> list[Any]:
+    desk.ready_trip()
+    named = await desk.say("Grace Hopper", NAME)
+    asked = await desk.say("Rebook my outbound", REBOOK)
+    clicked = await desk.click(desk.card(asked), "opt_rebook")
+    return [named, asked, clicked]
+
+
+async def test_an_audit_answers_the_ten_questions_from_stored_data(desk) -> None:
+    named, _asked, clicked = await _three_turns(desk)
+    audit = await desk.runtime.audit(desk.account_id, clicked.replay_token)
+    dumped = audit.model_dump(mode="json")
+
+    assert audit.verified, audit.failed()
+    assert all(name in dumped for name in AUDIT_QUESTIONS) and len(AUDIT_QUESTIONS) == 10
+    assert audit.what_the_user_sent["input"]["interaction_response"]["option_id"] == "opt_rebook"
+    assert audit.which_state_was_loaded["cases"][0]["case_id"] == "T-100"
+    [decision] = audit.which_policy_applied_and_what_authorized_each_command
+    assert (decision["command_type"], decision["allowed"]) == ("trip.confirm_rebooking", True)
+    [command] = audit.what_committed["commands"]
+    assert command["outcome"]["kind"] == "committed" and command["journal_status"]
+    assert command["origin"]["kind"]
+    [receipt] = audit.which_event_backs_each_receipt
+    assert all(e["in_ledger"] and e["of_this_turn"] for e in receipt["events"])
+    assert [b["block_id"] for b in audit.what_was_returned["blocks"]] == [
+        b.block_id for b in clicked.blocks
+    ]
+    assert audit.how_far_the_turn_got["record_phase"] == "delivered"
+    assert audit.chain["position"] == 2 and audit.chain["length"] == 3
+    understood = await desk.runtime.audit(desk.account_id, named.replay_token)
+    assert understood.what_was_understood["understanding"]["acts"][0]["operation"] == (
+        "trip.set_name"
+    )
+    assert understood.which_model_calls_produced_it[0]["purpose"] == "understand"
+    assert understood.how_targets_resolved[0]["resolution"] == "exact"
+
+
+async def test_concurrent_turns_on_one_conversation_leave_a_chain_that_verifies(
+    desk, make_desk
+) -> None:
+    desk.ready_trip()
+    said = [f"Name {n}" for n in ("Ada Lovelace", "Grace Hopper", "Alan Turing", "Edsger Wybe")]
+    turns = await asyncio.gather(
+        *(
+            desk.say(text, act("a1", "trip.set_name", "h1", text[5:], name=text[5:]),
+                     question("q1", "What do you have?", "h1"))
+            for text in said
+        )
+    )  # fmt: skip
+    if not isinstance(desk.stores, MemoryStores):  # a second runtime on the same database
+        other = await make_desk(stores=desk.stores, ids=UlidIdSource())
+        more = await asyncio.gather(
+            desk.say("Name Barbara Liskov", act("a1", "trip.set_name", "h1", "Barbara Liskov",
+                                                name="Barbara Liskov")),
+            other.say("Name Frances Allen", act("a1", "trip.set_name", "h1", "Frances Allen",
+                                                name="Frances Allen")),
+        )  # fmt: skip
+        turns = [*turns, *more]
+    records = await desk.stores.replay.for_conversation(desk.account_id, desk.conversation_id)
+    links = await desk.stores.replay.chain(desk.account_id, desk.conversation_id)
+    assert verify_conversation(records, links) == []
+    assert sorted(link.turn_id for link in links) == sorted(t.turn_id for t in turns)
+    for turn in turns:
+        assert (await desk.runtime.audit(desk.account_id, turn.replay_token)).verified
+
+
+# --- tampering ------------------------------------------------------------------------------------
+
+
+async def _sql(stores: SqlStores, statement: str, **params: Any) -> list[Any]:
+    """Run `statement` on the store's database behind its back (what a tamperer does)."""
+
+    def run() -> list[Any]:
+        engine = sa.create_engine(sync_url(stores.url), poolclass=NullPool)
+        try:
+            with engine.begin() as connection:
+                if stores.config.schema is not None:
+                    connection.exec_driver_sql(f'SET search_path TO "{stores.config.schema}"')
+                result = connection.execute(sa.text(statement), params)
+                return [tuple(row) for row in result] if result.returns_rows else []
+        finally:
+            engine.dispose()
+
+    return await asyncio.to_thread(run)
+
+
+async def _edit_record(desk: Any, turn_id: str) -> None:
+    stores = desk.stores
+    record = await stores.replay.get(desk.account_id, turn_id)
+    edited = record.model_copy(update={"failure_code": "edited.afterwards"})
+    if isinstance(stores, MemoryStores):
+        stores.engine.t.replay[(desk.account_id, turn_id)] = edited
+    else:
+        await _sql(stores, "UPDATE tf_replay SET record = :text WHERE turn_id = :turn",
+                   text=edited.model_dump_json(), turn=turn_id)  # fmt: skip
+
+
+async def _delete_record(desk: Any, turn_id: str) -> None:
+    stores = desk.stores
+    if isinstance(stores, MemoryStores):
+        t = stores.engine.t
+        del t.replay[(desk.account_id, turn_id)]
+        t.replay_by_conversation[(desk.account_id, desk.conversation_id)].remove(turn_id)
+    else:
+        await _sql(stores, "DELETE FROM tf_replay WHERE turn_id = :turn", turn=turn_id)
+
+
+async def _reorder_records(desk: Any, first: str, second: str) -> None:
+    stores = desk.stores
+    if isinstance(stores, MemoryStores):
+        times = stores.engine.t.replay_first_put
+        a, b = (desk.account_id, first), (desk.account_id, second)
+        times[a], times[b] = times[b], times[a]
+    else:
+        rows = await _sql(stores, "SELECT turn_id, first_recorded_at FROM tf_replay "
+                          "WHERE turn_id IN (:a, :b)", a=first, b=second)  # fmt: skip
+        times = dict(rows)
+        for turn, other in ((first, second), (second, first)):
+            await _sql(stores, "UPDATE tf_replay SET first_recorded_at = :at WHERE turn_id = :t",
+                       at=times[other], t=turn)  # fmt: skip
+
+
+async def _delete_link(desk: Any, position: int) -> None:
+    stores = desk.stores
+    if isinstance(stores, MemoryStores):
+        del stores.engine.t.audit_chain[(desk.account_id, desk.conversation_id)][position]
+    else:
+        await _sql(stores, "DELETE FROM tf_audit_link WHERE position = :p", p=position)
+
+
+async def _findings(desk: Any) -> set[tuple[str, str | None]]:
+    stores = desk.stores
+    records = await stores.replay.for_conversation(desk.account_id, desk.conversation_id)
+    links = await stores.replay.chain(desk.account_id, desk.conversation_id)
+    turns = await stores.conversations.list_turns(desk.account_id, desk.conversation_id)
+    found = verify_conversation(records, links, [t.turn_id for t in turns])
+    return {(f.code, f.turn_id) for f in found}
+
+
+@pytest.mark.unaudited
+async def test_an_edited_record_is_named(desk) -> None:
+    named, asked, _clicked = await _three_turns(desk)
+    await _edit_record(desk, asked.turn_id)
+    found = await _findings(desk)
+    assert (codes.AUDIT_RECORD_ALTERED, asked.turn_id) in found
+    audit = await desk.runtime.audit(desk.account_id, asked.replay_token)
+    assert not audit.verified
+    assert "the record is the one its chain link vouches for" in [c.name for c in audit.failed()]
+    assert (await desk.runtime.audit(desk.account_id, named.replay_token)).failed()[0].name == (
+        "the conversation's chain is intact"
+    )  # every turn of the conversation sees the break
+
+
+@pytest.mark.unaudited
+async def test_a_deleted_record_is_named_even_the_newest(desk) -> None:
+    _named, asked, clicked = await _three_turns(desk)
+    await _delete_record(desk, asked.turn_id)
+    await _delete_record(desk, clicked.turn_id)
+    found = await _findings(desk)
+    assert (codes.AUDIT_RECORD_MISSING, asked.turn_id) in found
+    assert (codes.AUDIT_RECORD_MISSING, clicked.turn_id) in found
+
+
+@pytest.mark.unaudited
+async def test_reordered_records_are_named(desk) -> None:
+    named, asked, _clicked = await _three_turns(desk)
+    await _reorder_records(desk, named.turn_id, asked.turn_id)
+    found = await _findings(desk)
+    assert {code for code, _ in found} == {codes.REPLAY_CHAIN_BROKEN}
+    assert {turn for _, turn in found} & {named.turn_id, asked.turn_id}
+
+
+@pytest.mark.unaudited
+async def test_a_deleted_link_is_named(desk) -> None:
+    _named, asked, clicked = await _three_turns(desk)
+    await _delete_link(desk, 1)
+    found = await _findings(desk)
+    assert (codes.AUDIT_RECORD_UNLINKED, asked.turn_id) in found
+    assert (codes.AUDIT_LINK_MISSING, None) in found or (
+        codes.AUDIT_LINK_OUT_OF_ORDER,
+        clicked.turn_id,
+    ) in found
+
+
+async def test_an_untouched_conversation_has_no_findings(desk) -> None:
+    await _three_turns(desk)
+    assert await _findings(desk) == set()
+
+
+@pytest.mark.unaudited
+async def test_a_streamed_block_that_differs_from_the_stored_one_is_named(desk) -> None:
+    _named, asked, _clicked = await _three_turns(desk)
+    forged = "sha256:" + "0" * 64
+    stores = desk.stores
+    if isinstance(stores, MemoryStores):
+        log = stores.engine.t.stream[(desk.account_id, asked.turn_id)]
+        at = next(i for i, e in enumerate(log) if e.event_type == "content.block.completed")
+        entry = log[at]
+        data = json.loads(entry.text)
+        data["content_hash"] = forged
+        log[at] = dataclasses.replace(entry, text=json.dumps(data))
+    else:
+        [(sequence, text)] = (await _sql(
+            stores, "SELECT sequence, event FROM tf_stream_event WHERE turn_id = :t AND "
+            "event_type = 'content.block.completed' ORDER BY sequence LIMIT 1", t=asked.turn_id,
+        ))  # fmt: skip
+        data = json.loads(text)
+        data["content_hash"] = forged
+        await _sql(stores, "UPDATE tf_stream_event SET event = :e WHERE turn_id = :t AND "
+                   "sequence = :s", e=json.dumps(data), t=asked.turn_id, s=sequence)  # fmt: skip
+    audit = await desk.runtime.audit(desk.account_id, asked.replay_token)
+    [failed] = audit.failed()
+    assert failed.name == "each streamed block is the stored block (content hash)"
+    assert failed.detail == data["block"]["block_id"]

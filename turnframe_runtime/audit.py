@@ -1,0 +1,345 @@
+"""Audit replay: one turn's replay token answered read-only (DESIGN §11).
+
+`audit_turn` reads what the stores hold about the turn — its replay record, the user turn as
+received, the phase marker, the stored reply, the committed events, the journal, the cards, the
+conversation's records and audit chain — and answers the ten audit questions in named sections,
+each from stored data only. It executes nothing, calls no model, renders nothing and writes
+nothing: every call it makes is a store read. `checks` verifies every digest the data carries
+(the record against its chain link, the conversation's chain, the understanding and plan
+hashes, the reply against the record) and the rules a record must keep (each command authorized,
+each receipt backed by a committed event of this turn).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from pydantic import Field
+
+from turnframe_core._canonical import digest
+from turnframe_core._model import FrozenModel, NonEmptyStr
+from turnframe_core.audit_chain import ChainFinding, ChainLink, verify_conversation
+from turnframe_core.blocks import ReceiptBlock
+from turnframe_core.replay import CommittedOutcome, ReplayRecord
+from turnframe_core.stream import BlockCompleted, block_content_hash
+from turnframe_core.turn import AssistantTurn
+from turnframe_store.bundle import Stores
+from turnframe_store.errors import NotFound
+
+__all__ = ["AUDIT_QUESTIONS", "Audit", "AuditCheck", "audit_turn"]
+
+#: The ten questions an audit answers, as the names of its sections (DESIGN §11).
+AUDIT_QUESTIONS: tuple[str, ...] = (
+    "what_the_user_sent",
+    "which_state_was_loaded",
+    "what_was_understood",
+    "which_model_calls_produced_it",
+    "how_targets_resolved",
+    "which_policy_applied_and_what_authorized_each_command",
+    "what_committed",
+    "which_event_backs_each_receipt",
+    "what_was_returned",
+    "how_far_the_turn_got",
+)
+
+
+class AuditCheck(FrozenModel):
+    """One verification: what was checked, whether it held, and why not."""
+
+    name: NonEmptyStr
+    passed: bool
+    detail: str = ""
+
+
+class Audit(FrozenModel):
+    """A turn's audit: the ten questions answered from stored data, and what was verified.
+    `verified` holds when every check passed."""
+
+    replay_token: NonEmptyStr
+    account_id: NonEmptyStr
+    conversation_id: NonEmptyStr
+    turn_id: NonEmptyStr
+    verified: bool
+    what_the_user_sent: dict[str, Any]
+    which_state_was_loaded: dict[str, Any]
+    what_was_understood: dict[str, Any]
+    which_model_calls_produced_it: list[dict[str, Any]]
+    how_targets_resolved: list[dict[str, Any]]
+    which_policy_applied_and_what_authorized_each_command: list[dict[str, Any]]
+    what_committed: dict[str, Any]
+    which_event_backs_each_receipt: list[dict[str, Any]]
+    what_was_returned: dict[str, Any]
+    how_far_the_turn_got: dict[str, Any]
+    checks: tuple[AuditCheck, ...]
+    chain: dict[str, Any] = Field(default_factory=dict)
+
+    def failed(self) -> list[AuditCheck]:
+        return [check for check in self.checks if not check.passed]
+
+    def with_checks(self, checks: Sequence[AuditCheck]) -> Audit:
+        return self.model_copy(
+            update={"checks": tuple(checks), "verified": all(c.passed for c in checks)}
+        )
+
+
+async def audit_turn(stores: Stores, account_id: str, replay_token: str) -> Audit:
+    """The audit of the turn `replay_token` names (`NotFound` when the account holds none)."""
+    record = await stores.replay.get_by_token(account_id, replay_token)
+    conversations = stores.conversations
+    turn_id, conversation_id = record.turn_id, record.conversation_id
+    user_turn = await _maybe(conversations.get_user_turn(account_id, turn_id))
+    marker = await _maybe(conversations.get_phase(account_id, turn_id))
+    reply = await _maybe(conversations.get_assistant_turn(account_id, turn_id))
+    records = await stores.replay.for_conversation(account_id, conversation_id)
+    links = await stores.replay.chain(account_id, conversation_id)
+    turns = await conversations.list_turns(account_id, conversation_id)
+    findings = verify_conversation(records, links, [t.turn_id for t in turns])
+    receipts = [b for b in reply.blocks if isinstance(b, ReceiptBlock)] if reply else []
+    cited = {event_id for receipt in receipts for event_id in receipt.event_ids}
+    events = await stores.events.get_by_ids(account_id, sorted(set(record.event_ids) | cited))
+    journal = {e.command_id: e for e in await stores.journal.for_turn(account_id, turn_id)}
+    cards = [
+        card
+        for interaction_id in record.interactions_created
+        if (card := await _maybe(stores.interactions.get(account_id, interaction_id)))
+    ]
+    streamed = await conversations.stream_events(account_id, turn_id, 0, 10_000)
+    link = next((k for k in links if k.turn_id == turn_id), None)
+    by_event = {event.event_id: event for event in events}
+    return Audit(
+        replay_token=record.replay_token,
+        account_id=account_id,
+        conversation_id=conversation_id,
+        turn_id=turn_id,
+        verified=False,  # set below, from the checks
+        what_the_user_sent={
+            "input": record.input.model_dump(mode="json"),
+            "received_at": user_turn.received_at if user_turn else None,
+            "locale": record.input.locale,
+        },
+        which_state_was_loaded={
+            "cases": [c.model_dump(mode="json") for c in record.loaded_cases],
+            "workflow_versions": [w.model_dump(mode="json") for w in record.workflow_versions],
+        },
+        what_was_understood={
+            "understanding": record.understanding,
+            "understanding_hash": record.understanding_hash,
+            "problems": [p.model_dump(mode="json") for p in record.understanding_problems],
+            "reduction_plan": record.reduction_plan,
+            "plan_hash": record.plan_hash,
+        },
+        which_model_calls_produced_it=[a.model_dump(mode="json") for a in record.provider_attempts],
+        how_targets_resolved=[r.model_dump(mode="json") for r in record.target_resolutions],
+        which_policy_applied_and_what_authorized_each_command=[
+            d.model_dump(mode="json") for d in record.policy_decisions
+        ],
+        what_committed={
+            "commands": [
+                {
+                    **o.model_dump(mode="json"),
+                    "journal_status": (
+                        journal[o.command_id].status.value if o.command_id in journal else None
+                    ),
+                }
+                for o in record.command_outcomes
+            ],
+            "events": [e.model_dump(mode="json") for e in events if e.event_id in record.event_ids],
+            "outbox_ids": list(record.outbox_ids),
+            "interactions_created": [
+                {
+                    "interaction_id": card.interaction_id,
+                    "kind": card.kind.value,
+                    "status": card.status.value,
+                    "title": card.payload.title,
+                }
+                for card in cards
+            ],
+        },
+        which_event_backs_each_receipt=[
+            {
+                "block_id": receipt.block_id,
+                "receipt_id": receipt.receipt_id,
+                "status_code": receipt.status_code,
+                "title": receipt.title,
+                "events": [
+                    {
+                        "event_id": event_id,
+                        "event_type": by_event[event_id].event_type
+                        if event_id in by_event
+                        else None,
+                        "in_ledger": event_id in by_event,
+                        "of_this_turn": event_id in record.event_ids,
+                    }
+                    for event_id in receipt.event_ids
+                ],
+            }
+            for receipt in receipts
+        ],
+        what_was_returned={
+            "stored": reply is not None,
+            "schema_version": reply.schema_version if reply else None,
+            "status": reply.status.value if reply else None,
+            "blocks": [_block(block) for block in reply.blocks] if reply else [],
+            "response_block_ids": list(record.response_block_ids),
+            "prose_findings": [f.model_dump(mode="json") for f in record.prose_findings],
+            "claim_violations": list(record.claim_violations),
+            "copy_renders": [r.model_dump(mode="json") for r in record.copy_renders],
+        },
+        how_far_the_turn_got={
+            "record_phase": record.phase.value,
+            "marker_phase": marker.phase.value if marker else None,
+            "failure_code": record.failure_code,
+            "pending_reconciliations": list(record.pending_reconciliations()),
+            "recorded_at": record.recorded_at,
+        },
+        checks=(),
+        chain={
+            "length": len(links),
+            "position": link.position if link else None,
+            "link_digest": link.link_digest if link else None,
+            "findings": [f.model_dump(mode="json") for f in findings],
+        },
+    ).with_checks(
+        [
+            *_checks(record, reply, link, findings, events, user_turn),
+            *_stream_checks(reply, streamed),
+        ]
+    )
+
+
+def _checks(
+    record: ReplayRecord,
+    reply: AssistantTurn | None,
+    link: ChainLink | None,
+    findings: Sequence[ChainFinding],
+    events: Sequence[Any],
+    user_turn: Any,
+) -> list[AuditCheck]:
+    checks: list[AuditCheck] = []
+    if link is not None:
+        checks.append(
+            _check(
+                "the record is the one its chain link vouches for",
+                record.digest() == link.record_digest,
+                "the record's digest differs from its link's",
+            )
+        )
+    else:
+        checks.append(
+            _check(
+                "the record is linked once it is final",
+                not record.phase.is_terminal,
+                "a final record with no link",
+            )
+        )
+    checks.append(
+        _check(
+            "the conversation's chain is intact",
+            not findings,
+            "; ".join(f"{f.code} ({f.turn_id or f.position})" for f in findings),
+        )
+    )
+    if record.understanding is not None:
+        checks.append(
+            _check(
+                "the understanding's hash",
+                digest(record.understanding) == record.understanding_hash,
+                "the stored understanding does not give its hash",
+            )
+        )
+    if record.reduction_plan is not None:
+        checks.append(
+            _check(
+                "the reduction plan's hash",
+                digest(record.reduction_plan) == record.plan_hash,
+                "the stored plan does not give its hash",
+            )
+        )
+    checks.append(
+        _check(
+            "the recorded input is the user turn as received",
+            user_turn is not None and user_turn.input == record.input,
+            "the user turn is missing or differs from the record's input",
+        )
+    )
+    if reply is not None and record.phase.is_terminal:
+        checks.append(
+            _check(
+                "the stored reply is the one the record lists",
+                [b.block_id for b in reply.blocks] == list(record.response_block_ids),
+                "the reply's blocks differ from the record's response block ids",
+            )
+        )
+    ledger = {event.event_id for event in events}
+    checks.append(
+        _check(
+            "every event the record lists is in the ledger",
+            set(record.event_ids) <= ledger,
+            ", ".join(sorted(set(record.event_ids) - ledger)),
+        )
+    )
+    if reply is not None:
+        unbacked = [
+            block.block_id
+            for block in reply.blocks
+            if isinstance(block, ReceiptBlock) and not set(block.event_ids) <= ledger
+        ]
+        checks.append(
+            _check(
+                "every receipt cites committed events",
+                not unbacked,
+                ", ".join(unbacked),
+            )
+        )
+    decided = {d.command_id: d for d in record.policy_decisions}
+    unauthorized = [
+        o.command_id
+        for o in record.command_outcomes
+        if isinstance(o.outcome, CommittedOutcome)
+        and (o.command_id not in decided or not decided[o.command_id].allowed)
+    ]
+    checks.append(
+        _check(
+            "every committed command was authorized by a policy decision",
+            not unauthorized,
+            ", ".join(unauthorized),
+        )
+    )
+    return checks
+
+
+def _stream_checks(reply: AssistantTurn | None, streamed: Sequence[Any]) -> list[AuditCheck]:
+    """While the turn's stream log is kept, each block it streamed names the digest of the
+    block the stored reply holds."""
+    completed = [e for e in streamed if isinstance(e, BlockCompleted)]
+    if reply is None or not completed:
+        return []
+    stored = {block.block_id: block_content_hash(block) for block in reply.blocks}
+    differing = [
+        str(e.block.block_id) for e in completed if stored.get(e.block.block_id) != e.content_hash
+    ]
+    return [
+        _check(
+            "each streamed block is the stored block (content hash)",
+            not differing,
+            ", ".join(differing),
+        )
+    ]
+
+
+def _check(name: str, passed: bool, detail: str) -> AuditCheck:
+    return AuditCheck(name=name, passed=passed, detail="" if passed else detail)
+
+
+def _block(block: Any) -> dict[str, Any]:
+    data: dict[str, Any] = block.model_dump(mode="json")
+    data["content_hash"] = digest(data)
+    return data
+
+
+async def _maybe(call: Any) -> Any:
+    try:
+        return await call
+    except NotFound:
+        return None

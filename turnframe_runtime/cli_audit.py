@@ -1,0 +1,189 @@
+"""`turnframe replay TOKEN --db URL` and `turnframe audit-export --db URL --conversation ID`.
+
+Both open the database read-only (`SqlConfig(read_only=True)`): they execute nothing, call no
+model and write nothing, not even a migration. `replay` answers the ten audit questions for one
+turn and verifies every digest (`--json` prints the whole audit, `--html FILE` writes a report a
+person can read); it exits 0 when the audit is verified, 1 when it is not. `audit-export` writes
+a conversation's records, its audit chain and the chain's verdict as JSON lines, for an
+auditor's own tools. An auditor who knows only the token (or the conversation id) need not name
+the account, unless several accounts hold it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+from pathlib import Path
+from typing import Any, TextIO
+
+from turnframe_core.audit_chain import verify_conversation
+from turnframe_runtime.audit import AUDIT_QUESTIONS, Audit, audit_turn
+from turnframe_store import InvalidDatabaseUrl, MissingExtra, SqlConfig, SqlStores
+from turnframe_store.errors import NotFound
+
+__all__ = ["register_export", "register_replay"]
+
+_READ_ONLY = SqlConfig(read_only=True, pool_min_size=0, pool_size=2, lock_pool_size=1)
+
+
+def register_replay(commands: Any) -> None:
+    parser = commands.add_parser("replay", help="audit one turn by its replay token (read-only)")
+    parser.add_argument("token", metavar="TOKEN", help="the turn's replay token (rpl_…)")
+    parser.add_argument("--db", metavar="URL", required=True, help="the store's database")
+    parser.add_argument("--account", metavar="ID", help="the account (when several hold TOKEN)")
+    parser.add_argument("--json", action="store_true", help="print the whole audit as JSON")
+    parser.add_argument("--html", metavar="FILE", help="also write the audit as an HTML report")
+    parser.set_defaults(run=_replay)
+
+
+def register_export(commands: Any) -> None:
+    parser = commands.add_parser(
+        "audit-export",
+        help="write a conversation's replay records and chain verdict as JSON lines (read-only)",
+    )
+    parser.add_argument("--db", metavar="URL", required=True, help="the store's database")
+    parser.add_argument("--conversation", metavar="ID", required=True, help="the conversation")
+    parser.add_argument("--account", metavar="ID", help="only this account's conversation")
+    parser.add_argument("--out", metavar="FILE", help="write here instead of standard output")
+    parser.set_defaults(run=_export)
+
+
+class _Usage(Exception):
+    """What the command line got wrong, in one line (exit 2)."""
+
+
+class _Missing(Exception):
+    """The database holds nothing the command was asked for, in one line (exit 1)."""
+
+
+def _replay(args: argparse.Namespace) -> int:
+    try:
+        audit = asyncio.run(_audit(args.db, args.token, args.account))
+    except _Usage as usage:
+        print(f"turnframe replay: {usage}", file=sys.stderr)
+        return 2
+    except (_Missing, NotFound) as missing:
+        print(f"turnframe replay: {missing or f'no turn has the replay token {args.token}'}",
+              file=sys.stderr)  # fmt: skip
+        return 1
+    if args.html:
+        from turnframe_runtime.audit_html import render_audit_html
+
+        Path(args.html).write_text(render_audit_html(audit), encoding="utf-8")
+    if args.json:
+        print(audit.model_dump_json(indent=2))
+    else:
+        _summary(audit, sys.stdout)
+    return 0 if audit.verified else 1
+
+
+async def _audit(db: str, token: str, account: str | None) -> Audit:
+    stores = await _open(db)
+    try:
+        if account is None:
+            holders = await stores.replay.accounts_with_token(token)
+            if not holders:
+                raise _Missing(f"no turn has the replay token {token}")
+            if len(holders) > 1:
+                raise _Usage(f"several accounts hold {token}: {', '.join(holders)}; name --account")
+            (account,) = holders
+        return await audit_turn(stores, account, token)
+    finally:
+        await stores.aclose()
+
+
+def _export(args: argparse.Namespace) -> int:
+    try:
+        lines = asyncio.run(_export_lines(args.db, args.conversation, args.account))
+    except _Usage as usage:
+        print(f"turnframe audit-export: {usage}", file=sys.stderr)
+        return 2
+    except _Missing as missing:
+        print(f"turnframe audit-export: {missing}", file=sys.stderr)
+        return 1
+    text = "".join(json.dumps(line, sort_keys=True, ensure_ascii=False) + "\n" for line in lines)
+    if args.out:
+        Path(args.out).write_text(text, encoding="utf-8")
+    else:
+        sys.stdout.write(text)
+    intact = all(line["intact"] for line in lines if line["type"] == "verdict")
+    return 0 if intact else 1
+
+
+async def _export_lines(db: str, conversation_id: str, account: str | None) -> list[dict[str, Any]]:
+    stores = await _open(db)
+    try:
+        accounts = (
+            (account,)
+            if account is not None
+            else await stores.replay.accounts_with_conversation(conversation_id)
+        )
+        if not accounts:
+            raise _Missing(f"no records of the conversation {conversation_id}")
+        lines: list[dict[str, Any]] = []
+        for holder in accounts:
+            records = await stores.replay.for_conversation(holder, conversation_id)
+            links = await stores.replay.chain(holder, conversation_id)
+            turns = await stores.conversations.list_turns(holder, conversation_id)
+            findings = verify_conversation(records, links, [t.turn_id for t in turns])
+            lines.extend(
+                {"type": "record", "account_id": holder, "record": r.model_dump(mode="json")}
+                for r in records
+            )
+            lines.extend({"type": "link", **k.model_dump(mode="json")} for k in links)
+            lines.append(
+                {
+                    "type": "verdict",
+                    "account_id": holder,
+                    "conversation_id": conversation_id,
+                    "intact": not findings,
+                    "records": len(records),
+                    "links": len(links),
+                    "findings": [f.model_dump(mode="json") for f in findings],
+                }
+            )
+        return lines
+    finally:
+        await stores.aclose()
+
+
+async def _open(db: str) -> SqlStores:
+    try:
+        return await SqlStores.connect(db, _READ_ONLY)
+    except (InvalidDatabaseUrl, MissingExtra) as unusable:
+        raise _Usage(str(unusable)) from None
+
+
+def _summary(audit: Audit, out: TextIO) -> None:
+    verdict = "verified" if audit.verified else "NOT VERIFIED"
+    out.write(f"turn {audit.turn_id} ({audit.replay_token}) of {audit.account_id}/"
+              f"{audit.conversation_id}: {verdict}\n")  # fmt: skip
+    sent = audit.what_the_user_sent["input"]
+    said = sent.get("text") or sent.get("interaction_response") or sent.get("server_cause")
+    out.write(f"  sent: {said!r} ({audit.what_the_user_sent['locale']})\n")
+    cases = audit.which_state_was_loaded["cases"]
+    out.write(f"  loaded: {', '.join(_case(c) for c in cases) or 'nothing'}\n")
+    out.write(f"  model calls: {len(audit.which_model_calls_produced_it)}\n")
+    for decision in audit.which_policy_applied_and_what_authorized_each_command:
+        allowed = "allowed" if decision["allowed"] else "refused"
+        out.write(f"  policy: {decision['command_type']} {allowed} ({decision['reason_code']})\n")
+    for command in audit.what_committed["commands"]:
+        out.write(f"  command: {command['command_type']} -> {command['outcome']['kind']}\n")
+    for block in audit.what_was_returned["blocks"]:
+        words = block.get("title") or block.get("text") or ""
+        out.write(f"  [{block['kind']} · {block.get('author', '?')}] {words}\n")
+    progress = audit.how_far_the_turn_got
+    out.write(f"  phase: record {progress['record_phase']}, marker {progress['marker_phase']}\n")
+    chain = audit.chain
+    out.write(f"  chain: position {chain['position']} of {chain['length']}, "
+              f"{len(chain['findings'])} finding(s)\n")  # fmt: skip
+    for check in audit.checks:
+        mark = "ok  " if check.passed else "FAIL"
+        out.write(f"  {mark} {check.name}{': ' + check.detail if check.detail else ''}\n")
+    out.write(f"  ({len(AUDIT_QUESTIONS)} questions answered; --json for all of it)\n")
+
+
+def _case(case: dict[str, Any]) -> str:
+    return f"{case['workflow']}/{case['case_id']}@{case['expected_revision']}"
