@@ -81,8 +81,9 @@ def verify_links(
     found: list[ChainFinding] = []
     by_turn: Mapping[str, ReplayRecord] = {r.turn_id: r for r in records}
     prior: ChainLink | None = None
-    for expected, link in enumerate(links):
-        if link.position != expected:
+    for link in links:
+        expected = 0 if prior is None else prior.position + 1
+        if link.position != expected:  # one finding per gap, naming the first missing position
             found.append(
                 ChainFinding(
                     code=codes.AUDIT_LINK_MISSING,

@@ -8,11 +8,12 @@ from typing import Any
 
 from pydantic import Field
 
+from turnframe_core._canonical import digest
 from turnframe_core._model import FrozenModel, Millis, NonEmptyStr, Revision
 from turnframe_core.cases import CaseId, CaseKey, WorkflowKey
 from turnframe_core.ids import AccountId, CommandId, EventId
 
-__all__ = ["DomainEvent", "ReceiptSeverity", "ReceiptSpec"]
+__all__ = ["DomainEvent", "ReceiptSeverity", "ReceiptSpec", "event_digest"]
 
 
 class DomainEvent(FrozenModel):
@@ -33,6 +34,11 @@ class DomainEvent(FrozenModel):
     @property
     def case_key(self) -> CaseKey:
         return CaseKey(workflow=self.workflow, case_id=self.case_id)
+
+
+def event_digest(event: DomainEvent) -> str:
+    """The digest of an event as committed: everything but the sequence the ledger assigns."""
+    return digest(event.model_dump(mode="json", exclude={"sequence"}))
 
 
 class ReceiptSeverity(StrEnum):

@@ -274,6 +274,11 @@ class ReplayRecord(FrozenModel):
     failure_code: str | None = None
     #: the server copy the turn rendered (template, parameters, text, reference)
     copy_renders: tuple[CopyRender, ...] = ()
+    #: the digest of each returned block, in `response_block_ids` order (the chain vouches for
+    #: the reply's content through them)
+    response_block_hashes: tuple[Digest, ...] = ()
+    #: the digest of each event of `event_ids` as committed (its sequence left out)
+    event_digests: tuple[Digest, ...] = ()
 
     @model_validator(mode="after")
     def _token_is_derived(self) -> ReplayRecord:
@@ -295,6 +300,8 @@ class ReplayRecord(FrozenModel):
                 "prose_findings": (),
                 "claimed_interaction": None,
                 "copy_renders": (),
+                "response_block_hashes": (),
+                "event_digests": (),
             },
         )
 

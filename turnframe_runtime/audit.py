@@ -12,7 +12,8 @@ each receipt backed by a committed event of this turn).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from pydantic import Field
@@ -21,13 +22,21 @@ from turnframe_core._canonical import digest
 from turnframe_core._model import FrozenModel, NonEmptyStr
 from turnframe_core.audit_chain import ChainFinding, ChainLink, verify_conversation
 from turnframe_core.blocks import ReceiptBlock
+from turnframe_core.events import DomainEvent, event_digest
 from turnframe_core.replay import CommittedOutcome, ReplayRecord
 from turnframe_core.stream import BlockCompleted, block_content_hash
 from turnframe_core.turn import AssistantTurn
 from turnframe_store.bundle import Stores
 from turnframe_store.errors import NotFound
 
-__all__ = ["AUDIT_QUESTIONS", "Audit", "AuditCheck", "audit_turn"]
+__all__ = [
+    "AUDIT_QUESTIONS",
+    "Audit",
+    "AuditCheck",
+    "ConversationChain",
+    "audit_turn",
+    "read_chain",
+]
 
 #: The ten questions an audit answers, as the names of its sections (DESIGN §11).
 AUDIT_QUESTIONS: tuple[str, ...] = (
@@ -83,22 +92,62 @@ class Audit(FrozenModel):
         )
 
 
+@dataclass(frozen=True)
+class ConversationChain:
+    """One conversation's records, audit chain and turns, read as of one moment, and what
+    verifying them found."""
+
+    records: tuple[ReplayRecord, ...]
+    links: tuple[ChainLink, ...]
+    turn_ids: tuple[str, ...]
+    findings: tuple[ChainFinding, ...]
+
+
+async def read_chain(stores: Stores, account_id: str, conversation_id: str) -> ConversationChain:
+    """The conversation as of one moment, though read in several calls: the chain is read before
+    and after the turns and records, and all of it again while a turn finished in between (a
+    turn is accepted with its record, and a record made final with its link, so a view whose two
+    chain reads agree is consistent). A live conversation therefore never shows a break that
+    is only a turn finishing."""
+    for _ in range(_CONSISTENT_READS):
+        before = await stores.replay.chain(account_id, conversation_id)
+        turns = await stores.conversations.list_turns(account_id, conversation_id)
+        records = await stores.replay.for_conversation(account_id, conversation_id)
+        links = await stores.replay.chain(account_id, conversation_id)
+        if links == before:
+            break
+    turn_ids = tuple(t.turn_id for t in turns)
+    return ConversationChain(
+        records=records,
+        links=links,
+        turn_ids=turn_ids,
+        findings=tuple(verify_conversation(records, links, turn_ids)),
+    )
+
+
+#: how often a busy conversation is read again for a consistent view
+_CONSISTENT_READS = 8
+
+
 async def audit_turn(stores: Stores, account_id: str, replay_token: str) -> Audit:
     """The audit of the turn `replay_token` names (`NotFound` when the account holds none)."""
-    record = await stores.replay.get_by_token(account_id, replay_token)
+    found = await stores.replay.get_by_token(account_id, replay_token)
     conversations = stores.conversations
-    turn_id, conversation_id = record.turn_id, record.conversation_id
+    turn_id, conversation_id = found.turn_id, found.conversation_id
+    chain = await read_chain(stores, account_id, conversation_id)
+    record = next((r for r in chain.records if r.turn_id == turn_id), found)
+    links, findings = chain.links, chain.findings
     user_turn = await _maybe(conversations.get_user_turn(account_id, turn_id))
     marker = await _maybe(conversations.get_phase(account_id, turn_id))
     reply = await _maybe(conversations.get_assistant_turn(account_id, turn_id))
-    records = await stores.replay.for_conversation(account_id, conversation_id)
-    links = await stores.replay.chain(account_id, conversation_id)
-    turns = await conversations.list_turns(account_id, conversation_id)
-    findings = verify_conversation(records, links, [t.turn_id for t in turns])
     receipts = [b for b in reply.blocks if isinstance(b, ReceiptBlock)] if reply else []
     cited = {event_id for receipt in receipts for event_id in receipt.event_ids}
     events = await stores.events.get_by_ids(account_id, sorted(set(record.event_ids) | cited))
-    journal = {e.command_id: e for e in await stores.journal.for_turn(account_id, turn_id)}
+    journal = {
+        o.command_id: entry
+        for o in record.command_outcomes
+        if (entry := await _maybe(stores.journal.get(account_id, o.command_id)))
+    }
     cards = [
         card
         for interaction_id in record.interactions_created
@@ -203,6 +252,7 @@ async def audit_turn(stores: Stores, account_id: str, replay_token: str) -> Audi
     ).with_checks(
         [
             *_checks(record, reply, link, findings, events, user_turn),
+            *_content_checks(record, reply, events, journal),
             *_stream_checks(reply, streamed),
         ]
     )
@@ -304,6 +354,62 @@ def _checks(
             "every committed command was authorized by a policy decision",
             not unauthorized,
             ", ".join(unauthorized),
+        )
+    )
+    return checks
+
+
+def _content_checks(
+    record: ReplayRecord,
+    reply: AssistantTurn | None,
+    events: Sequence[DomainEvent],
+    journal: Mapping[str, Any],
+) -> list[AuditCheck]:
+    """What the record's digests vouch for (the chain vouches for the record): each block of the
+    stored reply, each committed event, each command's idempotency key."""
+    checks: list[AuditCheck] = []
+    if reply is not None and record.response_block_hashes:
+        hashes = tuple(block_content_hash(block) for block in reply.blocks)
+        differing = [
+            str(block.block_id)
+            for block, stored, recorded in zip(
+                reply.blocks, hashes, record.response_block_hashes, strict=False
+            )
+            if stored != recorded
+        ]
+        if len(hashes) != len(record.response_block_hashes):
+            differing.append(f"{len(hashes)} blocks, {len(record.response_block_hashes)} recorded")
+        checks.append(
+            _check(
+                "each returned block is the one the record vouches for (content hash)",
+                not differing,
+                ", ".join(differing),
+            )
+        )
+    if record.event_digests:
+        ledger = {event.event_id: event_digest(event) for event in events}
+        altered = [
+            event_id
+            for event_id, recorded in zip(record.event_ids, record.event_digests, strict=False)
+            if ledger.get(event_id) != recorded
+        ]
+        checks.append(
+            _check(
+                "each committed event is the one the record vouches for (digest)",
+                not altered,
+                ", ".join(altered),
+            )
+        )
+    keys = [
+        o.command_id
+        for o in record.command_outcomes
+        if o.command_id in journal and journal[o.command_id].idempotency_key != o.idempotency_key
+    ]
+    checks.append(
+        _check(
+            "each command's idempotency key is the journal's",
+            not keys,
+            ", ".join(keys),
         )
     )
     return checks

@@ -18,8 +18,7 @@ import sys
 from pathlib import Path
 from typing import Any, TextIO
 
-from turnframe_core.audit_chain import verify_conversation
-from turnframe_runtime.audit import AUDIT_QUESTIONS, Audit, audit_turn
+from turnframe_runtime.audit import AUDIT_QUESTIONS, Audit, audit_turn, read_chain
 from turnframe_store import InvalidDatabaseUrl, MissingExtra, SqlConfig, SqlStores
 from turnframe_store.errors import NotFound
 
@@ -64,9 +63,11 @@ def _replay(args: argparse.Namespace) -> int:
     except _Usage as usage:
         print(f"turnframe replay: {usage}", file=sys.stderr)
         return 2
-    except (_Missing, NotFound) as missing:
-        print(f"turnframe replay: {missing or f'no turn has the replay token {args.token}'}",
-              file=sys.stderr)  # fmt: skip
+    except _Missing as missing:
+        print(f"turnframe replay: {missing}", file=sys.stderr)
+        return 1
+    except NotFound:  # the account named holds no such turn
+        print(f"turnframe replay: {args.account} holds no turn {args.token}", file=sys.stderr)
         return 1
     if args.html:
         from turnframe_runtime.audit_html import render_audit_html
@@ -124,10 +125,10 @@ async def _export_lines(db: str, conversation_id: str, account: str | None) -> l
             raise _Missing(f"no records of the conversation {conversation_id}")
         lines: list[dict[str, Any]] = []
         for holder in accounts:
-            records = await stores.replay.for_conversation(holder, conversation_id)
-            links = await stores.replay.chain(holder, conversation_id)
-            turns = await stores.conversations.list_turns(holder, conversation_id)
-            findings = verify_conversation(records, links, [t.turn_id for t in turns])
+            chain = await read_chain(stores, holder, conversation_id)
+            records, links, findings = chain.records, chain.links, chain.findings
+            if not records and not links and not chain.turn_ids:
+                raise _Missing(f"{holder} holds no conversation {conversation_id}")
             lines.extend(
                 {"type": "record", "account_id": holder, "record": r.model_dump(mode="json")}
                 for r in records

@@ -10,7 +10,9 @@ from collections.abc import Callable
 from typing import Any
 
 from turnframe_core._canonical import digest
+from turnframe_core.events import event_digest
 from turnframe_core.replay import CommandOutcomeRecord, ReplayRecord, TurnPhase
+from turnframe_core.stream import block_content_hash
 from turnframe_core.turn import AssistantTurn
 from turnframe_runtime.context import AuditTrail
 from turnframe_runtime.stream import TurnEvents
@@ -109,6 +111,7 @@ class Recorder:
             command_outcomes=outcomes,
             interactions_created=tuple(audit.interactions_created),
             event_ids=tuple(ev.event_id for e in audit.executed for ev in e.events),
+            event_digests=tuple(event_digest(ev) for e in audit.executed for ev in e.events),
             outbox_ids=tuple(audit.outbox_ids),
             provider_attempts=tuple(audit.provider_attempts),
             claim_violations=tuple(audit.claim_violations),
@@ -130,6 +133,7 @@ class Recorder:
         record = self.at(
             TurnPhase.DELIVERED,
             response_block_ids=tuple(b.block_id or "" for b in turn.blocks),
+            response_block_hashes=tuple(block_content_hash(b) for b in turn.blocks),
             **extra,
         )
         self.events.reply(turn, settled=settled)  # taken into this bundle at once

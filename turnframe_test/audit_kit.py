@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from turnframe_core.audit_chain import verify_conversation
-from turnframe_runtime.audit import audit_turn
+from turnframe_runtime.audit import audit_turn, read_chain
 from turnframe_store.bundle import Stores
 
 __all__ = ["AuditFailed", "assert_conversation_audited"]
@@ -16,14 +15,9 @@ class AuditFailed(AssertionError):
 async def assert_conversation_audited(stores: Stores, account_id: str, conversation_id: str) -> int:
     """Audit every turn of the conversation read-only; raise `AuditFailed` naming each failed
     check and chain finding. Returns how many turns were audited."""
-    records = await stores.replay.for_conversation(account_id, conversation_id)
-    links = await stores.replay.chain(account_id, conversation_id)
-    turns = await stores.conversations.list_turns(account_id, conversation_id)
-    problems = [
-        f"chain: {f.code} ({f.turn_id or f.position}): {f.detail}"
-        for f in verify_conversation(records, links, [t.turn_id for t in turns])
-    ]
-    for record in records:
+    chain = await read_chain(stores, account_id, conversation_id)
+    problems = [f"chain: {f.code} ({f.turn_id or f.position}): {f.detail}" for f in chain.findings]
+    for record in chain.records:
         audit = await audit_turn(stores, account_id, record.replay_token)
         problems.extend(
             f"{record.turn_id}: {check.name}: {check.detail}" for check in audit.failed()
@@ -32,4 +26,4 @@ async def assert_conversation_audited(stores: Stores, account_id: str, conversat
         raise AuditFailed(
             f"{account_id}/{conversation_id} does not audit:\n  " + "\n  ".join(problems)
         )
-    return len(records)
+    return len(chain.records)

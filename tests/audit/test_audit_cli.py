@@ -16,8 +16,9 @@ from services import Database
 from sqlalchemy.pool import NullPool
 
 from turnframe_core import UlidIdSource
-from turnframe_runtime import AUDIT_QUESTIONS
+from turnframe_runtime import AUDIT_QUESTIONS, audit_turn
 from turnframe_store import SqlConfig, SqlStores
+from turnframe_store.sql._migrate import VERSION_TABLE
 from turnframe_store.sql._url import sync_url
 from turnframe_store.sql.tables import metadata
 from turnframe_test.harness import DeskHarness
@@ -99,12 +100,13 @@ async def test_replay_and_export_read_everything_and_change_no_byte(
     summary = await asyncio.to_thread(_run, "replay", turns[0].replay_token, "--db", url)
     config = SqlConfig(read_only=True, schema=database.config.schema)
     reader = await SqlStores.connect(database.url, config)
+    writable = await database.stores()  # the audit writes nothing through ordinary stores either
     try:
-        from turnframe_runtime import audit_turn
-
         audits = [await audit_turn(reader, desk.account_id, t.replay_token) for t in turns]
+        audits += [await audit_turn(writable, desk.account_id, t.replay_token) for t in turns]
     finally:
         await reader.aclose()
+        await writable.aclose()
     after = await asyncio.to_thread(_snapshot, database)
 
     assert replayed.returncode == 0, replayed.stderr
@@ -177,3 +179,41 @@ async def test_an_unknown_or_ambiguous_token_is_said_in_one_line(database: Datab
     assert ambiguous.returncode == 2 and "acct_a, acct_b" in ambiguous.stderr
     assert named.returncode == 0 and "acct_b" in named.stdout
     assert unknown.returncode == 1 and len(unknown.stderr.strip().splitlines()) == 1
+
+
+def _version_and_tables(database: Database) -> tuple[list[str], set[str]]:
+    engine = sa.create_engine(sync_url(database.url), poolclass=NullPool)
+    try:
+        with engine.connect() as connection:
+            if database.config.schema is not None:
+                connection.exec_driver_sql(f'SET search_path TO "{database.config.schema}"')
+            versions = [r[0] for r in connection.exec_driver_sql(f"SELECT * FROM {VERSION_TABLE}")]
+            return versions, set(sa.inspect(connection).get_table_names())
+    finally:
+        engine.dispose()
+
+
+def _as_before_the_chain(database: Database) -> None:
+    engine = sa.create_engine(sync_url(database.url), poolclass=NullPool)
+    try:
+        with engine.begin() as connection:
+            if database.config.schema is not None:
+                connection.exec_driver_sql(f'SET search_path TO "{database.config.schema}"')
+            connection.exec_driver_sql("DROP TABLE tf_audit_link")
+            connection.exec_driver_sql(f"UPDATE {VERSION_TABLE} SET version_num = '0004'")
+    finally:
+        engine.dispose()
+
+
+async def test_replay_runs_no_migration_on_an_older_database(database: Database) -> None:
+    desk, turns = await _conversation(database)
+    await desk.stores.aclose()
+    await asyncio.to_thread(_as_before_the_chain, database)
+
+    replayed = await asyncio.to_thread(
+        _run, "replay", turns[0].replay_token, "--db", _cli_url(database)
+    )
+    versions, tables = await asyncio.to_thread(_version_and_tables, database)
+
+    assert replayed.returncode != 0 and len(replayed.stderr.strip().splitlines()) == 1
+    assert versions == ["0004"] and "tf_audit_link" not in tables

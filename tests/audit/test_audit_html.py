@@ -42,15 +42,24 @@ BLOCKS = """nodes => nodes.map(n => ({
     author: n.dataset.author,
     badge: n.querySelector(".badge." + n.dataset.author)?.textContent,
     text: n.innerText,
+    top: n.getBoundingClientRect().top,
 }))"""
 
 
 async def _demo_audits(*positions: int) -> list[Audit]:
     """Audits of the scripted travel conversation's turns at `positions` (0-based)."""
+    return [audit for audit, _ in await _demo_turns(*positions)]
+
+
+async def _demo_turns(*positions: int) -> list[tuple[Audit, list[str]]]:
+    """Each audit with the block ids of the turn as the runtime returned it."""
     desk = DeskHarness(outbox=EMBEDDED)
     turns = await run_demo(io.StringIO(), desk=desk)
     return [
-        await desk.runtime.audit(desk.account_id, turns[position].replay_token)
+        (
+            await desk.runtime.audit(desk.account_id, turns[position].replay_token),
+            [block.block_id for block in turns[position].blocks],
+        )
         for position in positions
     ]
 
@@ -198,17 +207,18 @@ def browser() -> Iterator[Any]:
 
 
 @pytest.fixture
-def audits() -> list[Audit]:
+def audited() -> list[tuple[Audit, list[str]]]:
     """Turns with receipts, an answer and a transition; a receipt, a transition and a card; a
     notice. (Made before the browser starts: playwright's sync API runs its own event loop.)"""
-    return asyncio.run(_demo_audits(0, 1, 4))
+    return asyncio.run(_demo_turns(0, 1, 4))
 
 
 def test_in_chromium_the_blocks_read_in_the_reply_order(
-    audits: list[Audit], browser: Any, tmp_path: Path
+    audited: list[tuple[Audit, list[str]]], browser: Any, tmp_path: Path
 ) -> None:
     page = browser.new_page()
-    for number, audit in enumerate(audits):
+    audits = [audit for audit, _ in audited]
+    for number, (audit, returned) in enumerate(audited):
         report = tmp_path / f"report{number}.html"
         report.write_text(render_audit_html(audit), encoding="utf-8")
         page.goto(report.as_uri())
@@ -216,7 +226,9 @@ def test_in_chromium_the_blocks_read_in_the_reply_order(
         shown = page.eval_on_selector_all("[data-block-index]", BLOCKS)
         blocks = audit.what_was_returned["blocks"]
         assert [b["index"] for b in shown] == [str(i) for i in range(len(blocks))]
-        assert [b["id"] for b in shown] == [b["block_id"] for b in blocks]
+        assert [b["id"] for b in shown] == returned  # the order the runtime returned them in
+        tops = [b["top"] for b in shown]
+        assert tops == sorted(tops) and len(set(tops)) == len(tops)  # and on screen, top down
         assert [(b["kind"], b["author"], b["badge"]) for b in shown] == [
             (b["kind"], b["author"], b["author"]) for b in blocks
         ]

@@ -16,6 +16,7 @@ from sqlalchemy.pool import NullPool
 from turnframe_core import UlidIdSource, codes
 from turnframe_core.audit_chain import verify_conversation
 from turnframe_runtime import AUDIT_QUESTIONS
+from turnframe_runtime.audit import read_chain
 from turnframe_store import MemoryStores, SqlStores
 from turnframe_store.sql._url import sync_url
 from turnframe_test.understandings import act, question
@@ -238,3 +239,73 @@ async def test_a_streamed_block_that_differs_from_the_stored_one_is_named(desk) 
     [failed] = audit.failed()
     assert failed.name == "each streamed block is the stored block (content hash)"
     assert failed.detail == data["block"]["block_id"]
+
+
+@pytest.mark.unaudited
+async def test_a_reply_edited_in_place_is_named_by_its_blocks_digest(desk) -> None:
+    """The store reloads the edited reply byte for byte (it was written canonically), so only
+    the record's block digests, which the chain vouches for, can tell."""
+    _named, asked, _clicked = await _three_turns(desk)
+    [receipt] = [b for b in asked.blocks if b.kind == "receipt"]
+    forged_block = receipt.model_copy(update={"title": "Your refund of $5,000 was sent"})
+    forged = asked.model_copy(
+        update={"blocks": tuple(forged_block if b is receipt else b for b in asked.blocks)}
+    )
+    stores = desk.stores
+    if isinstance(stores, MemoryStores):
+        stores.engine.t.assistant_turns[(desk.account_id, asked.turn_id)] = forged.to_stored_json()
+    else:
+        await _sql(stores, "UPDATE tf_turn SET assistant_turn = :j WHERE turn_id = :t",
+                   j=forged.to_stored_json(), t=asked.turn_id)  # fmt: skip
+    audit = await desk.runtime.audit(desk.account_id, asked.replay_token)
+    failed = {check.name: check.detail for check in audit.failed()}
+    assert failed["each returned block is the one the record vouches for (content hash)"] == (
+        receipt.block_id
+    )  # and, while the stream log is kept, the streamed block says so too
+    assert set(failed) <= {
+        "each returned block is the one the record vouches for (content hash)",
+        "each streamed block is the stored block (content hash)",
+    }
+
+
+@pytest.mark.unaudited
+async def test_an_event_edited_in_the_ledger_is_named(desk) -> None:
+    _named, asked, _clicked = await _three_turns(desk)
+    record = await desk.stores.replay.get(desk.account_id, asked.turn_id)
+    [event_id] = record.event_ids
+    stores = desk.stores
+    if isinstance(stores, MemoryStores):
+        key = (desk.account_id, event_id)
+        event = stores.engine.t.events[key]
+        stores.engine.t.events[key] = event.model_copy(update={"payload": {"leg": "return"}})
+    else:
+        await _sql(stores, "UPDATE tf_domain_event SET payload = :p WHERE event_id = :e",
+                   p=json.dumps({"leg": "return"}), e=event_id)  # fmt: skip
+    audit = await desk.runtime.audit(desk.account_id, asked.replay_token)
+    [failed] = audit.failed()
+    assert failed.name == "each committed event is the one the record vouches for (digest)"
+    assert failed.detail == event_id
+
+
+async def test_a_conversation_audited_while_its_turns_run_shows_no_break(desk) -> None:
+    """Audits read a live conversation in several calls; a turn finishing between them is never
+    mistaken for a break."""
+    desk.ready_trip()
+    running = True
+    seen: list[int] = []
+
+    async def audit_continually() -> None:
+        while running:
+            chain = await read_chain(desk.stores, desk.account_id, desk.conversation_id)
+            assert chain.findings == (), chain.findings
+            seen.append(len(chain.links))
+            await asyncio.sleep(0)
+
+    auditor = asyncio.create_task(audit_continually())
+    for n in range(12):
+        name = f"Ada Lovelace {'I' * (n % 3 + 1)}"
+        await desk.say(name, act("a1", "trip.set_name", "h1", name, name=name))
+        await asyncio.sleep(0)
+    running = False
+    await auditor
+    assert len(seen) >= 3 and max(seen) >= 10  # it audited while the chain grew
