@@ -7,7 +7,8 @@ Rows:
 - baseline (same run): the store writes a click turn makes, called directly, without the pipeline;
   the ratio says what the pipeline adds on top of its own writes.
 
-Run: `.venv/bin/python benchmarks/turn_memory.py [--turns N]`.
+Run: `.venv/bin/python benchmarks/turn_memory.py [--turns N] [--telemetry none|api|sdk]`
+(`none` is what a process without the `otel` extra pays for tracing: nothing).
 """
 
 from __future__ import annotations
@@ -138,10 +139,40 @@ async def store_floor(count: int) -> list[float]:
     return samples
 
 
+def _telemetry(mode: str) -> None:
+    """`none`: as without the `otel` extra (every call a no-op); `api`: the OpenTelemetry API
+    with no SDK installed (what an application that configures nothing pays); `sdk`: the SDK
+    recording every span and metric into memory (an application that exports everything)."""
+    from turnframe_runtime import observe
+
+    if mode == "none":
+        observe._tracer = observe._meter = observe._trace = None
+        observe.ENABLED = False
+    elif mode == "sdk":
+        from opentelemetry import metrics, trace
+        from opentelemetry.sdk.metrics import MeterProvider
+        from opentelemetry.sdk.metrics.export import InMemoryMetricReader
+        from opentelemetry.sdk.trace import TracerProvider
+        from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+        from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+        provider = TracerProvider()
+        provider.add_span_processor(SimpleSpanProcessor(InMemorySpanExporter()))
+        trace.set_tracer_provider(provider)
+        metrics.set_meter_provider(MeterProvider(metric_readers=[InMemoryMetricReader()]))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--turns", type=int, default=1000)
+    parser.add_argument(
+        "--telemetry",
+        choices=("none", "api", "sdk"),
+        default="api",
+        help="none: as without the otel extra; api: the API, no SDK; sdk: everything recorded",
+    )
     args = parser.parse_args()
+    _telemetry(args.telemetry)
     floor = asyncio.run(store_floor(args.turns))
     clicks = asyncio.run(click_turns(args.turns))
     texts = asyncio.run(text_turns(args.turns))
@@ -154,7 +185,7 @@ def main() -> None:
     ):
         p50, p99 = _percentiles(samples)
         print(f"{name:<44}{p50 * 1e3:>10.3f}{p99 * 1e3:>10.3f}{p50 / f50:>14.1f}")
-    print(f"({args.turns} turns per row)")
+    print(f"({args.turns} turns per row; telemetry: {args.telemetry})")
 
 
 if __name__ == "__main__":

@@ -11,8 +11,19 @@ import pytest
 from turnframe_test.audit_kit import assert_conversation_audited
 from turnframe_test.backends import StoreBackend
 from turnframe_test.harness import DeskHarness
+from turnframe_test.telemetry_kit import capture_telemetry
 
 pytest_plugins = ("turnframe_test.pytest_plugin", "services")
+
+#: Every test runs with the runtime's spans, metrics and logs captured in memory; a test with a
+#: travel desk then checks that none of it holds a user's words or a model's output.
+TELEMETRY = capture_telemetry()
+
+
+@pytest.fixture(autouse=True)
+def _fresh_telemetry() -> None:
+    TELEMETRY.clear()
+
 
 DeskFactory = Callable[..., Awaitable[DeskHarness]]
 
@@ -45,6 +56,30 @@ async def make_desk(
     if request.node.get_closest_marker("unaudited") is None:
         for desk in made:
             await assert_conversation_audited(desk.stores, desk.account_id, desk.conversation_id)
+    TELEMETRY.assert_free_of([text for desk in made for text in await _private_words(desk)])
+
+
+async def _private_words(desk: DeskHarness) -> list[str]:
+    """What the desk's conversation holds that telemetry must never: the user's messages and
+    free text, the prose a model wrote."""
+    try:
+        records = await desk.stores.replay.for_conversation(desk.account_id, desk.conversation_id)
+        turns = await desk.runtime.load_conversation(desk.account_id, desk.conversation_id, 500)
+    except Exception:  # a test that broke its stored data on purpose
+        return []
+    words = [r.input.text for r in records if r.input.text]
+    words += [
+        r.input.interaction_response.freeform_input
+        for r in records
+        if r.input.interaction_response and r.input.interaction_response.freeform_input
+    ]
+    words += [
+        block.text
+        for turn in turns
+        for block in turn.blocks
+        if getattr(block, "author", None) == "model" and getattr(block, "text", None)
+    ]
+    return words
 
 
 @pytest.fixture

@@ -26,6 +26,7 @@ from turnframe_core.blocks import (
 )
 from turnframe_core.replay import ProseFinding
 from turnframe_core.wording import ClaimClass, TurnBacking, WordingFinding, check_wording
+from turnframe_runtime import observe
 from turnframe_runtime.context import AuditTrail, Purpose, TurnContext, failure_code
 from turnframe_runtime.ports import (
     AnswerRequest,
@@ -85,7 +86,8 @@ class Narration:
         facts."""
 
         async def draft(findings: tuple[str, ...]) -> Mapping[str, Any] | str:
-            return await self.narrator.answer(request.model_copy(update={"findings": findings}))
+            with observe.span("model.answer", question_id=request.question_id):
+                return await self.narrator.answer(request.model_copy(update={"findings": findings}))
 
         def shaped(parsed: Sequence[Any]) -> AnswerBlock:
             answer = parsed[0] if len(parsed) == 1 else None
@@ -112,7 +114,10 @@ class Narration:
         """A reviewed transition within the request's facts."""
 
         async def draft(findings: tuple[str, ...]) -> Mapping[str, Any] | str:
-            return await self.narrator.transition(request.model_copy(update={"findings": findings}))
+            with observe.span("model.transition"):
+                return await self.narrator.transition(
+                    request.model_copy(update={"findings": findings})
+                )
 
         def shaped(parsed: Sequence[Any]) -> TransitionBlock:
             block = parsed[0] if len(parsed) == 1 else None
@@ -220,7 +225,8 @@ class Narration:
     async def _review(self, request: ReviewRequest) -> ReviewVerdict | None:
         started = self.clock()
         try:
-            verdict = await self.reviewer.review(request)
+            with observe.span("model.review", kind=request.kind):
+                verdict = await self.reviewer.review(request)
             if not isinstance(verdict, ReviewVerdict):
                 raise MalformedModelOutput("a review answers with a ReviewVerdict")
         except Exception as exc:

@@ -14,6 +14,7 @@ from turnframe_core.events import event_digest
 from turnframe_core.replay import CommandOutcomeRecord, ReplayRecord, TurnPhase
 from turnframe_core.stream import block_content_hash
 from turnframe_core.turn import AssistantTurn
+from turnframe_runtime import observe
 from turnframe_runtime.context import AuditTrail
 from turnframe_runtime.stream import TurnEvents
 from turnframe_store.bundle import Stores
@@ -149,3 +150,5 @@ class Recorder:
             )
         )
         self.record = record
+        # Counted when written (a transaction this joins and that then rolls back overcounts).
+        observe.turn_delivered(record, turn)

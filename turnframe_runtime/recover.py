@@ -18,6 +18,7 @@ Recovery takes the conversation's lock, so it never runs beside a turn still in 
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
@@ -37,6 +38,7 @@ from turnframe_core.turn import AssistantTurn
 from turnframe_core.understanding import Understanding
 from turnframe_core.wording import ClaimClass
 from turnframe_core.workflow import WorkflowDefinition
+from turnframe_runtime import observe
 from turnframe_runtime.card_answer import ClaimedCard
 from turnframe_runtime.cards import CardFactory
 from turnframe_runtime.cases import CaseBook, workflow_for
@@ -55,6 +57,8 @@ from turnframe_store.errors import NotFound, StoreError
 from turnframe_store.records import JournalEntry, JournalStatus
 
 __all__ = ["RecoveredTurn", "Recovery", "RecoveryOutcome", "RecoveryReport"]
+
+_LOG = logging.getLogger(__name__)
 
 _RUN_AGAIN = (JournalStatus.PENDING, JournalStatus.EXECUTING)
 
@@ -119,6 +123,15 @@ class Recovery:
 
     async def turn(self, account_id: str, turn_id: str) -> RecoveredTurn:
         """Finish one turn (the caller holds its conversation's lock)."""
+        with observe.span("recovery.turn", turn_id=turn_id):
+            recovered = await self._turn(account_id, turn_id)
+            if recovered.outcome is not RecoveryOutcome.FINISHED:
+                observe.count(f"recovery.{recovered.outcome.value}")
+                observe.event(_LOG, f"recovery.{recovered.outcome.value}", turn_id=turn_id,
+                              unknown=recovered.unknown)  # fmt: skip
+            return recovered
+
+    async def _turn(self, account_id: str, turn_id: str) -> RecoveredTurn:
         conversations = self.stores.conversations
         marker = await conversations.get_phase(account_id, turn_id)
         if marker.phase.is_terminal:

@@ -23,8 +23,10 @@ from functools import partial
 from types import MappingProxyType
 
 from turnframe_core import codes
+from turnframe_core._derive import derive_replay_token
 from turnframe_core.cases import CaseKey
 from turnframe_core.claims import ClaimGuardViolation
+from turnframe_core.errors import TurnframeError
 from turnframe_core.events import DomainEvent
 from turnframe_core.ids import IdSource, UlidIdSource
 from turnframe_core.interactions import Interaction
@@ -41,6 +43,7 @@ from turnframe_core.workflow import (
     DeclaresReceiptTemplates,
     WorkflowDefinition,
 )
+from turnframe_runtime import observe
 from turnframe_runtime.accept import PreviousTurnUnfinished, accept_turn, prior_reply
 from turnframe_runtime.audit import Audit, audit_turn
 from turnframe_runtime.card_answer import (
@@ -490,10 +493,35 @@ class TurnRuntime:
         mode: StreamMode = StreamMode.WHOLE,
         on_accepted: asyncio.Event | None = None,
     ) -> AssistantTurn:
+        """One turn, in a span of its own (`turnframe.turn`) with its stages as children."""
+        if not observe.ENABLED:
+            return await self._handle_turn(turn_input, turn_id, mode, on_accepted)
+        started = time.perf_counter()
+        with observe.span("turn", mode=mode.value, click=turn_input.is_click_only):
+            observe.count("turn.received")
+            try:
+                turn = await self._handle_turn(turn_input, turn_id, mode, on_accepted)
+            except TurnframeError as error:
+                observe.count("turn.refused", code=error.code)
+                raise
+            observe.annotate(turn_id=turn.turn_id, replay_token=turn.replay_token)
+            observe.record_ms("turn.duration_ms", (time.perf_counter() - started) * 1000)
+            return turn
+
+    async def _handle_turn(
+        self,
+        turn_input: TurnInput,
+        turn_id: str | None,
+        mode: StreamMode,
+        on_accepted: asyncio.Event | None,
+    ) -> AssistantTurn:
         streamed = on_accepted is not None
-        t = await self._loaded(turn_input, turn_id, mode, streamed)
+        with observe.stage("D-F", "load"):
+            t = await self._loaded(turn_input, turn_id, mode, streamed)
+        observe.annotate(turn_id=t.ctx.turn_id)
         try:
-            accepted = await self._accept(t, turn_input)  # A/B, C (and J-L for a click-only turn)
+            with observe.stage("A-C", "accept"):
+                accepted = await self._accept(t, turn_input)  # A/B, C (J-L for a click-only turn)
         except TurnInProgress:
             # The same request was accepted before and has no reply; no turn of this
             # conversation runs beside this one (its lock), so that one was interrupted:
@@ -568,21 +596,24 @@ class TurnRuntime:
         starting = False
         try:
             admitted = accepted.admitted
-            understanding = await understand(
-                self._interpreter,
-                t.ctx,
-                t.cases.handles,
-                admitted.card if admitted else None,
-                self._clock,
-                t.notes,
-                t.audit,
-            )  # G
-            planned = self._plan(t, admitted, understanding)  # J/K
+            with observe.stage("G", "understand"):
+                understanding = await understand(
+                    self._interpreter,
+                    t.ctx,
+                    t.cases.handles,
+                    admitted.card if admitted else None,
+                    self._clock,
+                    t.notes,
+                    t.audit,
+                )  # G
+            with observe.stage("J-K", "reduce"):
+                planned = self._plan(t, admitted, understanding)  # J/K
             if not planned.writes_anything:
                 return _Started(planned)
             starting = True
-            async with t.events.transaction(self._stores) as tx:
-                return await self._start(tx, t, planned)
+            with observe.stage("L", "start"):
+                async with t.events.transaction(self._stores) as tx:
+                    return await self._start(tx, t, planned)
         except BaseException as failure:
             if not (starting and isinstance(failure, Timeout)):
                 await self._fail_before_effects(t, failure)
@@ -599,25 +630,28 @@ class TurnRuntime:
         after_commit: BaseException | None = None
         assistant: AssistantTurn | None = None
         try:
-            await t.execution.run(started.commands)  # M
+            with observe.stage("M", "execute"):
+                await t.execution.run(started.commands)  # M
             answered = self._answered_before(started, answer)
-            refreshed = await follow_up.refresh(self._answered_late(started, answer))  # O
-            async with t.events.transaction(self._stores) as tx:
-                readback = await t.execution.commit(tx, started.claimed, record=not fold)  # N
-                mark = t.events.mark()  # the reply's events go back with its savepoint
-                try:
-                    result = await self._raise_cards(
-                        tx, t, started, answer, answered, follow_up, refreshed, readback
-                    )
-                    if fold:
-                        async with tx.savepoint():
-                            assistant = await self._composer(t).compose(result)
-                            await t.recorder.deliver(tx, assistant, settled=t.audit.settled)  # U/V
-                except BaseException as failure:
-                    after_commit = failure
-                    if fold:  # the record still says what committed
-                        t.events.undo_to(mark)
-                        await t.recorder.committed(tx)
+            with observe.stage("O", "re-project"):
+                refreshed = await follow_up.refresh(self._answered_late(started, answer))  # O
+            with observe.stage("N-P", "commit"):
+                async with t.events.transaction(self._stores) as tx:
+                    readback = await t.execution.commit(tx, started.claimed, record=not fold)  # N
+                    mark = t.events.mark()  # the reply's events go back with its savepoint
+                    try:
+                        result = await self._raise_cards(
+                            tx, t, started, answer, answered, follow_up, refreshed, readback
+                        )
+                        if fold:
+                            async with tx.savepoint():
+                                assistant = await self._composer(t).compose(result)
+                                await t.recorder.deliver(tx, assistant, settled=t.audit.settled)
+                    except BaseException as failure:
+                        after_commit = failure
+                        if fold:  # the record still says what committed
+                            t.events.undo_to(mark)
+                            await t.recorder.committed(tx)
         except BaseException as failure:
             if not (started.effects_possible or t.execution.started):
                 await self._fail_before_effects(t, failure)
@@ -626,7 +660,8 @@ class TurnRuntime:
             raise after_commit
         if assistant is None:
             try:
-                assistant = await self._composer(t).compose(result)  # Q-T
+                with observe.stage("Q-T", "compose"):
+                    assistant = await self._composer(t).compose(result)  # Q-T
             except (StoreError, ClaimGuardViolation):
                 raise
             except Exception as failure:  # a model port misbehaved past what narration contains
@@ -634,8 +669,9 @@ class TurnRuntime:
                 t.audit.attempt(Purpose.NARRATE, self._narrator, now, now, failure)
                 composer = self._composer(t, narrate=False)  # the reply from server copy
                 assistant = await composer.compose(result)
-            async with t.events.transaction(self._stores) as tx:  # durable point 4: U/V
-                await t.recorder.deliver(tx, assistant, settled=t.audit.settled)
+            with observe.stage("U-V", "deliver"):
+                async with t.events.transaction(self._stores) as tx:  # durable point 4: U/V
+                    await t.recorder.deliver(tx, assistant, settled=t.audit.settled)
         return assistant
 
     # --- the steps between the durable points ----------------------------------------------------
@@ -817,15 +853,16 @@ class TurnRuntime:
         """A turn that failed before any command could run ends `failed`; one that may have
         effects is left at its phase for recovery to finish by idempotency key."""
         turn = t.ctx
+        code = str(getattr(failure, "code", codes.RUNTIME_TURN_FAILED))
+        observe.turn_failed(turn.turn_id, derive_replay_token(turn.turn_id), code)
         try:
             async with t.events.transaction(self._stores) as tx:
                 if await tx.journal.unsettled_for_turn(turn.account_id, turn.turn_id):
                     return
-                code = getattr(failure, "code", codes.RUNTIME_TURN_FAILED)
-                record = t.recorder.at(TurnPhase.FAILED, failure_code=str(code))
+                record = t.recorder.at(TurnPhase.FAILED, failure_code=code)
                 await tx.replay.put(record)
                 await tx.conversations.set_phase(turn.account_id, turn.turn_id, TurnPhase.FAILED)
-                t.events.failed(str(code))
+                t.events.failed(code)
                 await t.events.append(tx)
         except StoreError:
             pass  # the marker stays unfinished: recovery restarts interpretation

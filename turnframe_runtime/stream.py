@@ -34,6 +34,7 @@ from turnframe_core.stream import (
     is_terminal,
 )
 from turnframe_core.turn import AssistantTurn
+from turnframe_runtime import observe
 from turnframe_store.bundle import Stores
 
 __all__ = ["StreamHub", "TurnEvents"]
@@ -217,10 +218,11 @@ class TurnEvents:
             return
         self._open += 1
         try:
-            async with stores.transaction() as tx:
-                if self._logged is None and not self._ended:
-                    await self._resync(tx)
-                yield tx
+            with observe.span("store.transaction"):
+                async with stores.transaction() as tx:
+                    if self._logged is None and not self._ended:
+                        await self._resync(tx)
+                    yield tx
         except BaseException:
             self._logged = None  # re-read the log: a timed-out COMMIT may have landed
             self._inflight.clear()

@@ -21,6 +21,7 @@ from turnframe_core.understanding import (
     UnderstandingRejected,
     validate_understanding,
 )
+from turnframe_runtime import observe
 from turnframe_runtime.context import AuditTrail, Notes, Purpose, TurnContext, failure_code
 from turnframe_runtime.ports import Interpreter
 from turnframe_runtime.reduce import CaseInView
@@ -80,7 +81,8 @@ async def understand(
     brief = brief_for(turn, handles, card)
     started = clock()
     try:
-        proposal = await interpreter.understand(brief)
+        with observe.span("model.understand"):
+            proposal = await interpreter.understand(brief)
     except Exception as exc:  # any provider failure before commit: no effect
         audit.attempt(Purpose.UNDERSTAND, interpreter, started, clock(), exc)
         notes.notice(codes.NOTICE_MESSAGE_UNREADABLE)

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from enum import StrEnum
 from typing import TYPE_CHECKING
@@ -33,6 +34,7 @@ from turnframe_core.ids import derive_id
 from turnframe_core.stream import StreamMode
 from turnframe_core.turn import TurnInput
 from turnframe_core.understanding import Understanding
+from turnframe_runtime import observe
 from turnframe_runtime.accept import PreviousTurnUnfinished, accept_turn
 from turnframe_runtime.compose import TurnResult
 from turnframe_runtime.config import OutboxConfig
@@ -55,6 +57,8 @@ if TYPE_CHECKING:
     from turnframe_runtime.runtime import TurnRuntime, _Turn
 
 __all__ = ["DispatchOutcome", "NoSender", "OutboxDispatcher", "follow_up_turn_id"]
+
+_LOG = logging.getLogger(__name__)
 
 #: the act id of the command that records an external answer (it has no user act)
 _ANSWER_ACT = "external_answer"
@@ -111,6 +115,16 @@ class OutboxDispatcher:
 
     async def dispatch(self, outbox_id: str, attempt: int) -> DispatchOutcome:
         """Carry out the row's claimed attempt `attempt` (see the module's rules)."""
+        with observe.span("outbox.dispatch", outbox_id=outbox_id, attempt=attempt):
+            outcome = await self._dispatch(outbox_id, attempt)
+        observe.count("outbox.dispatched", outcome=outcome.value)
+        if outcome is DispatchOutcome.UNKNOWN:
+            observe.count("outbox.unknown")
+        observe.event(_LOG, "outbox.dispatched", outbox_id=outbox_id, attempt=attempt,
+                      outcome=outcome.value)  # fmt: skip
+        return outcome
+
+    async def _dispatch(self, outbox_id: str, attempt: int) -> DispatchOutcome:
         outbox = self.stores.outbox
         try:
             row = await outbox.begin_dispatch(outbox_id, attempt, self._now())
@@ -125,6 +139,7 @@ class OutboxDispatcher:
             if row.status is not OutboxStatus.DISPATCHING or row.attempt_count != attempt:
                 return DispatchOutcome.DUPLICATE
             first = False
+            observe.count("outbox.redelivered")
         sender = self._senders.get(row.destination)
         if sender is None:
             if row.claim_worker_id is not None:
@@ -153,6 +168,13 @@ class OutboxDispatcher:
 
     async def reconcile(self, outbox_id: str) -> DispatchOutcome:
         """Settle an unknown outcome by asking the destination."""
+        with observe.span("outbox.reconcile", outbox_id=outbox_id):
+            outcome = await self._reconcile(outbox_id)
+        observe.count("external.reconciled", outcome=outcome.value)
+        observe.event(_LOG, "outbox.reconciled", outbox_id=outbox_id, outcome=outcome.value)
+        return outcome
+
+    async def _reconcile(self, outbox_id: str) -> DispatchOutcome:
         try:
             row = await self.stores.outbox.get(outbox_id)
         except NotFound:

@@ -1,0 +1,169 @@
+"""What an operator sees of turns: a span per turn with a child per pipeline stage, model call
+and store transaction; the safety metrics; log records with the turn's id and replay token; and
+nothing that a user wrote or a model said (checked for every test with a desk: tests/conftest.py)
+nor a secret."""
+
+from __future__ import annotations
+
+import io
+import logging
+import subprocess
+import sys
+
+import pytest
+from conftest import TELEMETRY
+from opentelemetry import trace
+
+from turnframe_runtime import observe
+from turnframe_store import SqlStores, Unavailable
+from turnframe_test.demo import EMBEDDED, run_demo
+from turnframe_test.harness import DeskHarness
+from turnframe_test.postgres import PrivateDatabase
+from turnframe_test.telemetry_kit import TelemetryLeak
+from turnframe_test.understandings import act, question
+
+NAME = act("a1", "trip.set_name", "h1", "Grace Hopper", name="Grace Hopper")
+REBOOK = act("a1", "trip.request_rebooking", "h1", "Rebook my outbound", leg="outbound")
+
+
+def _points(name: str) -> list[tuple[dict, int]]:
+    return [(attrs, value) for metric, attrs, value in TELEMETRY.metric_points() if metric == name]
+
+
+async def test_a_turn_is_a_span_with_a_child_per_stage_model_call_and_transaction(desk) -> None:
+    desk.ready_trip()
+    turn = await desk.say("My name is Grace Hopper. What do you have?", NAME,
+                          question("q1", "What do you have?", "h1"))  # fmt: skip
+    spans = TELEMETRY.finished_spans()
+    [root] = [s for s in spans if s.name == "turnframe.turn"]
+    assert root.attributes["turnframe.turn_id"] == turn.turn_id
+    assert root.attributes["turnframe.replay_token"] == turn.replay_token
+    children = {s.name for s in spans if s.parent and s.parent.span_id == root.context.span_id}
+    assert {
+        "turnframe.stage D-F load",
+        "turnframe.stage A-C accept",
+        "turnframe.stage G understand",
+        "turnframe.stage J-K reduce",
+        "turnframe.stage L start",
+        "turnframe.stage M execute",
+        "turnframe.stage N-P commit",
+    } <= children
+    names = [s.name for s in spans]
+    assert "turnframe.model.understand" in names
+    assert names.count("turnframe.store.transaction") >= 3  # a text turn's durable points
+    assert all(s.context.trace_id == root.context.trace_id for s in spans)
+
+
+async def test_the_safety_metrics_count_what_the_turns_did(desk) -> None:
+    desk.ready_trip()
+    await desk.say("Grace Hopper", NAME)
+    asked = await desk.say("Rebook my outbound", REBOOK)
+    card = desk.card(asked)
+    await desk.click(card, "opt_keep")
+    await desk.click(card, "opt_keep")  # the card is closed now
+    await desk.say("R2D2", act("a1", "trip.set_name", "h1", "R2D2", name="R2D2"))  # refused
+
+    assert sum(v for _, v in _points("turnframe.turn.received")) == 5
+    assert sum(v for _, v in _points("turnframe.turn.completed")) == 5
+    executed = {a["turnframe.command_type"]: v for a, v in _points("turnframe.command.executed")}
+    assert executed == {"trip.set_name": 1, "trip.request_rebooking": 1, "trip.keep_leg": 1}
+    receipts = {a["turnframe.status_code"] for a, _ in _points("turnframe.claim.receipt_emitted")}
+    assert receipts == {"trip.name_set", "trip.rebooking_requested", "trip.leg_kept"}
+    assert sum(v for _, v in _points("turnframe.act.refused")) == 1
+    assert sum(v for _, v in _points("turnframe.interaction.created")) == 1
+    stages = {a["turnframe.stage"] for a, _ in _points("turnframe.stage.duration_ms")}
+    assert {"A-C", "G", "J-K", "M", "N-P"} <= stages
+    for name, attributes, _ in TELEMETRY.metric_points():
+        assert name.startswith("turnframe.")
+        assert all(" " not in str(v) for v in attributes.values())  # codes and keys only
+
+
+async def test_log_records_name_the_event_the_turn_and_its_replay_token(desk) -> None:
+    desk.ready_trip()
+    turn = await desk.say("Grace Hopper", NAME)
+    completed = [r for r in TELEMETRY.logs.records if r.getMessage() == "turn.completed"]
+    [record] = completed
+    assert record.name == "turnframe_runtime.turn" and record.levelno == logging.INFO
+    assert record.turnframe == {  # type: ignore[attr-defined]
+        "event": "turn.completed",
+        "turn_id": turn.turn_id,
+        "replay_token": turn.replay_token,
+        "status": "completed",
+        "phase": "delivered",
+    }
+
+
+async def test_the_outbox_reports_each_dispatch() -> None:
+    desk = DeskHarness(outbox=EMBEDDED)
+    await run_demo(io.StringIO(), desk=desk)
+    dispatched = _points("turnframe.outbox.dispatched")
+    assert [(a["turnframe.outcome"], v) for a, v in dispatched] == [("completed", 1)]
+    [span] = [s for s in TELEMETRY.finished_spans() if s.name == "turnframe.outbox.dispatch"]
+    assert span.attributes["turnframe.attempt"] == 1
+    assert any(r.getMessage() == "outbox.dispatched" for r in TELEMETRY.logs.records)
+
+
+def test_an_attribute_that_is_not_an_id_or_a_code_is_left_out() -> None:
+    with observe.span("check", turn_id="turn_1", said="Grace Hopper", code="x.y", n=3):
+        pass
+    [span] = [s for s in TELEMETRY.finished_spans() if s.name == "turnframe.check"]
+    assert dict(span.attributes) == {
+        "turnframe.turn_id": "turn_1",
+        "turnframe.code": "x.y",
+        "turnframe.n": 3,
+    }
+
+
+def test_the_leak_check_finds_words_that_reached_a_span_a_label_or_a_log() -> None:
+    tracer = trace.get_tracer("elsewhere")
+    with tracer.start_as_current_span("leaky", attributes={"said": "my card is 4111 1111"}):
+        pass
+    with pytest.raises(TelemetryLeak, match="4111 1111"):
+        TELEMETRY.assert_free_of(["my card is 4111 1111"])
+    TELEMETRY.clear()
+    logging.getLogger("turnframe_runtime.turn").info("the user said %s", "hello there friend")
+    with pytest.raises(TelemetryLeak):
+        TELEMETRY.assert_free_of(["hello there friend"])
+    TELEMETRY.clear()
+
+
+SECRET = "s3cr3t-Pa55word"
+
+
+async def test_a_database_password_reaches_no_span_label_log_or_error(postgres_url: str) -> None:
+    async with PrivateDatabase(postgres_url) as db:
+        url = db.url.replace("postgresql://", "postgresql+psycopg://", 1)
+        user, _, rest = url.partition("@")
+        with_password = f"{user}:{SECRET}@{rest}"  # the server trusts local connections
+        stores = await SqlStores.connect(with_password)
+        try:
+            await stores.migrate()
+            desk = DeskHarness(stores=stores)
+            desk.ready_trip()
+            await desk.say("Grace Hopper", NAME)
+            assert SECRET not in stores.url
+        finally:
+            await stores.aclose()
+    with pytest.raises(Unavailable) as refused:
+        await SqlStores.connect(f"postgresql+psycopg://postgres:{SECRET}@127.0.0.1:9/nowhere")
+    assert SECRET not in str(refused.value)
+    assert any(s.name == "turnframe.turn" for s in TELEMETRY.finished_spans())
+    TELEMETRY.assert_free_of([SECRET])
+
+
+NO_EXTRA = """
+import asyncio, io, sys
+sys.modules["opentelemetry"] = None  # as if the otel extra were not installed
+from turnframe_runtime import observe
+from turnframe_test.demo import run_demo
+assert not observe.ENABLED
+turns = asyncio.run(run_demo(io.StringIO()))
+print(len(turns))
+"""
+
+
+def test_without_the_otel_extra_turns_run_and_report_nothing() -> None:
+    ran = subprocess.run([sys.executable, "-c", NO_EXTRA], capture_output=True, text=True,
+                         timeout=120, check=False)  # fmt: skip
+    assert ran.returncode == 0, ran.stderr
+    assert int(ran.stdout) >= 9

@@ -1,0 +1,216 @@
+"""What an operator sees of turns: OpenTelemetry spans and metrics, and structured log records.
+
+Spans, metrics and logs carry ids and codes only — turn ids, replay tokens, workflow keys,
+stage letters, outcome and notice codes — never a user's words, a case's values, a model's
+output or a secret. Every attribute and label passes `_safe`, which keeps a value only when it
+is an id or a code (no spaces, nothing but letters, digits and `_ . : -`), so a value that is
+not one cannot reach an exporter even by mistake.
+
+OpenTelemetry is optional (`pip install 'turnframe[otel]'`, the API only): the runtime calls the
+global OpenTelemetry API, which does nothing until the application installs an SDK and its
+exporters. Without the package every call here is a no-op.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import re
+import time
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+__all__ = [
+    "ENABLED",
+    "METER_NAME",
+    "TRACER_NAME",
+    "count",
+    "event",
+    "record_ms",
+    "span",
+    "stage",
+]
+
+TRACER_NAME = "turnframe"
+METER_NAME = "turnframe"
+
+try:  # the `otel` extra
+    from opentelemetry import metrics as _metrics
+    from opentelemetry import trace as _trace
+except ImportError:  # pragma: no cover - exercised where the extra is not installed
+    _metrics = None  # type: ignore[assignment]
+    _trace = None  # type: ignore[assignment]
+
+#: whether the OpenTelemetry API is installed (without it, spans and metrics cost nothing)
+ENABLED = _trace is not None
+
+_tracer: Any = _trace.get_tracer(TRACER_NAME) if _trace is not None else None
+_meter: Any = _metrics.get_meter(METER_NAME) if _metrics is not None else None
+_counters: dict[str, Any] = {}
+_histograms: dict[str, Any] = {}
+_NOTHING = contextlib.nullcontext()
+
+#: an id or a code: what an attribute, a label or a log field may hold
+_ID_OR_CODE = re.compile(r"^[A-Za-z0-9_.:\-]{1,200}$")
+
+
+def _safe(values: Mapping[str, Any]) -> dict[str, Any]:
+    """The values that are ids, codes, numbers or flags; anything else is left out."""
+    kept: dict[str, Any] = {}
+    for key, value in values.items():
+        if value is None:
+            continue
+        if isinstance(value, bool | int | float) or (
+            isinstance(value, str) and _ID_OR_CODE.fullmatch(value)
+        ):
+            kept[f"turnframe.{key}"] = value
+    return kept
+
+
+def span(name: str, **attributes: Any) -> contextlib.AbstractContextManager[Any]:
+    """A span `turnframe.<name>`, the current span's child, with id and code attributes."""
+    if _tracer is None:
+        return _NOTHING
+    started: contextlib.AbstractContextManager[Any] = _tracer.start_as_current_span(
+        f"turnframe.{name}", attributes=_safe(attributes)
+    )
+    return started
+
+
+@contextlib.contextmanager
+def stage(letters: str, name: str, **attributes: Any) -> Iterator[None]:
+    """One pipeline stage (DESIGN §5: `G understand`, `N commit` …): a span named by its letters
+    and a duration in `turnframe.stage.duration_ms`."""
+    if _tracer is None:
+        yield
+        return
+    started = time.perf_counter()
+    with _tracer.start_as_current_span(
+        f"turnframe.stage {letters} {name}", attributes=_safe({"stage": letters, **attributes})
+    ):
+        try:
+            yield
+        finally:
+            record_ms("stage.duration_ms", (time.perf_counter() - started) * 1000, stage=letters)
+
+
+def annotate(**attributes: Any) -> None:
+    """Add id and code attributes to the current span (a turn's id once it is known)."""
+    if _trace is not None:
+        current = _trace.get_current_span()
+        if current.is_recording():
+            current.set_attributes(_safe(attributes))
+
+
+def count(name: str, value: int = 1, **labels: Any) -> None:
+    """Add to the counter `turnframe.<name>`; labels are codes and keys, never text."""
+    if _meter is None or value == 0:
+        return
+    counter = _counters.get(name)
+    if counter is None:
+        counter = _counters[name] = _meter.create_counter(f"turnframe.{name}")
+    counter.add(value, _safe(labels))
+
+
+def record_ms(name: str, milliseconds: float, **labels: Any) -> None:
+    """Record a duration in the histogram `turnframe.<name>` (milliseconds)."""
+    if _meter is None:
+        return
+    histogram = _histograms.get(name)
+    if histogram is None:
+        histogram = _histograms[name] = _meter.create_histogram(f"turnframe.{name}", unit="ms")
+    histogram.record(milliseconds, _safe(labels))
+
+
+def event(logger: logging.Logger, name: str, level: int = logging.INFO, **fields: Any) -> None:
+    """A structured log record: its message is the stable event name, its fields (ids and
+    codes only, as attributes of the record: `record.turnframe` holds them all) say which
+    turn, which row, which code."""
+    if logger.isEnabledFor(level):
+        safe = {key.removeprefix("turnframe."): v for key, v in _safe(fields).items()}
+        logger.log(level, name, extra={"turnframe": {"event": name, **safe}})
+
+
+# --- the safety metrics of a delivered turn ---------------------------------------------------
+
+_TURNS = logging.getLogger("turnframe_runtime.turn")
+
+#: notices that stand for a safety signal of their own
+_NOTICE_SIGNALS = {
+    "turnframe.notice.stale_interaction": "interaction.stale",
+    "turnframe.notice.act_refused": "act.refused",
+    "turnframe.notice.revision_conflict": "command.revision_conflict",
+    "turnframe.notice.interaction_unavailable": "interaction.failed",
+}
+
+
+def turn_received(account_id: str, turn_id: str, replay_token: str) -> None:
+    """A turn was accepted (the denominator `turn.received`)."""
+    count("turn.received")
+    annotate(turn_id=turn_id, replay_token=replay_token)
+    event(_TURNS, "turn.received", logging.DEBUG, turn_id=turn_id, replay_token=replay_token)
+
+
+def turn_failed(turn_id: str, replay_token: str | None, code: str) -> None:
+    count("turn.failed", code=code)
+    event(_TURNS, "turn.failed", logging.WARNING, turn_id=turn_id, replay_token=replay_token,
+          code=code)  # fmt: skip
+
+
+def turn_delivered(record: Any, turn: Any) -> None:
+    """What a stored reply says about the safety properties, as counters (reference §7.1): side
+    effects, claims, workflow, semantics and provider health, and the denominators."""
+    from turnframe_core.blocks import AnswerBlock, AnswerStatus, NoticeBlock, ReceiptBlock
+    from turnframe_core.replay import (
+        CommittedOutcome,
+        FailedOutcome,
+        IdempotentReplayOutcome,
+        OutcomeUnknown,
+        RejectedOutcome,
+        RevisionConflictOutcome,
+    )
+
+    if _meter is not None:
+        count("turn.completed", status=turn.status.value, phase=record.phase.value)
+        for outcome in record.command_outcomes:
+            kind = outcome.outcome
+            labels = {"command_type": outcome.command_type}
+            if isinstance(kind, CommittedOutcome):
+                count("command.executed", **labels)
+            elif isinstance(kind, IdempotentReplayOutcome):
+                count("command.idempotency_replay", **labels)
+            elif isinstance(kind, RejectedOutcome):
+                count("command.rejected", code=kind.code, **labels)
+            elif isinstance(kind, RevisionConflictOutcome):
+                count("command.revision_conflict", **labels)
+            elif isinstance(kind, OutcomeUnknown):
+                count("external.outcome_unknown", **labels)
+            elif isinstance(kind, FailedOutcome):
+                count("command.failed", code=kind.code, **labels)
+        for decision in record.policy_decisions:
+            if not decision.allowed:
+                count("command.confirmation_required", command_type=decision.command_type)
+        for resolution in record.target_resolutions:
+            if resolution.resolution in ("ambiguous", "missing", "unauthorized", "stale"):
+                count(f"target.{resolution.resolution}")
+        count("interaction.created", len(record.interactions_created))
+        for attempt in record.provider_attempts:
+            if attempt.outcome == "fell_back":
+                count("provider.fallback", purpose=attempt.purpose)
+            elif attempt.outcome == "failed":
+                count("provider.failed", purpose=attempt.purpose, code=attempt.code)
+        replaced = [f for f in record.prose_findings if f.replaced_by == "server_copy"]
+        count("claim.guard_replaced", len(replaced))
+        for block in turn.blocks:
+            if isinstance(block, ReceiptBlock):
+                count("claim.receipt_emitted", status_code=block.status_code)
+            elif isinstance(block, NoticeBlock):
+                signal = _NOTICE_SIGNALS.get(block.code)
+                if signal is not None:
+                    count(signal)
+            elif isinstance(block, AnswerBlock):
+                answered = block.status is AnswerStatus.ANSWERED
+                count("question.answered" if answered else "question.unanswered",
+                      status=block.status.value)  # fmt: skip
+    event(_TURNS, "turn.completed", turn_id=turn.turn_id, replay_token=turn.replay_token,
+          status=turn.status.value, phase=record.phase.value)  # fmt: skip
