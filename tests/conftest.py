@@ -11,13 +11,13 @@ import pytest
 from turnframe_test.audit_kit import assert_conversation_audited
 from turnframe_test.backends import StoreBackend
 from turnframe_test.harness import DeskHarness
-from turnframe_test.telemetry_kit import capture_telemetry
+from turnframe_test.telemetry_kit import captured_telemetry
 
 pytest_plugins = ("turnframe_test.pytest_plugin", "services")
 
 #: Every test runs with the runtime's spans, metrics and logs captured in memory; a test with a
 #: travel desk then checks that none of it holds a user's words or a model's output.
-TELEMETRY = capture_telemetry()
+TELEMETRY = captured_telemetry()
 
 
 @pytest.fixture(autouse=True)

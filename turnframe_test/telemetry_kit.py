@@ -8,7 +8,9 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["Captured", "TelemetryLeak", "capture_telemetry"]
+__all__ = ["Captured", "TelemetryLeak", "capture_telemetry", "captured_telemetry"]
+
+_CAPTURED: list[Captured] = []
 
 
 class TelemetryLeak(AssertionError):
@@ -84,9 +86,17 @@ class Captured:
         self.logs.records.clear()
 
 
+def captured_telemetry() -> Captured:
+    """The process's capture (`capture_telemetry`, made on first use)."""
+    if not _CAPTURED:
+        _CAPTURED.append(capture_telemetry())
+    return _CAPTURED[0]
+
+
 def capture_telemetry() -> Captured:
     """Install in-memory span and metric exporters as the global OpenTelemetry providers and a
-    log handler on the turnframe loggers (at DEBUG), once per process."""
+    log handler on the turnframe loggers (at DEBUG). OpenTelemetry takes its providers once per
+    process: use `captured_telemetry`."""
     from opentelemetry import metrics, trace
     from opentelemetry.sdk.metrics import Counter, Histogram, MeterProvider
     from opentelemetry.sdk.metrics.export import AggregationTemporality, InMemoryMetricReader

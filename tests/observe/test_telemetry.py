@@ -11,7 +11,6 @@ import subprocess
 import sys
 
 import pytest
-from conftest import TELEMETRY
 from opentelemetry import trace
 
 from turnframe_runtime import observe
@@ -19,9 +18,10 @@ from turnframe_store import SqlStores, Unavailable
 from turnframe_test.demo import EMBEDDED, run_demo
 from turnframe_test.harness import DeskHarness
 from turnframe_test.postgres import PrivateDatabase
-from turnframe_test.telemetry_kit import TelemetryLeak
+from turnframe_test.telemetry_kit import TelemetryLeak, captured_telemetry
 from turnframe_test.understandings import act, question
 
+TELEMETRY = captured_telemetry()
 NAME = act("a1", "trip.set_name", "h1", "Grace Hopper", name="Grace Hopper")
 REBOOK = act("a1", "trip.request_rebooking", "h1", "Rebook my outbound", leg="outbound")
 
