@@ -22,6 +22,7 @@ from typing import Any
 
 __all__ = [
     "ENABLED",
+    "failure",
     "METER_NAME",
     "TRACER_NAME",
     "count",
@@ -71,10 +72,31 @@ def span(name: str, **attributes: Any) -> contextlib.AbstractContextManager[Any]
     """A span `turnframe.<name>`, the current span's child, with id and code attributes."""
     if _tracer is None:
         return _NOTHING
-    started: contextlib.AbstractContextManager[Any] = _tracer.start_as_current_span(
-        f"turnframe.{name}", attributes=_safe(attributes)
-    )
-    return started
+    return _span(f"turnframe.{name}", _safe(attributes))
+
+
+@contextlib.contextmanager
+def _span(name: str, attributes: dict[str, Any]) -> Iterator[Any]:
+    """A span that records a failure by its code (or its type), never by its message or its
+    traceback: an exception's message may quote what a user wrote."""
+    with _tracer.start_as_current_span(
+        name, attributes=attributes, record_exception=False, set_status_on_exception=False
+    ) as current:
+        try:
+            yield current
+        except BaseException as failure:
+            reason = _reason(failure)
+            current.set_status(_trace.Status(_trace.StatusCode.ERROR, reason))
+            current.set_attributes(_safe({"error": reason}))
+            raise
+
+
+def _reason(failure: BaseException) -> str:
+    """A failure as telemetry may name it: its code when that is a code, else its type."""
+    code = getattr(failure, "code", None)
+    if isinstance(code, str) and _ID_OR_CODE.fullmatch(code):
+        return code
+    return type(failure).__name__
 
 
 @contextlib.contextmanager
@@ -85,9 +107,7 @@ def stage(letters: str, name: str, **attributes: Any) -> Iterator[None]:
         yield
         return
     started = time.perf_counter()
-    with _tracer.start_as_current_span(
-        f"turnframe.stage {letters} {name}", attributes=_safe({"stage": letters, **attributes})
-    ):
+    with _span(f"turnframe.stage {letters} {name}", _safe({"stage": letters, **attributes})):
         try:
             yield
         finally:
@@ -122,6 +142,14 @@ def record_ms(name: str, milliseconds: float, **labels: Any) -> None:
     histogram.record(milliseconds, _safe(labels))
 
 
+def failure(
+    logger: logging.Logger, name: str, failed: BaseException, level: int = logging.ERROR
+) -> None:
+    """A failure as a log record: the event, the failure's code or type; never its message or
+    traceback, which may quote a user or a secret."""
+    event(logger, name, level, error=_reason(failed))
+
+
 def event(logger: logging.Logger, name: str, level: int = logging.INFO, **fields: Any) -> None:
     """A structured log record: its message is the stable event name, its fields (ids and
     codes only, as attributes of the record: `record.turnframe` holds them all) say which
@@ -139,16 +167,8 @@ _TURNS = logging.getLogger("turnframe_runtime.turn")
 _NOTICE_SIGNALS = {
     "turnframe.notice.stale_interaction": "interaction.stale",
     "turnframe.notice.act_refused": "act.refused",
-    "turnframe.notice.revision_conflict": "command.revision_conflict",
     "turnframe.notice.interaction_unavailable": "interaction.failed",
 }
-
-
-def turn_received(account_id: str, turn_id: str, replay_token: str) -> None:
-    """A turn was accepted (the denominator `turn.received`)."""
-    count("turn.received")
-    annotate(turn_id=turn_id, replay_token=replay_token)
-    event(_TURNS, "turn.received", logging.DEBUG, turn_id=turn_id, replay_token=replay_token)
 
 
 def turn_failed(turn_id: str, replay_token: str | None, code: str) -> None:
@@ -171,7 +191,10 @@ def turn_delivered(record: Any, turn: Any) -> None:
     )
 
     if _meter is not None:
-        count("turn.completed", status=turn.status.value, phase=record.phase.value)
+        count("turn.delivered", status=turn.status.value)
+        count("outbox.enqueued", len(record.outbox_ids))
+        if record.claimed_interaction is not None:
+            count("interaction.resolved")
         for outcome in record.command_outcomes:
             kind = outcome.outcome
             labels = {"command_type": outcome.command_type}
@@ -195,6 +218,8 @@ def turn_delivered(record: Any, turn: Any) -> None:
                 count(f"target.{resolution.resolution}")
         count("interaction.created", len(record.interactions_created))
         for attempt in record.provider_attempts:
+            if attempt.latency_ms is not None:
+                record_ms("provider.latency_ms", attempt.latency_ms, purpose=attempt.purpose)
             if attempt.outcome == "fell_back":
                 count("provider.fallback", purpose=attempt.purpose)
             elif attempt.outcome == "failed":
@@ -212,5 +237,5 @@ def turn_delivered(record: Any, turn: Any) -> None:
                 answered = block.status is AnswerStatus.ANSWERED
                 count("question.answered" if answered else "question.unanswered",
                       status=block.status.value)  # fmt: skip
-    event(_TURNS, "turn.completed", turn_id=turn.turn_id, replay_token=turn.replay_token,
-          status=turn.status.value, phase=record.phase.value)  # fmt: skip
+    event(_TURNS, "turn.delivered", turn_id=turn.turn_id, replay_token=turn.replay_token,
+          status=turn.status.value)  # fmt: skip

@@ -121,11 +121,13 @@ class Recovery:
     receipt_claims: Mapping[str, tuple[ClaimClass, ...]] = field(default_factory=dict)
     hub: StreamHub | None = None  # wakes this process's readers of the streams it carries on
 
-    async def turn(self, account_id: str, turn_id: str) -> RecoveredTurn:
-        """Finish one turn (the caller holds its conversation's lock)."""
+    async def turn(self, account_id: str, turn_id: str, *, counted: bool = True) -> RecoveredTurn:
+        """Finish one turn (the caller holds its conversation's lock). `counted` False: not a
+        recovery but the ordinary finish of a turn written to be finished this way (an outbox
+        answer's follow-up turn), which the `recovery.*` counters leave out."""
         with observe.span("recovery.turn", turn_id=turn_id):
             recovered = await self._turn(account_id, turn_id)
-            if recovered.outcome is not RecoveryOutcome.FINISHED:
+            if counted and recovered.outcome is not RecoveryOutcome.FINISHED:
                 observe.count(f"recovery.{recovered.outcome.value}")
                 observe.event(_LOG, f"recovery.{recovered.outcome.value}", turn_id=turn_id,
                               unknown=recovered.unknown)  # fmt: skip

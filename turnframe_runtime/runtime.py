@@ -501,10 +501,15 @@ class TurnRuntime:
             observe.count("turn.received")
             try:
                 turn = await self._handle_turn(turn_input, turn_id, mode, on_accepted)
-            except TurnframeError as error:
-                observe.count("turn.refused", code=error.code)
+            except TurnframeError as error:  # refused, busy, or failed: said by its code
+                observe.count("turn.raised", code=error.code)
+                if error.code == codes.WORKFLOW_INVARIANT_VIOLATION:
+                    observe.count("workflow.invariant_violation")
                 raise
-            observe.annotate(turn_id=turn.turn_id, replay_token=turn.replay_token)
+            observe.count("turn.completed", status=turn.status.value)
+            observe.annotate(
+                turn_id=turn.turn_id, replay_token=turn.replay_token, status=turn.status.value
+            )
             observe.record_ms("turn.duration_ms", (time.perf_counter() - started) * 1000)
             return turn
 
@@ -518,7 +523,10 @@ class TurnRuntime:
         streamed = on_accepted is not None
         with observe.stage("D-F", "load"):
             t = await self._loaded(turn_input, turn_id, mode, streamed)
-        observe.annotate(turn_id=t.ctx.turn_id)
+        workflows = {case.case_ref.workflow for case in t.cases.cases.values()}
+        observe.annotate(
+            turn_id=t.ctx.turn_id, workflow=next(iter(workflows)) if len(workflows) == 1 else None
+        )
         try:
             with observe.stage("A-C", "accept"):
                 accepted = await self._accept(t, turn_input)  # A/B, C (J-L for a click-only turn)
@@ -854,7 +862,6 @@ class TurnRuntime:
         effects is left at its phase for recovery to finish by idempotency key."""
         turn = t.ctx
         code = str(getattr(failure, "code", codes.RUNTIME_TURN_FAILED))
-        observe.turn_failed(turn.turn_id, derive_replay_token(turn.turn_id), code)
         try:
             async with t.events.transaction(self._stores) as tx:
                 if await tx.journal.unsettled_for_turn(turn.account_id, turn.turn_id):
@@ -864,6 +871,7 @@ class TurnRuntime:
                 await tx.conversations.set_phase(turn.account_id, turn.turn_id, TurnPhase.FAILED)
                 t.events.failed(code)
                 await t.events.append(tx)
+            observe.turn_failed(turn.turn_id, derive_replay_token(turn.turn_id), code)
         except StoreError:
             pass  # the marker stays unfinished: recovery restarts interpretation
 

@@ -60,6 +60,7 @@ class Captured:
         """Every string a span, a metric or a log record carries."""
         for span in self.finished_spans():
             yield span.name
+            yield span.status.description or ""
             yield from (str(v) for v in (span.attributes or {}).values())
             for span_event in span.events:
                 yield span_event.name

@@ -6,13 +6,16 @@ nor a secret."""
 from __future__ import annotations
 
 import io
+import json
 import logging
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 from opentelemetry import trace
 
+from turnframe_core import TurnInput
 from turnframe_runtime import observe
 from turnframe_store import SqlStores, Unavailable
 from turnframe_test.demo import EMBEDDED, run_demo
@@ -81,15 +84,14 @@ async def test_the_safety_metrics_count_what_the_turns_did(desk) -> None:
 async def test_log_records_name_the_event_the_turn_and_its_replay_token(desk) -> None:
     desk.ready_trip()
     turn = await desk.say("Grace Hopper", NAME)
-    completed = [r for r in TELEMETRY.logs.records if r.getMessage() == "turn.completed"]
-    [record] = completed
+    delivered = [r for r in TELEMETRY.logs.records if r.getMessage() == "turn.delivered"]
+    [record] = delivered
     assert record.name == "turnframe_runtime.turn" and record.levelno == logging.INFO
     assert record.turnframe == {  # type: ignore[attr-defined]
-        "event": "turn.completed",
+        "event": "turn.delivered",
         "turn_id": turn.turn_id,
         "replay_token": turn.replay_token,
         "status": "completed",
-        "phase": "delivered",
     }
 
 
@@ -101,6 +103,9 @@ async def test_the_outbox_reports_each_dispatch() -> None:
     [span] = [s for s in TELEMETRY.finished_spans() if s.name == "turnframe.outbox.dispatch"]
     assert span.attributes["turnframe.attempt"] == 1
     assert any(r.getMessage() == "outbox.dispatched" for r in TELEMETRY.logs.records)
+    # the answer's follow-up turn is finished as written, which is no recovery
+    assert not [name for name, _, _ in TELEMETRY.metric_points() if "recovery." in name]
+    assert sum(v for _, v in _points("turnframe.outbox.enqueued")) == 1
 
 
 def test_an_attribute_that_is_not_an_id_or_a_code_is_left_out() -> None:
@@ -167,3 +172,42 @@ def test_without_the_otel_extra_turns_run_and_report_nothing() -> None:
                          timeout=120, check=False)  # fmt: skip
     assert ran.returncode == 0, ran.stderr
     assert int(ran.stdout) >= 9
+
+
+async def test_a_failing_model_call_is_recorded_by_its_type_never_its_message(desk) -> None:
+    said = "my passport number is X1234567"
+    desk.ready_trip()
+    desk.interpreter.then(RuntimeError(f"the provider choked on: {said}"))
+    turn = await desk.runtime.handle_turn(
+        TurnInput(account_id=desk.account_id, conversation_id=desk.conversation_id, text=said)
+    )
+    assert turn.blocks[0].kind == "notice"  # message_unreadable: nothing changed
+    [call] = [s for s in TELEMETRY.finished_spans() if s.name == "turnframe.model.understand"]
+    assert call.status.description == "RuntimeError"
+    assert call.events == ()  # no exception event, so no message and no traceback
+    TELEMETRY.assert_free_of([said, "the provider choked"])
+
+
+def test_a_failure_is_named_by_a_code_only_when_it_is_one() -> None:
+    class Odd(Exception):
+        code = "not a code: it quotes Grace Hopper"
+
+    with pytest.raises(Odd), observe.span("odd"):
+        raise Odd("Grace Hopper's passport X1234567")
+    [span] = [s for s in TELEMETRY.finished_spans() if s.name == "turnframe.odd"]
+    assert span.status.description == "Odd" and span.events == ()
+    observe.failure(logging.getLogger("turnframe_runtime.test"), "odd.failed", Odd("X1234567"))
+    TELEMETRY.assert_free_of(["Grace Hopper", "X1234567"])
+
+
+def test_the_console_example_prints_spans_metrics_and_json_logs() -> None:
+    root = Path(__file__).resolve().parents[2]
+    ran = subprocess.run([sys.executable, "-m", "examples.otel_console"], cwd=root,
+                         capture_output=True, text=True, timeout=120, check=False)  # fmt: skip
+    assert ran.returncode == 0, ran.stderr
+    assert '"name": "turnframe.turn"' in ran.stdout
+    assert '"name": "turnframe.stage N-P commit"' in ran.stdout
+    assert '"name": "turnframe.claim.receipt_emitted"' in ran.stdout
+    logged = [json.loads(line) for line in ran.stderr.splitlines() if line.startswith("{")]
+    assert {"turn.delivered", "outbox.dispatched"} <= {line["event"] for line in logged}
+    assert all(line["logger"].startswith("turnframe_") for line in logged)

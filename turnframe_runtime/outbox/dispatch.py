@@ -346,7 +346,7 @@ class OutboxDispatcher:
             # Only a turn that was written is finished: an answer the case records nothing of
             # settles the row alone.
             if recorded and finish and t.recorder.record is not None:
-                await runtime._recovery().turn(account_id, turn_id)
+                await runtime._recovery().turn(account_id, turn_id, counted=False)
         return recorded
 
     async def _recorded(

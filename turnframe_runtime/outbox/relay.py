@@ -22,6 +22,7 @@ import uuid
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 
+from turnframe_runtime import observe
 from turnframe_runtime.config import OutboxConfig
 from turnframe_store.bundle import Stores
 from turnframe_store.records import OutboxEntry
@@ -112,9 +113,10 @@ class Relay:
                 try:
                     done = await self.round()
                     if done.handed_back:
-                        _log.warning("outbox.broker_refused", extra={"rows": done.handed_back})
-                except Exception:
-                    _log.exception("outbox.relay_round_failed")
+                        observe.event(_log, "outbox.broker_refused", logging.WARNING,
+                                      rows=done.handed_back)  # fmt: skip
+                except Exception as failure:
+                    observe.failure(_log, "outbox.relay_round_failed", failure)
                     done = RelayRound()
                 if stop.is_set():
                     break

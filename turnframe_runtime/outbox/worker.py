@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any, Final
 import dramatiq
 from dramatiq.brokers.stub import StubBroker
 
+from turnframe_runtime import observe
 from turnframe_runtime.config import OutboxConfig
 from turnframe_runtime.outbox.dispatch import DispatchOutcome
 from turnframe_runtime.outbox.relay import Relay
@@ -149,8 +150,8 @@ class OutboxWorker:
         for message in messages:
             try:
                 self.broker.enqueue(message)
-            except Exception:
-                _log.warning("outbox.publish_failed", exc_info=True)
+            except Exception as failure:
+                observe.failure(_log, "outbox.publish_failed", failure, logging.WARNING)
                 break
             taken.append(True)
         return taken + [False] * (len(messages) - len(taken))
@@ -201,12 +202,12 @@ class OutboxWorker:
                     break
                 try:
                     await self._runtime.recover_unfinished(older_than_ms=lease_ms)
-                except Exception:
-                    _log.exception("outbox.recovery_sweep_failed")
+                except Exception as failure:
+                    observe.failure(_log, "outbox.recovery_sweep_failed", failure)
                 try:  # finished turns' stream logs past their retention
                     await self._runtime.prune_streams()
-                except Exception:
-                    _log.exception("outbox.stream_prune_failed")
+                except Exception as failure:
+                    observe.failure(_log, "outbox.stream_prune_failed", failure)
 
         await asyncio.gather(self.relay().run(self._stop), sweep())
 
