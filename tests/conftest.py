@@ -3,14 +3,16 @@ store-backend fixture (`store_backend`: memory, SQLite, PostgreSQL) comes from t
 kit's pytest plugin. The runtime and outbox tests take a travel desk on that backend from
 `desk` / `make_desk`, so every scenario runs on each."""
 
-from collections.abc import AsyncIterator, Awaitable, Callable
+import shutil
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from turnframe_core.errors import TurnframeError
 from turnframe_test.audit_kit import assert_conversation_audited
-from turnframe_test.backends import StoreBackend
+from turnframe_test.backends import StoreBackend, require_services
 from turnframe_test.harness import DeskHarness
 from turnframe_test.telemetry_kit import captured_telemetry
 
@@ -87,3 +89,34 @@ async def _private_words(desk: DeskHarness) -> list[str]:
 async def desk(make_desk: DeskFactory) -> DeskHarness:
     """A harness with the defaults on fresh stores of this test's backend."""
     return await make_desk()
+
+
+CHROMIUM = Path("/usr/bin/chromium")
+
+
+@pytest.fixture
+def browser() -> Iterator[Any]:
+    """Debian's headless Chromium driven by playwright (never a downloaded browser); a missing
+    one skips with the reason, or fails under TURNFRAME_REQUIRE_SERVICES=1."""
+    executable = CHROMIUM if CHROMIUM.exists() else shutil.which("chromium")
+    if executable is None:
+        _unavailable("no Chromium at /usr/bin/chromium (apt-get install chromium)")
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        _unavailable("the playwright package is not installed (pip install -e '.[dev]')")
+    with sync_playwright() as playwright:
+        launched = playwright.chromium.launch(
+            executable_path=str(executable), args=["--headless", "--no-sandbox", "--disable-gpu"]
+        )
+        try:
+            yield launched
+        finally:
+            launched.close()
+
+
+def _unavailable(reason: str) -> None:
+    if require_services():
+        pytest.fail(f"TURNFRAME_REQUIRE_SERVICES=1 and {reason}", pytrace=False)
+    print(f"skipped: {reason}")
+    pytest.skip(reason)

@@ -7,8 +7,6 @@ from __future__ import annotations
 
 import asyncio
 import io
-import shutil
-from collections.abc import Iterator
 from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any
@@ -17,11 +15,9 @@ import pytest
 
 from turnframe_runtime import Audit, AuditCheck, render_audit_html
 from turnframe_test import DeskHarness, ScriptedNarrator, ScriptedReviewer
-from turnframe_test.backends import require_services
 from turnframe_test.demo import EMBEDDED, run_demo
 from turnframe_test.understandings import act
 
-CHROMIUM = Path("/usr/bin/chromium")
 HEADINGS = [
     "What the user sent",
     "What was on file (cases loaded)",
@@ -177,33 +173,6 @@ async def test_a_failed_check_shows_not_verified_and_what_failed() -> None:
     assert "NOT verified" in html
     assert "<li>x: y</li>" in html
     assert "Verified: every digest matches" not in html
-
-
-def _unavailable(reason: str) -> None:
-    if require_services():
-        pytest.fail(f"TURNFRAME_REQUIRE_SERVICES=1 and {reason}", pytrace=False)
-    print(f"skipped: {reason}")
-    pytest.skip(reason)
-
-
-@pytest.fixture
-def browser() -> Iterator[Any]:
-    """Debian's headless Chromium driven by playwright (never a downloaded browser)."""
-    executable = CHROMIUM if CHROMIUM.exists() else shutil.which("chromium")
-    if executable is None:
-        _unavailable("no Chromium at /usr/bin/chromium (apt-get install chromium)")
-    try:
-        from playwright.sync_api import sync_playwright
-    except ImportError:
-        _unavailable("the playwright package is not installed (pip install -e '.[dev]')")
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(
-            executable_path=str(executable), args=["--headless", "--no-sandbox", "--disable-gpu"]
-        )
-        try:
-            yield browser
-        finally:
-            browser.close()
 
 
 @pytest.fixture

@@ -4,16 +4,8 @@ same order, from the store."""
 
 from __future__ import annotations
 
-import shutil
-from collections.abc import Iterator
-from pathlib import Path
-from typing import Any
-
 import pytest
 
-from turnframe_test.backends import require_services
-
-CHROMIUM = Path("/usr/bin/chromium")
 BLOCKS = """nodes => nodes.map(n => ({
     turn: n.closest("section.turn").dataset.turnId,
     kind: n.dataset.kind,
@@ -22,33 +14,6 @@ BLOCKS = """nodes => nodes.map(n => ({
     badge: n.querySelector(".badge." + n.dataset.author)?.textContent,
     text: n.textContent,
 }))"""
-
-
-def _unavailable(reason: str) -> None:
-    if require_services():
-        pytest.fail(f"TURNFRAME_REQUIRE_SERVICES=1 and {reason}", pytrace=False)
-    print(f"skipped: {reason}")
-    pytest.skip(reason)
-
-
-@pytest.fixture
-def browser() -> Iterator[Any]:
-    """Debian's headless Chromium driven by playwright (never a downloaded browser)."""
-    executable = CHROMIUM if CHROMIUM.exists() else shutil.which("chromium")
-    if executable is None:
-        _unavailable("no Chromium at /usr/bin/chromium (apt-get install chromium)")
-    try:
-        from playwright.sync_api import sync_playwright
-    except ImportError:
-        _unavailable("the playwright package is not installed (pip install -e '.[dev]')")
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(
-            executable_path=str(executable), args=["--headless", "--no-sandbox", "--disable-gpu"]
-        )
-        try:
-            yield browser
-        finally:
-            browser.close()
 
 
 @pytest.mark.slow
