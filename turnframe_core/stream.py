@@ -176,9 +176,11 @@ def block_events(
     first_sequence: int,
     at: int,
     mode: StreamMode,
+    content_hash: str | None = None,
 ) -> list[StreamEvent]:
     """One block's events, numbered from `first_sequence`: started, then (model prose in tokens
-    mode only) one delta per token, then completed."""
+    mode only) one delta per token, then completed (`content_hash`: the block's digest, when the
+    caller has it)."""
     data = block.model_dump(mode="json")
     kind = str(data.get("kind") or "unknown")
     streamed = (
@@ -222,7 +224,7 @@ def block_events(
             at=at,
             block_id=block_id,
             block=block,
-            content_hash=block_content_hash(block),
+            content_hash=content_hash or digest(data),
         )
     )
     return events

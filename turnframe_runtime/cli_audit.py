@@ -57,18 +57,17 @@ class _Missing(Exception):
     """The database holds nothing the command was asked for, in one line (exit 1)."""
 
 
+def _said(command: str, failure: _Usage | _Missing) -> int:
+    """The one line a command prints for what it could not do: 2 for a usage error, else 1."""
+    print(f"turnframe {command}: {failure}", file=sys.stderr)
+    return 2 if isinstance(failure, _Usage) else 1
+
+
 def _replay(args: argparse.Namespace) -> int:
     try:
         audit = asyncio.run(_audit(args.db, args.token, args.account))
-    except _Usage as usage:
-        print(f"turnframe replay: {usage}", file=sys.stderr)
-        return 2
-    except _Missing as missing:
-        print(f"turnframe replay: {missing}", file=sys.stderr)
-        return 1
-    except NotFound:  # the account named holds no such turn
-        print(f"turnframe replay: {args.account} holds no turn {args.token}", file=sys.stderr)
-        return 1
+    except (_Usage, _Missing) as failure:
+        return _said("replay", failure)
     if args.html:
         from turnframe_runtime.audit_html import render_audit_html
 
@@ -90,7 +89,10 @@ async def _audit(db: str, token: str, account: str | None) -> Audit:
             if len(holders) > 1:
                 raise _Usage(f"several accounts hold {token}: {', '.join(holders)}; name --account")
             (account,) = holders
-        return await audit_turn(stores, account, token)
+        try:
+            return await audit_turn(stores, account, token)
+        except NotFound:
+            raise _Missing(f"{account} holds no turn {token}") from None
     finally:
         await stores.aclose()
 
@@ -98,12 +100,8 @@ async def _audit(db: str, token: str, account: str | None) -> Audit:
 def _export(args: argparse.Namespace) -> int:
     try:
         lines = asyncio.run(_export_lines(args.db, args.conversation, args.account))
-    except _Usage as usage:
-        print(f"turnframe audit-export: {usage}", file=sys.stderr)
-        return 2
-    except _Missing as missing:
-        print(f"turnframe audit-export: {missing}", file=sys.stderr)
-        return 1
+    except (_Usage, _Missing) as failure:
+        return _said("audit-export", failure)
     text = "".join(json.dumps(line, sort_keys=True, ensure_ascii=False) + "\n" for line in lines)
     if args.out:
         Path(args.out).write_text(text, encoding="utf-8")

@@ -20,6 +20,18 @@ import time
 from collections.abc import Iterator, Mapping
 from typing import Any
 
+from turnframe_core.blocks import AnswerBlock, AnswerStatus, NoticeBlock, ReceiptBlock
+from turnframe_core.replay import (
+    CommittedOutcome,
+    FailedOutcome,
+    IdempotentReplayOutcome,
+    OutcomeUnknown,
+    RejectedOutcome,
+    ReplayRecord,
+    RevisionConflictOutcome,
+)
+from turnframe_core.turn import AssistantTurn
+
 __all__ = [
     "ENABLED",
     "failure",
@@ -177,19 +189,9 @@ def turn_failed(turn_id: str, replay_token: str | None, code: str) -> None:
           code=code)  # fmt: skip
 
 
-def turn_delivered(record: Any, turn: Any) -> None:
+def turn_delivered(record: ReplayRecord, turn: AssistantTurn) -> None:
     """What a stored reply says about the safety properties, as counters (reference §7.1): side
     effects, claims, workflow, semantics and provider health, and the denominators."""
-    from turnframe_core.blocks import AnswerBlock, AnswerStatus, NoticeBlock, ReceiptBlock
-    from turnframe_core.replay import (
-        CommittedOutcome,
-        FailedOutcome,
-        IdempotentReplayOutcome,
-        OutcomeUnknown,
-        RejectedOutcome,
-        RevisionConflictOutcome,
-    )
-
     if _meter is not None:
         count("turn.delivered", status=turn.status.value)
         count("outbox.enqueued", len(record.outbox_ids))
@@ -197,19 +199,19 @@ def turn_delivered(record: Any, turn: Any) -> None:
             count("interaction.resolved")
         for outcome in record.command_outcomes:
             kind = outcome.outcome
-            labels = {"command_type": outcome.command_type}
+            command_type = outcome.command_type
             if isinstance(kind, CommittedOutcome):
-                count("command.executed", **labels)
+                count("command.executed", command_type=command_type)
             elif isinstance(kind, IdempotentReplayOutcome):
-                count("command.idempotency_replay", **labels)
+                count("command.idempotency_replay", command_type=command_type)
             elif isinstance(kind, RejectedOutcome):
-                count("command.rejected", code=kind.code, **labels)
+                count("command.rejected", code=kind.code, command_type=command_type)
             elif isinstance(kind, RevisionConflictOutcome):
-                count("command.revision_conflict", **labels)
+                count("command.revision_conflict", command_type=command_type)
             elif isinstance(kind, OutcomeUnknown):
-                count("external.outcome_unknown", **labels)
+                count("external.outcome_unknown", command_type=command_type)
             elif isinstance(kind, FailedOutcome):
-                count("command.failed", code=kind.code, **labels)
+                count("command.failed", code=kind.code, command_type=command_type)
         for decision in record.policy_decisions:
             if not decision.allowed:
                 count("command.confirmation_required", command_type=decision.command_type)

@@ -10,7 +10,7 @@ from collections.abc import Callable
 from typing import Any
 
 from turnframe_core._canonical import digest
-from turnframe_core.events import event_digest
+from turnframe_core.events import DomainEvent, event_digest
 from turnframe_core.replay import CommandOutcomeRecord, ReplayRecord, TurnPhase
 from turnframe_core.stream import block_content_hash
 from turnframe_core.turn import AssistantTurn
@@ -32,6 +32,7 @@ class Recorder:
         self._audit = audit
         self._clock = clock
         self._once: dict[str, Any] | None = None
+        self._event_digests: dict[str, str] = {}  # each event digested once, not per phase
 
     def resume(self, record: ReplayRecord) -> None:
         """Carry on from a stored record (recovery): its understanding and plan stay as they
@@ -76,6 +77,12 @@ class Recorder:
         )
         self.record = record
 
+    def _digest(self, event: DomainEvent) -> str:
+        found = self._event_digests.get(event.event_id)
+        if found is None:
+            found = self._event_digests[event.event_id] = event_digest(event)
+        return found
+
     def at(self, phase: TurnPhase, **extra: Any) -> ReplayRecord:
         """The record at `phase` (built, not stored)."""
         audit = self._audit
@@ -112,7 +119,7 @@ class Recorder:
             command_outcomes=outcomes,
             interactions_created=tuple(audit.interactions_created),
             event_ids=tuple(ev.event_id for e in audit.executed for ev in e.events),
-            event_digests=tuple(event_digest(ev) for e in audit.executed for ev in e.events),
+            event_digests=tuple(self._digest(ev) for e in audit.executed for ev in e.events),
             outbox_ids=tuple(audit.outbox_ids),
             provider_attempts=tuple(audit.provider_attempts),
             claim_violations=tuple(audit.claim_violations),
@@ -131,13 +138,14 @@ class Recorder:
         recovery reconciles it, though its reply is stored and returned and its record, which
         later records chain to, is final."""
         phase = TurnPhase.DELIVERED if settled else TurnPhase.COMMITTED
+        hashes = tuple(block_content_hash(b) for b in turn.blocks)  # the record's and the stream's
         record = self.at(
             TurnPhase.DELIVERED,
             response_block_ids=tuple(b.block_id or "" for b in turn.blocks),
-            response_block_hashes=tuple(block_content_hash(b) for b in turn.blocks),
+            response_block_hashes=hashes,
             **extra,
         )
-        self.events.reply(turn, settled=settled)  # taken into this bundle at once
+        self.events.reply(turn, settled=settled, hashes=hashes)  # taken into this bundle at once
         await stores.commits.commit(
             CommitBundle(
                 account_id=turn.account_id,

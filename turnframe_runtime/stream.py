@@ -19,7 +19,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import threading
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Sequence
 from typing import Any
 
 from turnframe_core.replay import TurnPhase
@@ -134,12 +134,15 @@ class TurnEvents:
     def step(self, step: str) -> None:
         self._pending.append({"type": "turn.step", "step": step})
 
-    def reply(self, turn: AssistantTurn, *, settled: bool) -> None:
-        """The stored reply: `committed` (when not yet shown), `composed`, its blocks in order,
-        `delivered` when every outcome is known, then `turn.completed`."""
+    def reply(
+        self, turn: AssistantTurn, *, settled: bool, hashes: Sequence[str] | None = None
+    ) -> None:
+        """The stored reply: `committed` (when not yet shown), `composed`, its blocks in order
+        (`hashes`: their digests, when the caller has them), `delivered` when every outcome is
+        known, then `turn.completed`."""
         self.phase(TurnPhase.COMMITTED)
         self.phase(TurnPhase.COMPOSED)
-        self._pending.append({"type": "blocks", "turn": turn})
+        self._pending.append({"type": "blocks", "turn": turn, "hashes": hashes})
         if settled:
             self.phase(TurnPhase.DELIVERED)
         self._pending.append({"type": "turn.completed", "turn": turn})
@@ -176,6 +179,7 @@ class TurnEvents:
             kind = item["type"]
             if kind == "blocks":
                 turn: AssistantTurn = item["turn"]
+                hashes = item.get("hashes")
                 for index, block in enumerate(turn.blocks):
                     built = block_events(
                         block,
@@ -184,6 +188,7 @@ class TurnEvents:
                         first_sequence=last + 1,
                         at=at,
                         mode=self.mode,
+                        content_hash=hashes[index] if hashes else None,
                     )
                     events.extend(built)
                     last = built[-1].sequence
