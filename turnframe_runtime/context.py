@@ -165,9 +165,12 @@ class AuditTrail:
     claimed_interaction: str | None = None
     #: every sentence of server copy the turn rendered, once each, in order
     copy_renders: list[CopyRender] = field(default_factory=list)
+    _rendered: set[tuple[str, str, Any]] = field(default_factory=set)
 
     def rendered(self, render: CopyRender) -> None:
-        if render not in self.copy_renders:
+        key = (render.template_id, render.text, render.copy_ref)
+        if key not in self._rendered:
+            self._rendered.add(key)
             self.copy_renders.append(render)
 
     def decided(self, envelope: CommandEnvelope, policy: CommandPolicy, allowed: bool) -> None:

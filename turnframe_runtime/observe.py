@@ -34,14 +34,15 @@ from turnframe_core.turn import AssistantTurn
 
 __all__ = [
     "ENABLED",
+    "annotate",
     "failure",
-    "METER_NAME",
-    "TRACER_NAME",
     "count",
     "event",
     "record_ms",
     "span",
     "stage",
+    "turn_delivered",
+    "turn_failed",
 ]
 
 TRACER_NAME = "turnframe"
@@ -111,13 +112,16 @@ def _reason(failure: BaseException) -> str:
     return type(failure).__name__
 
 
-@contextlib.contextmanager
-def stage(letters: str, name: str, **attributes: Any) -> Iterator[None]:
+def stage(letters: str, name: str, **attributes: Any) -> contextlib.AbstractContextManager[Any]:
     """One pipeline stage (DESIGN §5: `G understand`, `N commit` …): a span named by its letters
     and a duration in `turnframe.stage.duration_ms`."""
     if _tracer is None:
-        yield
-        return
+        return _NOTHING
+    return _stage(letters, name, attributes)
+
+
+@contextlib.contextmanager
+def _stage(letters: str, name: str, attributes: dict[str, Any]) -> Iterator[None]:
     started = time.perf_counter()
     with _span(f"turnframe.stage {letters} {name}", _safe({"stage": letters, **attributes})):
         try:

@@ -462,4 +462,5 @@ def _seed(audit: AuditTrail, record: ReplayRecord) -> None:
     audit.claim_violations.extend(record.claim_violations)
     audit.prose_findings.extend(record.prose_findings)
     audit.claimed_interaction = record.claimed_interaction
-    audit.copy_renders.extend(record.copy_renders)
+    for render in record.copy_renders:
+        audit.rendered(render)

@@ -67,8 +67,8 @@ from turnframe_runtime.copy import (
     MissingCopy,
     RecordingCopy,
     ServerCopy,
-    TemplateCopy,
     drift,
+    library_copy,
     receipt_title,
 )
 from turnframe_runtime.errors import (  # the last two are also named here, as they always were
@@ -171,7 +171,7 @@ class TurnRuntime:
         self._config = config or RuntimeConfig()
         # A turn renders only in a locale the runtime declares (its fallback chain ends in the
         # default locale), and every declared locale is checked whole below.
-        self._copy: ServerCopy = (copy or TemplateCopy()).serving(self._config.locales)
+        self._copy: ServerCopy = (copy or library_copy()).serving(self._config.locales)
         self._clock = clock or (lambda: time.time_ns() // 1_000_000)
         self._ids = ids or UlidIdSource(self._clock)
         required = [
@@ -523,10 +523,10 @@ class TurnRuntime:
         streamed = on_accepted is not None
         with observe.stage("D-F", "load"):
             t = await self._loaded(turn_input, turn_id, mode, streamed)
-        workflows = {case.case_ref.workflow for case in t.cases.cases.values()}
-        observe.annotate(
-            turn_id=t.ctx.turn_id, workflow=next(iter(workflows)) if len(workflows) == 1 else None
-        )
+        if observe.ENABLED:
+            workflows = {case.case_ref.workflow for case in t.cases.cases.values()}
+            only = next(iter(workflows)) if len(workflows) == 1 else None
+            observe.annotate(turn_id=t.ctx.turn_id, workflow=only)
         try:
             with observe.stage("A-C", "accept"):
                 accepted = await self._accept(t, turn_input)  # A/B, C (J-L for a click-only turn)

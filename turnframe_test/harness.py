@@ -22,19 +22,18 @@ from turnframe_runtime import (
     OutboxConfig,
     RuntimeConfig,
     ServerCopy,
-    TemplateCopy,
     TurnRuntime,
 )
 from turnframe_store import EventCursor, JournalEntry, ManualClock, MemoryStores, Stores
 from turnframe_test.airline import FakeAirline
 from turnframe_test.backends import StoreBackend
 from turnframe_test.domains.travel import (
-    TRIP_COPY,
     Trip,
     TripDesk,
     TripDirectory,
     TripExecutor,
     TripWorkflow,
+    trip_copy,
 )
 from turnframe_test.scripted import ScriptedInterpreter
 from turnframe_test.understandings import understanding
@@ -113,7 +112,7 @@ class DeskHarness:
         self.conversation_id = conversation_id
         self.config = config or RuntimeConfig(locales=("en", "it", "de"))
         self.ids = ids if ids is not None else SequentialIdSource()
-        self.copy = copy if copy is not None else TemplateCopy(TRIP_COPY)
+        self.copy = copy if copy is not None else trip_copy()
         self.workflow = workflow if workflow is not None else TripWorkflow()
         #: the airline the outbox reaches (`runtime.outbox` dispatches to it)
         self.airline = airline if airline is not None else FakeAirline()

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import decimal
+import functools
 import gettext
 import json
 import re
@@ -52,6 +53,7 @@ __all__ = [
     "TemplateCopy",
     "as_data",
     "as_params",
+    "library_copy",
     "drift",
     "locale_chain",
     "receipt_title",
@@ -63,12 +65,11 @@ _HERE = Path(__file__).resolve().parent
 class RenderedCopy:
     """A rendered sentence and the reference that says how it was rendered."""
 
-    __slots__ = ("copy_ref", "params", "text")
+    __slots__ = ("copy_ref", "text")
 
-    def __init__(self, text: str, copy_ref: CopyRef, params: Mapping[str, Any] | None = None):
+    def __init__(self, text: str, copy_ref: CopyRef) -> None:
         self.text = text
         self.copy_ref = copy_ref
-        self.params: Mapping[str, Any] = params or {}
 
 
 class CopyGap(NamedTuple):
@@ -160,6 +161,12 @@ class CopyCatalog:
 LIBRARY_COPY = CopyCatalog("turnframe", _HERE / "templates", _HERE / "locale")
 
 
+@functools.cache
+def library_copy() -> TemplateCopy:
+    """The library's copy alone, read once per process (a runtime given no copy serves it)."""
+    return TemplateCopy()
+
+
 def _tag(name: str) -> str:
     """`it_CH` or `it-ch` -> `it-CH` (the form turns carry)."""
     try:
@@ -182,7 +189,6 @@ class _LocaleCopy:
     a msgid, `context\x04msgid`, or (msgid, plural index)) with its number of plural forms, and
     the catalog's digest."""
 
-    locale: str
     env: ImmutableSandboxedEnvironment
     messages: dict[Any, Any]
     plurals: int
@@ -258,10 +264,6 @@ class TemplateCopy:
         served._served = self._restricted(locales)
         return served
 
-    @property
-    def default_locale(self) -> str:
-        return self._default
-
     def negotiate(self, requested: str) -> str:
         """The served locale a turn in `requested` renders in."""
         key = (requested, self._served)
@@ -305,7 +307,7 @@ class TemplateCopy:
             self._shared.refs[key] = ref
         # A template's own line breaks and indentation fold to single spaces; a no-break space
         # babel writes (between an amount and its currency) stays.
-        return RenderedCopy(_ASCII_SPACE.sub(" ", text).strip(" "), ref, params)
+        return RenderedCopy(_ASCII_SPACE.sub(" ", text).strip(" "), ref)
 
     def messages(self, template_id: str) -> tuple[_Message, ...]:
         """The gettext messages `template_id` uses (raises `TemplateSyntaxError` for a template
@@ -408,7 +410,6 @@ class TemplateCopy:
         env.install_gettext_translations(translations, newstyle=True)  # type: ignore[attr-defined]
         env.filters.update(_filters(locale))
         return _LocaleCopy(
-            locale=locale,
             env=env,
             messages=messages,
             plurals=plurals,

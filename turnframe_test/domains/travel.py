@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import copy
 import datetime as dt
+import functools
 import re
 from collections import Counter, deque
 from collections.abc import Mapping, Sequence
@@ -70,6 +71,7 @@ from turnframe_runtime import (
     RevisionConflict,
     SendCompleted,
     SendFailed,
+    TemplateCopy,
 )
 
 __all__ = [
@@ -77,6 +79,7 @@ __all__ = [
     "ProcessCrash",
     "TRIP",
     "TRIP_COPY",
+    "trip_copy",
     "Trip",
     "TripDesk",
     "TripDirectory",
@@ -108,6 +111,13 @@ TRIP_COPY = CopyCatalog(
 )
 
 _TEMPLATE_IDS = frozenset(TRIP_COPY.template_sources())
+
+
+@functools.cache
+def trip_copy() -> TemplateCopy:
+    """The sample domain's copy over the library's, read once per process."""
+    return TemplateCopy(TRIP_COPY)
+
 
 _NAME = re.compile(r"^[^\W\d_][^\d@]{0,98}$")
 _EMAIL = re.compile(r"^[^@\s]+@[^@\s]+\.[^@\s]+$")
