@@ -22,6 +22,10 @@ from turnframe_core.replay import ReplayRecord, verify_chain
 __all__ = ["ChainFinding", "ChainLink", "verify_conversation", "verify_links"]
 
 
+#: a link's digest before it is sealed (never stored)
+_UNSEALED = "sha256:" + "0" * 64
+
+
 class ChainLink(FrozenModel):
     """One entry of a conversation's audit chain: the final record of one turn."""
 
@@ -40,16 +44,18 @@ class ChainLink(FrozenModel):
     @classmethod
     def after(cls, previous: ChainLink | None, record: ReplayRecord) -> ChainLink:
         """The link for `record` (final) appended after `previous` (None: the first)."""
-        fields = {
-            "account_id": record.account_id,
-            "conversation_id": record.conversation_id,
-            "position": 0 if previous is None else previous.position + 1,
-            "turn_id": record.turn_id,
-            "record_digest": record.digest(),
-            "previous": None if previous is None else previous.link_digest,
-            "linked_at": record.recorded_at,
-        }
-        return cls(**fields, link_digest=digest(fields))
+        unsealed = cls(
+            account_id=record.account_id,
+            conversation_id=record.conversation_id,
+            position=0 if previous is None else previous.position + 1,
+            turn_id=record.turn_id,
+            record_digest=record.digest(),
+            previous=None if previous is None else previous.link_digest,
+            linked_at=record.recorded_at,
+            link_digest=_UNSEALED,
+        )
+        # sealed with the digest `recomputed` checks: one definition of what a link's digest is
+        return unsealed.model_copy(update={"link_digest": unsealed.recomputed()})
 
     def recomputed(self) -> str:
         """The digest this link's fields give (equal to `link_digest` unless it was altered)."""

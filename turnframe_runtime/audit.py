@@ -18,6 +18,7 @@ from typing import Any
 
 from pydantic import Field
 
+from turnframe_core import codes
 from turnframe_core._canonical import digest
 from turnframe_core._model import FrozenModel, NonEmptyStr
 from turnframe_core.audit_chain import ChainFinding, ChainLink, verify_conversation
@@ -26,6 +27,7 @@ from turnframe_core.events import DomainEvent, event_digest
 from turnframe_core.replay import CommittedOutcome, ReplayRecord
 from turnframe_core.stream import BlockCompleted, block_content_hash
 from turnframe_core.turn import AssistantTurn
+from turnframe_runtime.stream import read_log
 from turnframe_store.bundle import Stores
 from turnframe_store.errors import NotFound
 
@@ -153,7 +155,7 @@ async def audit_turn(stores: Stores, account_id: str, replay_token: str) -> Audi
         for interaction_id in record.interactions_created
         if (card := await _maybe(stores.interactions.get(account_id, interaction_id)))
     ]
-    streamed = await conversations.stream_events(account_id, turn_id, 0, 10_000)
+    streamed = await read_log(stores, account_id, turn_id)
     link = next((k for k in links if k.turn_id == turn_id), None)
     by_event = {event.event_id: event for event in events}
     return Audit(
@@ -267,11 +269,13 @@ def _checks(
     user_turn: Any,
 ) -> list[AuditCheck]:
     checks: list[AuditCheck] = []
+    # What the chain's verification found about this record (it digested it once already).
+    own = {f.code for f in findings if f.turn_id == record.turn_id}
     if link is not None:
         checks.append(
             _check(
                 "the record is the one its chain link vouches for",
-                record.digest() == link.record_digest,
+                codes.AUDIT_RECORD_ALTERED not in own,
                 "the record's digest differs from its link's",
             )
         )
@@ -279,7 +283,7 @@ def _checks(
         checks.append(
             _check(
                 "the record is linked once it is final",
-                not record.phase.is_terminal,
+                codes.AUDIT_RECORD_UNLINKED not in own,
                 "a final record with no link",
             )
         )

@@ -37,7 +37,7 @@ from turnframe_core.turn import AssistantTurn
 from turnframe_runtime import observe
 from turnframe_store.bundle import Stores
 
-__all__ = ["StreamHub", "TurnEvents"]
+__all__ = ["StreamHub", "TurnEvents", "read_log"]
 
 _Key = tuple[str, str]
 
@@ -246,16 +246,7 @@ class TurnEvents:
     async def _resync(self, stores: Stores) -> None:
         """Learn what the log holds (after a failed transaction, or when recovery carries a turn
         on): where it ends, whether it ended, the mode it began in, whether `committed` shows."""
-        logged: list[StreamEvent] = []
-        after = 0
-        while True:
-            page = await stores.conversations.stream_events(
-                self.account_id, self.turn_id, after, _PAGE
-            )
-            logged.extend(page)
-            if len(page) < _PAGE:
-                break
-            after = page[-1].sequence
+        logged = await read_log(stores, self.account_id, self.turn_id)
         self._logged = logged[-1].sequence if logged else 0
         self._ended = (bool(logged) and is_terminal(logged[-1])) or (
             self._only_if_begun and not logged
@@ -266,6 +257,18 @@ class TurnEvents:
 
 
 _PAGE = 1_000
+
+
+async def read_log(stores: Stores, account_id: str, turn_id: str) -> list[StreamEvent]:
+    """A turn's whole stream log as stored now, read a page at a time."""
+    logged: list[StreamEvent] = []
+    after = 0
+    while True:
+        page = await stores.conversations.stream_events(account_id, turn_id, after, _PAGE)
+        logged.extend(page)
+        if len(page) < _PAGE:
+            return logged
+        after = page[-1].sequence
 
 
 def _is_committed(event: StreamEvent) -> bool:

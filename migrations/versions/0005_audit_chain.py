@@ -50,6 +50,7 @@ def _link_final_records() -> None:
     from turnframe_core.audit_chain import ChainLink
     from turnframe_core.blocks import STORED_CONTEXT
     from turnframe_core.replay import ReplayRecord
+    from turnframe_store.sql._rows import Codec
 
     if op.get_context().as_sql:  # an offline script cannot read the records it would link
         return
@@ -67,18 +68,7 @@ def _link_final_records() -> None:
         record = ReplayRecord.model_validate_json(text, context=STORED_CONTEXT)
         link = ChainLink.after(last.get((account_id, conversation_id)), record)
         last[(account_id, conversation_id)] = link
-        links.append(
-            {
-                "account_id": link.account_id,
-                "conversation_id": link.conversation_id,
-                "position": link.position,
-                "turn_id": link.turn_id,
-                "record_digest": link.record_digest,
-                "previous_digest": link.previous,
-                "linked_at": link.linked_at,
-                "link_digest": link.link_digest,
-            }
-        )
+        links.append(Codec.link_params(link))
     if links:
         connection.execute(
             sa.text(

@@ -39,7 +39,7 @@ asyncio.run(main(*sys.argv[1:]))
 @pytest.fixture
 async def database_url(postgres_url: str) -> AsyncIterator[str]:
     async with PrivateDatabase(postgres_url) as db:
-        yield db.url.replace("postgresql://", "postgresql+psycopg://", 1)
+        yield db.url
 
 
 @pytest.mark.slow

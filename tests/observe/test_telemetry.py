@@ -137,7 +137,7 @@ SECRET = "s3cr3t-Pa55word"
 
 async def test_a_database_password_reaches_no_span_label_log_or_error(postgres_url: str) -> None:
     async with PrivateDatabase(postgres_url) as db:
-        url = db.url.replace("postgresql://", "postgresql+psycopg://", 1)
+        url = db.url
         user, _, rest = url.partition("@")
         with_password = f"{user}:{SECRET}@{rest}"  # the server trusts local connections
         stores = await SqlStores.connect(with_password)

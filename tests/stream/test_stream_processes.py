@@ -43,7 +43,7 @@ async def database_url(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncI
         return
     server = request.getfixturevalue("postgres_url")
     async with PrivateDatabase(server) as db:
-        yield db.url.replace("postgresql://", "postgresql+psycopg://", 1)
+        yield db.url
 
 
 async def _desk(url: str) -> DeskHarness:

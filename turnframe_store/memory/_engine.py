@@ -670,12 +670,12 @@ class _Engine:
             )
         elif rules.put_replay(stored, record) is Verdict.MOVE:
             undo.put(self.t.replay, key, record)
-        if record.phase.is_terminal and key not in self.t.audit_link_of_turn:
+        if record.phase.is_terminal and key not in self.t.audit_linked:
             conversation = (record.account_id, record.conversation_id)
             chain = self.t.audit_chain.get(conversation, [])
             link = ChainLink.after(chain[-1] if chain else None, record)
             undo.index(self.t.audit_chain, conversation, link)
-            undo.put(self.t.audit_link_of_turn, key, link.position)
+            undo.put(self.t.audit_linked, key, None)
 
     def audit_chain(self, account_id: str, conversation_id: str) -> tuple[ChainLink, ...]:
         return tuple(self.t.audit_chain.get((account_id, conversation_id), ()))

@@ -112,7 +112,7 @@ class _Tables:
         self.replay_by_conversation: dict[Key2, list[str]] = {}
         #: each conversation's audit chain, link n at index n
         self.audit_chain: dict[Key2, list[ChainLink]] = {}
-        #: (account, turn) -> its link's position
-        self.audit_link_of_turn: dict[Key2, int] = {}
+        #: the (account, turn)s the chain links
+        self.audit_linked: dict[Key2, None] = {}
         #: each turn's log, entry n - 1 holding sequence n
         self.stream: dict[Key2, list[StreamEntry]] = {}
