@@ -61,15 +61,20 @@ class MemoryAirlineLedger:
 class PostgresAirlineLedger:
     """The ledger in a table of its own, shared by every process on the database."""
 
-    def __init__(self, conninfo: str) -> None:
+    def __init__(self, conninfo: str, *, pool_size: int = 8) -> None:
         self._conninfo = conninfo
+        self._pool_size = pool_size
         self._pool: Any = None
 
     async def open(self) -> PostgresAirlineLedger:
         from psycopg_pool import AsyncConnectionPool
 
         self._pool = AsyncConnectionPool(
-            self._conninfo, min_size=1, max_size=8, open=False, kwargs={"autocommit": True}
+            self._conninfo,
+            min_size=1,
+            max_size=self._pool_size,
+            open=False,
+            kwargs={"autocommit": True},
         )
         await self._pool.open()
         async with self._pool.connection() as connection:

@@ -3,28 +3,65 @@ its outbox workers (`turnframe worker --app turnframe_test.outbox_app:desk_runti
 app of `turnframe worker`). The desk's records and the fake airline's ledger live in tables of
 their own in the same database.
 
+Its interpreter reads the fixed sayings of `SAYINGS` (the real-process chaos and scale-out runs
+send them; any other text is understood as nothing).
+
 Environment knobs for tests: `TURNFRAME_TEST_AIRLINE=silent` (the airline acts and never
-answers), `TURNFRAME_TEST_OUTBOX` (OutboxConfig fields as `name=value,…`).
+answers), `TURNFRAME_TEST_OUTBOX` (OutboxConfig fields as `name=value,…`),
+`TURNFRAME_TEST_SQL` (SqlConfig's integer fields, the same way) and `TURNFRAME_TEST_DESK_POOL`
+(connections of the desk's and the airline's pools each): many processes on one server must
+share its `max_connections`.
 """
 
 from __future__ import annotations
 
 import os
+from typing import Any
 
+from turnframe_core import Brief, Understanding
 from turnframe_runtime import OutboxConfig, RuntimeConfig, TemplateCopy, TurnRuntime
-from turnframe_store import SqlStores
+from turnframe_store import SqlConfig, SqlStores
 from turnframe_store.sql._url import parse_url
 from turnframe_test.airline import FakeAirline, PostgresAirlineLedger
 from turnframe_test.domains.travel import TRIP_COPY, TripWorkflow
 from turnframe_test.domains.travel_pg import PostgresTripDesk
+from turnframe_test.understandings import act, understanding
 
-__all__ = ["desk_runtime", "outbox_config_from_env"]
+__all__ = ["SAYINGS", "SayingsInterpreter", "desk_runtime", "outbox_config_from_env"]
+
+#: What a user of the shared desk may write, and the one act each saying means (on the
+#: conversation's trip, handle h1).
+SAYINGS: dict[str, Any] = {
+    "Name Grace Hopper": act("a1", "trip.set_name", "h1", "Grace", name="Grace Hopper"),
+    "Email grace@example.com": act(
+        "a1", "trip.set_email", "h1", "grace@example.com", email="grace@example.com"
+    ),
+    "Rebook the outbound flight": act(
+        "a1", "trip.request_rebooking", "h1", "Rebook the outbound", leg="outbound"
+    ),
+    "Rebook the return flight": act(
+        "a1", "trip.request_rebooking", "h1", "Rebook the return", leg="return"
+    ),
+    "Withdraw my trip": act("a1", "trip.withdraw", "h1", "Withdraw my trip"),
+}
+
+
+class SayingsInterpreter:
+    """Each saying means its one act (a function of the words alone, so any process reads a
+    message the same way); other words mean nothing."""
+
+    async def understand(self, brief: Brief) -> Understanding:
+        saying = SAYINGS.get(brief.text or "")
+        return understanding(saying) if saying is not None else understanding()
+
+
+def _fields(variable: str) -> dict[str, int]:
+    given = os.environ.get(variable, "")
+    return {name: int(value) for name, value in (p.split("=", 1) for p in given.split(",") if p)}
 
 
 def outbox_config_from_env() -> OutboxConfig:
-    given = os.environ.get("TURNFRAME_TEST_OUTBOX", "")
-    fields = dict(part.split("=", 1) for part in given.split(",") if part)
-    return OutboxConfig(**{name: int(value) for name, value in fields.items()})
+    return OutboxConfig(**_fields("TURNFRAME_TEST_OUTBOX"))
 
 
 async def desk_runtime(url: str) -> TurnRuntime:
@@ -33,16 +70,18 @@ async def desk_runtime(url: str) -> TurnRuntime:
     dialect, conninfo = parse_url(url)
     if dialect != "postgresql":
         raise ValueError("the shared travel desk keeps its records in PostgreSQL")
-    stores = await SqlStores.connect(url)
+    stores = await SqlStores.connect(url, SqlConfig(**_fields("TURNFRAME_TEST_SQL")))
     await stores.migrate()
-    desk = await PostgresTripDesk(conninfo).open()
-    ledger = await PostgresAirlineLedger(conninfo).open()
+    pool = int(os.environ.get("TURNFRAME_TEST_DESK_POOL", "8"))
+    desk = await PostgresTripDesk(conninfo, pool_size=pool).open()
+    ledger = await PostgresAirlineLedger(conninfo, pool_size=pool).open()
     airline = FakeAirline(ledger, silent=os.environ.get("TURNFRAME_TEST_AIRLINE") == "silent")
     return TurnRuntime(
         stores=stores,
         workflows=[TripWorkflow()],
         directory=desk,
         executor=desk,
+        interpreter=SayingsInterpreter(),
         copy=TemplateCopy(TRIP_COPY),
         config=RuntimeConfig(locales=("en", "it", "de")),
         senders={"airline": airline},

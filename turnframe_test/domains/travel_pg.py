@@ -44,14 +44,19 @@ _TABLES = (
 class PostgresTripDesk:
     """Directory and executor of the travel desk on PostgreSQL."""
 
-    def __init__(self, conninfo: str, *, clock_ms: Any = None) -> None:
+    def __init__(self, conninfo: str, *, clock_ms: Any = None, pool_size: int = 10) -> None:
         self._conninfo = conninfo
+        self._pool_size = pool_size
         self.clock_ms = clock_ms or (lambda: 1_800_000_000_000)
         self._pool: AsyncConnectionPool[Any] | None = None
 
     async def open(self) -> PostgresTripDesk:
         self._pool = AsyncConnectionPool(
-            self._conninfo, min_size=1, max_size=10, open=False, kwargs={"autocommit": True}
+            self._conninfo,
+            min_size=1,
+            max_size=self._pool_size,
+            open=False,
+            kwargs={"autocommit": True},
         )
         await self._pool.open()
         async with self._pool.connection() as connection:

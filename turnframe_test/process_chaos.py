@@ -1,0 +1,693 @@
+"""Real-process chaos and scale-out on PostgreSQL and Redis (DESIGN §12).
+
+`await ProcessChaos(plan, database_url, broker_url, workdir).run()` starts `plan.runtimes` runtime
+processes (`python -m turnframe_test.turn_server`) and `plan.workers` outbox workers
+(`turnframe worker`) on one database and one broker, then plays `plan.turns` turns over
+`plan.conversations` conversations of the shared travel desk as their users would: each user
+writes or clicks, waits for the reply, and sends the same request again (the same turn id) to a
+live process when the one it asked died. Clicks include double clicks (sent to two processes at
+once) and clicks on a card that has gone stale.
+
+While the users play, runtime processes are SIGKILLed at random moments and started again (a
+start recovers what the dead one left), and so are workers. When every user is done, the run
+waits for the outbox to drain and every turn to end, stops the processes, and checks the
+database alone (`check_database`): every turn ended and every reply stored; each receipt cites a
+committed event; each card a reply shows is stored, none is left resolving, and a card is
+resolved exactly when a command from it committed; the domain applied exactly the effects the
+ledger holds, at the revisions it says; each outbox row took effect at the airline once, was
+sent once and was answered once; every conversation's audit chain verifies. It then checks the
+users' side: every turn was answered and every reply a user saw reloads equal.
+
+The report counts processes killed, turns, dispatches, invariant checks and violations.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import json
+import os
+import random
+import re
+import signal
+import sys
+import time
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import psycopg
+
+from turnframe_core import (
+    AssistantTurn,
+    InteractionBlock,
+    InteractionResponse,
+    InteractionStatus,
+    ReceiptBlock,
+    TurnInput,
+    TurnPhase,
+    TurnStatus,
+)
+from turnframe_runtime.audit import audit_turn, read_chain
+from turnframe_store import JournalStatus, NotFound, SqlStores
+from turnframe_store.sql._url import parse_url
+from turnframe_test.domains.travel_pg import PostgresTripDesk
+from turnframe_test.outbox_app import SAYINGS
+
+__all__ = ["PLANS", "ChaosPlan", "ChaosReport", "ProcessChaos", "check_database", "run_plan"]
+
+ACCOUNT = "acct_chaos"
+#: The turn ids the users send (`turn_<conversation>_<step>`, a double click's second `…b`);
+#: every other turn is a follow-up an outbox worker wrote.
+_USER_TURN = re.compile(r"turn_\d+_\d+b?")
+#: Each process's share of the server's connections (100 by default): 4 runtimes of 15 and
+#: 2 workers of 11 leave room for the run's own reads. A conversation lock holds a connection
+#: for its turn's length, so a runtime's lock pool bounds the turns it runs at once.
+RUNTIME_ENV = {
+    "TURNFRAME_TEST_SQL": "pool_size=4,lock_pool_size=8",
+    "TURNFRAME_TEST_DESK_POOL": "3",
+}
+#: Outbox timings for the workers: a short lease so a killed worker's rows come back soon.
+WORKER_ENV = {
+    "TURNFRAME_TEST_OUTBOX": "claim_lease_ms=3000,poll_ms=200,send_timeout_ms=2000",
+    "TURNFRAME_TEST_SQL": "pool_size=3,lock_pool_size=4",
+    "TURNFRAME_TEST_DESK_POOL": "2",
+}
+
+
+@dataclass(frozen=True)
+class ChaosPlan:
+    """One run: how many processes, how many turns, and what is killed how often."""
+
+    name: str
+    runtimes: int = 1
+    workers: int = 2
+    conversations: int = 20
+    turns: int = 200
+    #: seconds a runtime lives before a SIGKILL (None: runtimes are never killed)
+    runtime_life_s: tuple[float, float] | None = (0.3, 1.5)
+    #: seconds a worker lives before a SIGKILL (None: workers are never killed)
+    worker_life_s: tuple[float, float] | None = (1.0, 4.0)
+    seed: int = 18
+    #: the whole run gives up (and fails) after this many seconds
+    deadline_s: float = 900.0
+
+
+@dataclass
+class ChaosReport:
+    plan: ChaosPlan
+    counts: Counter[str] = field(default_factory=Counter)
+    violations: list[str] = field(default_factory=list)
+    seconds: float = 0.0
+
+    def check(self, holds: bool, what: str) -> None:
+        self.counts["invariant checks"] += 1
+        if not holds:
+            self.violations.append(what)
+
+    @property
+    def passed(self) -> bool:
+        return not self.violations
+
+    def summary(self) -> str:
+        c = self.counts
+        lines = [
+            f"{self.plan.name}: {self.plan.runtimes} runtime and {self.plan.workers} worker "
+            f"processes, {self.plan.conversations} conversations, {self.seconds:.1f} s",
+            f"  runtime processes killed {c['runtime kills']}, workers killed "
+            f"{c['worker kills']}, requests in flight at a runtime kill "
+            f"{c['requests in flight at a kill']}",
+            f"  user turns sent {c['user turns']}, answered {c['user turns answered']}, "
+            f"ended failed {c['user turns failed']}, resent after a kill "
+            f"{c['resent after a kill']}, busy and resent {c['busy and resent']}",
+            f"  turns stored {c['turns stored']} (follow-up turns {c['follow-up turns']}), "
+            "turns a start recovered: "
+            + (
+                ", ".join(
+                    f"{k[10:]} {v}" for k, v in sorted(c.items()) if k.startswith("recovered ")
+                )
+                or "none"
+            ),
+            f"  dispatches (outbox rows) {c['outbox rows']}, airline requests "
+            f"{c['airline requests']}, receipts {c['receipts']}, cards {c['cards']}",
+            f"  invariant checks {c['invariant checks']}, violations {len(self.violations)}",
+        ]
+        lines += [f"  VIOLATION {v}" for v in self.violations[:20]]
+        return "\n".join(lines)
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "plan": self.plan.name,
+            "seconds": round(self.seconds, 2),
+            "counts": dict(self.counts),
+            "violations": self.violations,
+        }
+
+
+class _Lost(Exception):
+    """The process a request went to died before it answered."""
+
+
+class _Process:
+    """One runtime process slot: started again in place after each kill."""
+
+    def __init__(self, chaos: ProcessChaos, index: int) -> None:
+        self.chaos = chaos
+        self.index = index
+        self.process: asyncio.subprocess.Process | None = None
+        self.ready = asyncio.Event()
+        self.pending: dict[int, asyncio.Future[dict[str, Any]]] = {}
+        self._reader: asyncio.Task[None] | None = None
+
+    async def start(self) -> None:
+        self.ready.clear()
+        with self.chaos.log("runtime").open("ab") as log:
+            self.process = await asyncio.create_subprocess_exec(
+                sys.executable,
+                *("-m", "turnframe_test.turn_server", "--db", self.chaos.database_url),
+                stdin=asyncio.subprocess.PIPE,
+                stdout=asyncio.subprocess.PIPE,
+                stderr=log,
+                env={**os.environ, **RUNTIME_ENV},
+                limit=2**24,
+            )
+        self._reader = asyncio.create_task(self._read(self.process))
+        await asyncio.wait_for(self.ready.wait(), 120)
+
+    async def _read(self, process: asyncio.subprocess.Process) -> None:
+        assert process.stdout is not None
+        while line := await process.stdout.readline():
+            message = json.loads(line)
+            if message.get("ready"):
+                for outcome, count in message["recovered"].items():
+                    self.chaos.report.counts[f"recovered {outcome}"] += count
+                self.ready.set()
+                continue
+            future = self.pending.pop(message["id"], None)
+            if future is not None and not future.done():
+                future.set_result(message)
+        await process.wait()
+        self.ready.clear()
+        for future in self.pending.values():
+            if not future.done():
+                future.set_exception(_Lost())
+        self.pending.clear()
+
+    async def request(self, turn_input: TurnInput) -> dict[str, Any]:
+        process = self.process
+        if process is None or process.stdin is None or not self.ready.is_set():
+            raise _Lost()
+        number = self.chaos.next_id()
+        future: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
+        self.pending[number] = future
+        line = json.dumps({"id": number, "input": turn_input.model_dump(mode="json")})
+        try:
+            process.stdin.write(line.encode() + b"\n")
+            await process.stdin.drain()
+        except (ConnectionError, RuntimeError):
+            self.pending.pop(number, None)
+            raise _Lost() from None
+        return await future
+
+    async def kill(self) -> int:
+        """SIGKILL; how many requests it had in flight."""
+        process = self.process
+        if process is None or process.returncode is not None:
+            return 0
+        in_flight = len(self.pending)
+        process.send_signal(signal.SIGKILL)
+        await process.wait()
+        if self._reader is not None:
+            await self._reader
+        return in_flight
+
+    async def stop(self) -> None:
+        process = self.process
+        if process is None or process.returncode is not None:
+            return
+        assert process.stdin is not None
+        process.stdin.close()
+        try:
+            await asyncio.wait_for(process.wait(), 60)
+        except TimeoutError:
+            process.kill()
+            await process.wait()
+        if self._reader is not None:
+            await self._reader
+
+
+class ProcessChaos:
+    """A run of `plan` against the database and the broker (both emptied of this account's
+    data by the caller: use a database of its own, e.g. `PrivateDatabase`)."""
+
+    def __init__(self, plan: ChaosPlan, database_url: str, broker_url: str, workdir: Path) -> None:
+        self.plan = plan
+        self.database_url = database_url
+        self.broker_url = broker_url
+        self.workdir = workdir
+        self.report = ChaosReport(plan)
+        self.rng = random.Random(plan.seed)
+        self.runtimes = [_Process(self, i) for i in range(plan.runtimes)]
+        self.workers: list[asyncio.subprocess.Process] = []
+        self.returned: dict[str, AssistantTurn] = {}
+        self.users_done = asyncio.Event()
+        self._ids = 0
+
+    def log(self, kind: str) -> Path:
+        return self.workdir / f"{self.plan.name}-{kind}.log"
+
+    def next_id(self) -> int:
+        self._ids += 1
+        return self._ids
+
+    # --- the run ----------------------------------------------------------------------------
+
+    async def run(self) -> ChaosReport:
+        started = time.monotonic()
+        self.workdir.mkdir(parents=True, exist_ok=True)
+        await self._open_trips()
+        await asyncio.gather(*(r.start() for r in self.runtimes))
+        for _ in range(self.plan.workers):
+            self.workers.append(await self._start_worker())
+        killers = [asyncio.create_task(self._kill_runtimes())]
+        killers.append(asyncio.create_task(self._kill_workers()))
+        try:
+            await asyncio.wait_for(self._users(), self.plan.deadline_s)
+            self.users_done.set()
+            await asyncio.gather(*killers)
+            await self._settled(timeout_s=180)
+        finally:
+            self.users_done.set()
+            for killer in killers:
+                killer.cancel()
+            await asyncio.gather(*killers, return_exceptions=True)
+            await self._stop_all()
+        await check_database(self.database_url, self.report)
+        await self._check_users()
+        self.report.seconds = time.monotonic() - started
+        return self.report
+
+    async def _open_trips(self) -> None:
+        conninfo = parse_url(self.database_url)[1]
+        stores = await SqlStores.connect(self.database_url)
+        await stores.migrate()
+        await stores.aclose()
+        desk = await PostgresTripDesk(conninfo).open()
+        try:
+            for n in range(self.plan.conversations):
+                await desk.open_trip(
+                    ACCOUNT,
+                    f"T-{n}",
+                    f"Trip {n}",
+                    f"conv_{n}",
+                    name="Ada Lovelace",
+                    email="ada@example.com",
+                    travel_date="2027-03-14",
+                )
+        finally:
+            await desk.aclose()
+
+    async def _start_worker(self) -> asyncio.subprocess.Process:
+        command = [str(Path(sys.executable).parent / "turnframe"), "worker"]
+        command += ["--db", self.database_url, "--broker", self.broker_url, "--threads", "4"]
+        command += ["--heartbeat-timeout-ms", "2000"]
+        with self.log("worker").open("ab") as log:
+            return await asyncio.create_subprocess_exec(
+                *command, env={**os.environ, **WORKER_ENV}, stdout=log, stderr=log
+            )
+
+    async def _kill_runtimes(self) -> None:
+        life = self.plan.runtime_life_s
+        if life is None:
+            return
+        rng = random.Random(f"{self.plan.seed}-runtimes")
+        while not self.users_done.is_set():
+            await asyncio.sleep(rng.uniform(*life))
+            if self.users_done.is_set():
+                return
+            victim = rng.choice(self.runtimes)
+            in_flight = await victim.kill()
+            self.report.counts["runtime kills"] += 1
+            self.report.counts["requests in flight at a kill"] += in_flight
+            await victim.start()
+
+    async def _kill_workers(self) -> None:
+        life = self.plan.worker_life_s
+        if life is None or not self.workers:
+            return
+        rng = random.Random(f"{self.plan.seed}-workers")
+        while not self.users_done.is_set():
+            await asyncio.sleep(rng.uniform(*life))
+            if self.users_done.is_set():
+                return
+            slot = rng.randrange(len(self.workers))
+            victim = self.workers[slot]
+            if victim.returncode is None:
+                victim.send_signal(signal.SIGKILL)
+                await victim.wait()
+                self.report.counts["worker kills"] += 1
+            self.workers[slot] = await self._start_worker()
+
+    async def _settled(self, *, timeout_s: float) -> None:
+        """Wait (bounded) until no outbox row is open and every turn has ended."""
+        conninfo = parse_url(self.database_url)[1]
+        deadline = time.monotonic() + timeout_s
+        async with await psycopg.AsyncConnection.connect(conninfo, autocommit=True) as c:
+            while time.monotonic() < deadline:
+                rows = await (
+                    await c.execute(
+                        "SELECT (SELECT count(*) FROM tf_outbox WHERE status NOT IN"
+                        " ('completed', 'failed')),"
+                        " (SELECT count(*) FROM tf_turn_phase WHERE phase NOT IN"
+                        " ('delivered', 'failed'))"
+                    )
+                ).fetchone()
+                assert rows is not None
+                if rows == (0, 0):
+                    return
+                await asyncio.sleep(0.5)
+        self.report.counts["unsettled at the deadline"] += 1
+
+    async def _stop_all(self) -> None:
+        await asyncio.gather(*(r.stop() for r in self.runtimes), return_exceptions=True)
+        for worker in self.workers:
+            if worker.returncode is None:
+                worker.send_signal(signal.SIGTERM)
+        for worker in self.workers:
+            try:
+                await asyncio.wait_for(worker.wait(), 30)
+            except TimeoutError:
+                worker.kill()
+                await worker.wait()
+
+    # --- the users --------------------------------------------------------------------------
+
+    async def _users(self) -> None:
+        share, extra = divmod(self.plan.turns, self.plan.conversations)
+        users = range(self.plan.conversations)
+        await asyncio.gather(*(self._user(n, share + (1 if n < extra else 0)) for n in users))
+
+    async def _user(self, n: int, turns: int) -> None:
+        rng = random.Random(f"{self.plan.seed}-user-{n}")
+        conversation = f"conv_{n}"
+        seen: list[AssistantTurn] = []
+        stale: InteractionBlock | None = None
+        step = 0
+        while step < turns:
+            turn_id = f"turn_{n}_{step}"
+            card = _last_card(seen)
+            kind = rng.choice(["say", "say", "click", "double", "stale"])
+            if kind == "double" and card is not None and step + 1 < turns:
+                replies = await asyncio.gather(
+                    self._send(_click(conversation, card, turn_id)),
+                    self._send(_click(conversation, card, turn_id + "b")),
+                )
+                seen += [r for r in replies if r is not None]
+                stale, step = card, step + 2
+                continue
+            if kind in ("click", "double") and card is not None:
+                request = _click(conversation, card, turn_id)
+                stale = card
+            elif kind == "stale" and stale is not None:
+                request = _click(conversation, stale, turn_id)
+            else:
+                request = TurnInput(
+                    account_id=ACCOUNT,
+                    conversation_id=conversation,
+                    turn_id=turn_id,
+                    text=rng.choice(list(SAYINGS)),
+                )
+            reply = await self._send(request)
+            if reply is not None:
+                seen.append(reply)
+            step += 1
+
+    async def _send(self, request: TurnInput) -> AssistantTurn | None:
+        """The request until it is answered: sent again to a live process when the one asked
+        died, and after a short wait when its conversation was busy."""
+        counts = self.report.counts
+        counts["user turns"] += 1
+        for _ in range(2_000):
+            runtime = await self._live_runtime()
+            try:
+                reply = await runtime.request(request)
+            except _Lost:
+                counts["resent after a kill"] += 1
+                await asyncio.sleep(0.05)
+                continue
+            if "turn" in reply:
+                turn = AssistantTurn.model_validate(reply["turn"])
+                self.returned[turn.turn_id] = turn
+                counts["user turns answered"] += 1
+                return turn
+            kind = reply["type"]
+            if kind == "TurnFailed":  # ended before any effect; a user would write again
+                counts["user turns failed"] += 1
+                return None
+            if kind in ("ConversationBusy", "TurnInProgress"):
+                counts["busy and resent"] += 1
+            else:
+                counts[f"raised {kind}"] += 1
+            await asyncio.sleep(0.05)
+        self.report.check(False, f"{request.turn_id} was never answered")
+        return None
+
+    async def _live_runtime(self) -> _Process:
+        while True:
+            live = [r for r in self.runtimes if r.ready.is_set()]
+            if live:
+                return self.rng.choice(live)
+            await asyncio.sleep(0.02)
+
+    async def _check_users(self) -> None:
+        """The users' side: every reply they saw reloads as it was shown."""
+        stores = await SqlStores.connect(self.database_url)
+        try:
+            for turn_id, shown in self.returned.items():
+                try:
+                    stored = await stores.conversations.get_assistant_turn(ACCOUNT, turn_id)
+                except NotFound:
+                    self.report.check(False, f"{turn_id} was shown and is not stored")
+                    continue
+                self.report.check(stored == shown, f"{turn_id} reloads other than it was shown")
+        finally:
+            await stores.aclose()
+
+
+def _last_card(seen: Sequence[AssistantTurn]) -> InteractionBlock | None:
+    for turn in reversed(seen):
+        cards = [b for b in turn.blocks if isinstance(b, InteractionBlock)]
+        if cards:
+            return cards[0]
+    return None
+
+
+def _click(conversation: str, card: InteractionBlock, turn_id: str) -> TurnInput:
+    return TurnInput(
+        account_id=ACCOUNT,
+        conversation_id=conversation,
+        turn_id=turn_id,
+        interaction_response=InteractionResponse(
+            interaction_id=card.interaction_id,
+            option_id=card.options[0].option_id,
+            expected_case_revision=card.case_revision,
+        ),
+    )
+
+
+async def check_database(database_url: str, report: ChaosReport) -> None:
+    """Every invariant, read from the database alone, into `report`."""
+    conninfo = parse_url(database_url)[1]
+    stores = await SqlStores.connect(database_url)
+    try:
+        async with await psycopg.AsyncConnection.connect(conninfo, autocommit=True) as c:
+            await _check_turns_cards_and_claims(stores, c, report)
+            await _check_effects(c, report)
+            await _check_outbox(c, report)
+        for conversation in await _conversations(conninfo):
+            await _check_audit(stores, conversation, report)
+    finally:
+        await stores.aclose()
+
+
+async def _rows(c: psycopg.AsyncConnection[Any], sql: str, *args: Any) -> list[tuple[Any, ...]]:
+    return list(await (await c.execute(sql, args or None)).fetchall())
+
+
+async def _conversations(conninfo: str) -> list[str]:
+    async with await psycopg.AsyncConnection.connect(conninfo) as c:
+        rows = await _rows(c, "SELECT conversation_id FROM travel_trip ORDER BY trip_id")
+    return [r[0] for r in rows]
+
+
+async def _check_turns_cards_and_claims(
+    stores: SqlStores, c: psycopg.AsyncConnection[Any], report: ChaosReport
+) -> None:
+    counts = report.counts
+    ledger = {r[0] for r in await _rows(c, "SELECT event_id FROM tf_domain_event")}
+    committed_from_card: set[str] = set()
+    for (entry,) in await _rows(
+        c, "SELECT entry FROM tf_command_journal WHERE status = %s", JournalStatus.COMMITTED.value
+    ):
+        origin = json.loads(entry).get("origin") or {}
+        if origin.get("interaction_id"):
+            committed_from_card.add(origin["interaction_id"])
+    for turn_id, phase in await _rows(
+        c,
+        "SELECT t.turn_id, p.phase FROM tf_turn t"
+        " JOIN tf_turn_phase p USING (account_id, turn_id) WHERE t.account_id = %s",
+        ACCOUNT,
+    ):
+        counts["turns stored"] += 1
+        if not _USER_TURN.fullmatch(turn_id):
+            counts["follow-up turns"] += 1
+        report.check(
+            phase in (TurnPhase.DELIVERED.value, TurnPhase.FAILED.value),
+            f"{turn_id} left {phase}",
+        )
+        try:
+            turn = await stores.conversations.get_assistant_turn(ACCOUNT, turn_id)
+        except NotFound:
+            report.check(phase == TurnPhase.FAILED.value, f"{turn_id} delivered with no reply")
+            continue
+        report.check(
+            turn.status in (TurnStatus.COMPLETED, TurnStatus.INTERRUPTED),
+            f"{turn_id} is {turn.status.value}",
+        )
+        for block in turn.blocks:
+            if isinstance(block, ReceiptBlock):
+                counts["receipts"] += 1
+                report.check(set(block.event_ids) <= ledger, f"{turn_id} cites an absent event")
+            elif isinstance(block, InteractionBlock):
+                counts["cards"] += 1
+                try:
+                    await stores.interactions.get(ACCOUNT, block.interaction_id)
+                    stored = True
+                except NotFound:
+                    stored = False
+                report.check(stored, f"{turn_id} shows a card never stored")
+    for interaction_id, status in await _rows(
+        c, "SELECT interaction_id, status FROM tf_interaction WHERE account_id = %s", ACCOUNT
+    ):
+        report.check(status != InteractionStatus.RESOLVING.value, f"{interaction_id} resolving")
+        committed = interaction_id in committed_from_card
+        if status == InteractionStatus.RESOLVED.value:
+            report.check(committed, f"{interaction_id} resolved with nothing committed")
+        elif status == InteractionStatus.ACTIVE.value:
+            report.check(not committed, f"{interaction_id} open after its command ran")
+
+
+async def _check_effects(c: psycopg.AsyncConnection[Any], report: ChaosReport) -> None:
+    """The domain applied exactly what the ledger holds: the same events, each once, at the
+    revisions it says, and each trip stands at its last event's revision."""
+    applied: Counter[str] = Counter()
+    for (events,) in await _rows(c, "SELECT events FROM travel_applied"):
+        for event in events:
+            applied[event["event_id"]] += 1
+    ledger = Counter(r[0] for r in await _rows(c, "SELECT event_id FROM tf_domain_event"))
+    report.counts["events"] = sum(ledger.values())
+    report.check(all(n == 1 for n in applied.values()), "an effect applied twice")
+    report.check(set(applied) == set(ledger), "the domain and the ledger disagree on effects")
+    for trip, revision, last in await _rows(
+        c,
+        "SELECT t.trip_id, t.revision, max(e.case_revision) FROM travel_trip t"
+        " LEFT JOIN tf_domain_event e ON e.account_id = t.account_id AND e.case_id = t.trip_id"
+        " GROUP BY t.trip_id, t.revision",
+    ):
+        report.check(revision == (last or 1), f"{trip} is at {revision}, its ledger at {last}")
+    for case, revision, commands in await _rows(
+        c,
+        "SELECT case_id, case_revision, count(DISTINCT command_id) FROM tf_domain_event"
+        " GROUP BY case_id, case_revision HAVING count(DISTINCT command_id) > 1",
+    ):
+        report.check(False, f"{case} revision {revision} was written by {commands} commands")
+
+
+async def _check_outbox(c: psycopg.AsyncConnection[Any], report: ChaosReport) -> None:
+    """Each dispatch took effect at the airline once, was sent once, and its answer reached the
+    trip once."""
+    counts = report.counts
+    ((rows, done, keys, requests, answers, rebooked),) = await _rows(
+        c,
+        "SELECT (SELECT count(*) FROM tf_outbox),"
+        " (SELECT count(*) FROM tf_outbox WHERE status = 'completed'),"
+        " (SELECT count(*) FROM fake_airline_request),"
+        " (SELECT coalesce(sum(requests), 0) FROM fake_airline_request),"
+        " (SELECT count(*) FROM travel_applied"
+        "   WHERE command->>'command_type' = 'trip.record_airline_answer'),"
+        " (SELECT count(*) FROM tf_domain_event WHERE event_type = 'trip.rebooked')",
+    )
+    counts.update({"outbox rows": rows, "airline requests": int(requests)})
+    report.check(done == rows, f"{rows - done} of {rows} outbox rows not completed")
+    report.check(keys == rows, f"{keys} airline effects for {rows} rows")
+    report.check(requests == keys, f"{requests} airline requests for {keys} effects")
+    report.check(answers == rows, f"{answers} answers applied for {rows} rows")
+    report.check(rebooked == rows, f"{rebooked} rebooked events for {rows} rows")
+
+
+async def _check_audit(stores: SqlStores, conversation: str, report: ChaosReport) -> None:
+    chain = await read_chain(stores, ACCOUNT, conversation)
+    report.check(not chain.findings, f"{conversation}'s audit chain: {chain.findings[:1]}")
+    for record in chain.records:
+        audit = await audit_turn(stores, ACCOUNT, record.replay_token)
+        failed = [check.name for check in audit.failed()]
+        report.check(not failed, f"{record.turn_id} does not audit: {failed}")
+
+
+#: The runs the release gates name (`turnframe gates`), and what each shows.
+PLANS: dict[str, ChaosPlan] = {
+    # One runtime SIGKILLed at random moments during 200 turns, two workers killed too.
+    "chaos-runtime-kill": ChaosPlan(
+        "chaos-runtime-kill", runtime_life_s=(0.02, 0.35), worker_life_s=(0.5, 2.5)
+    ),
+    # Four runtimes and two workers on one database and one broker; nothing killed.
+    "scale-out": ChaosPlan(
+        "scale-out",
+        runtimes=4,
+        workers=2,
+        conversations=50,
+        turns=1_000,
+        runtime_life_s=None,
+        worker_life_s=None,
+    ),
+}
+
+
+async def run_plan(plan: ChaosPlan, server_url: str, broker_url: str, workdir: Path) -> ChaosReport:
+    """`plan` on a database of its own on the PostgreSQL server `server_url` (dropped after)
+    and the broker at `broker_url` (emptied first)."""
+    from turnframe_runtime import connect_broker
+    from turnframe_test.postgres import PrivateDatabase
+
+    connect_broker(broker_url).flush_all()
+    async with PrivateDatabase(server_url) as db:
+        return await ProcessChaos(plan, db.url, broker_url, workdir).run()
+
+
+def main() -> None:
+    import argparse
+    import tempfile
+
+    parser = argparse.ArgumentParser(prog="python -m turnframe_test.process_chaos")
+    parser.add_argument("plan", choices=sorted(PLANS))
+    parser.add_argument("--db", required=True, metavar="URL", help="a PostgreSQL server")
+    parser.add_argument("--broker", default="redis://127.0.0.1:6379/0", metavar="URL")
+    parser.add_argument("--turns", type=int, default=None)
+    parser.add_argument("--json", metavar="FILE", default=None)
+    args = parser.parse_args()
+    plan = PLANS[args.plan]
+    if args.turns is not None:
+        plan = dataclasses.replace(plan, turns=args.turns)
+    workdir = Path(tempfile.mkdtemp(prefix=f"turnframe-{plan.name}-"))
+    report = asyncio.run(run_plan(plan, args.db, args.broker, workdir))
+    print(report.summary())
+    print(f"  logs in {workdir}")
+    if args.json:
+        Path(args.json).write_text(json.dumps(report.as_json(), indent=2))
+    raise SystemExit(0 if report.passed else 1)
+
+
+if __name__ == "__main__":
+    main()
