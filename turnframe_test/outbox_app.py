@@ -55,7 +55,7 @@ class SayingsInterpreter:
         return understanding(saying) if saying is not None else understanding()
 
 
-def _fields(variable: str) -> dict[str, int]:
+def _fields(variable: str) -> dict[str, Any]:
     given = os.environ.get(variable, "")
     return {name: int(value) for name, value in (p.split("=", 1) for p in given.split(",") if p)}
 
