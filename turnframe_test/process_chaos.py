@@ -90,6 +90,15 @@ class ChaosPlan:
     runtime_life_s: tuple[float, float] | None = (0.3, 1.5)
     #: seconds a worker lives before a SIGKILL (None: workers are never killed)
     worker_life_s: tuple[float, float] | None = (1.0, 4.0)
+    #: what users do: `mixed` (random sayings, clicks, double and stale clicks; `turns` in
+    #: all) or `rebook` (each user rebooks both flights of their trip: two dispatches each)
+    script: str = "mixed"
+    #: users playing at once (None: every conversation at once)
+    users_at_once: int | None = None
+    #: the run must carry out at least this many dispatches (outbox rows)
+    min_dispatches: int = 0
+    #: workers that must have been killed at least
+    min_worker_kills: int = 0
     seed: int = 18
     #: the whole run gives up (and fails) after this many seconds
     deadline_s: float = 900.0
@@ -118,7 +127,8 @@ class ChaosReport:
             f"processes, {self.plan.conversations} conversations, {self.seconds:.1f} s",
             f"  runtime processes killed {c['runtime kills']}, workers killed "
             f"{c['worker kills']}, requests in flight at a runtime kill "
-            f"{c['requests in flight at a kill']}",
+            f"{c['requests in flight at a kill']}, rows being dispatched at a worker kill "
+            f"{c['rows being dispatched at a worker kill']}",
             f"  user turns sent {c['user turns']}, answered {c['user turns answered']}, "
             f"ended failed {c['user turns failed']}, resent after a kill "
             f"{c['resent after a kill']}, busy and resent {c['busy and resent']}",
@@ -286,6 +296,15 @@ class ProcessChaos:
             await self._stop_all()
         await check_database(self.database_url, self.report)
         await self._check_users()
+        counts = self.report.counts
+        self.report.check(
+            counts["outbox rows"] >= self.plan.min_dispatches,
+            f"{counts['outbox rows']} dispatches, fewer than {self.plan.min_dispatches}",
+        )
+        self.report.check(
+            counts["worker kills"] >= self.plan.min_worker_kills,
+            f"{counts['worker kills']} workers killed, fewer than {self.plan.min_worker_kills}",
+        )
         self.report.seconds = time.monotonic() - started
         return self.report
 
@@ -338,17 +357,23 @@ class ProcessChaos:
         if life is None or not self.workers:
             return
         rng = random.Random(f"{self.plan.seed}-workers")
-        while not self.users_done.is_set():
-            await asyncio.sleep(rng.uniform(*life))
-            if self.users_done.is_set():
-                return
-            slot = rng.randrange(len(self.workers))
-            victim = self.workers[slot]
-            if victim.returncode is None:
-                victim.send_signal(signal.SIGKILL)
-                await victim.wait()
-                self.report.counts["worker kills"] += 1
-            self.workers[slot] = await self._start_worker()
+        conninfo = parse_url(self.database_url)[1]
+        async with await psycopg.AsyncConnection.connect(conninfo, autocommit=True) as c:
+            while not self.users_done.is_set():
+                await asyncio.sleep(rng.uniform(*life))
+                if self.users_done.is_set():
+                    return
+                slot = rng.randrange(len(self.workers))
+                victim = self.workers[slot]
+                if victim.returncode is None:
+                    ((in_hand,),) = await _rows(
+                        c, "SELECT count(*) FROM tf_outbox WHERE status = 'dispatching'"
+                    )
+                    victim.send_signal(signal.SIGKILL)
+                    await victim.wait()
+                    self.report.counts["worker kills"] += 1
+                    self.report.counts["rows being dispatched at a worker kill"] += in_hand
+                self.workers[slot] = await self._start_worker()
 
     async def _settled(self, *, timeout_s: float) -> None:
         """Wait (bounded) until no outbox row is open and every turn has ended."""
@@ -386,8 +411,42 @@ class ProcessChaos:
 
     async def _users(self) -> None:
         share, extra = divmod(self.plan.turns, self.plan.conversations)
-        users = range(self.plan.conversations)
-        await asyncio.gather(*(self._user(n, share + (1 if n < extra else 0)) for n in users))
+        at_once = asyncio.Semaphore(self.plan.users_at_once or self.plan.conversations)
+
+        async def user(n: int) -> None:
+            async with at_once:
+                if self.plan.script == "rebook":
+                    await self._rebooking_user(n)
+                else:
+                    await self._user(n, share + (1 if n < extra else 0))
+
+        await asyncio.gather(*(user(n) for n in range(self.plan.conversations)))
+
+    async def _rebooking_user(self, n: int) -> None:
+        """Rebooks the outbound flight, then the return one: asks, then confirms on the card
+        (a dispatch to the airline); asks again when the card went stale first."""
+        conversation, step = f"conv_{n}", 0
+        for leg in ("outbound", "return"):
+            for _ in range(3):
+                asked = await self._send(
+                    TurnInput(
+                        account_id=ACCOUNT,
+                        conversation_id=conversation,
+                        turn_id=f"turn_{n}_{step}",
+                        text=f"Rebook the {leg} flight",
+                    )
+                )
+                step += 1
+                card = _last_card([asked] if asked is not None else [])
+                if card is None:
+                    continue
+                sent = await self._send(_click(conversation, card, f"turn_{n}_{step}"))
+                step += 1
+                if sent is not None and any(
+                    isinstance(b, ReceiptBlock) and b.status_code == "trip.rebooking_sent"
+                    for b in sent.blocks
+                ):
+                    break
 
     async def _user(self, n: int, turns: int) -> None:
         rng = random.Random(f"{self.plan.seed}-user-{n}")
@@ -641,6 +700,21 @@ PLANS: dict[str, ChaosPlan] = {
     # One runtime SIGKILLed at random moments during 200 turns, two workers killed too.
     "chaos-runtime-kill": ChaosPlan(
         "chaos-runtime-kill", runtime_life_s=(0.02, 0.35), worker_life_s=(0.5, 2.5)
+    ),
+    # Two runtimes and two workers; 500 users each rebook both their flights (1,000 dispatches)
+    # while workers are SIGKILLed every 0.5 to 2 s (at least 20 times).
+    "chaos-worker-kill": ChaosPlan(
+        "chaos-worker-kill",
+        runtimes=2,
+        workers=2,
+        conversations=500,
+        turns=0,
+        script="rebook",
+        users_at_once=40,
+        runtime_life_s=None,
+        worker_life_s=(0.5, 2.0),
+        min_dispatches=1_000,
+        min_worker_kills=20,
     ),
     # Four runtimes and two workers on one database and one broker; nothing killed.
     "scale-out": ChaosPlan(
