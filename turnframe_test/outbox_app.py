@@ -18,41 +18,15 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from turnframe_core import Brief, Understanding
 from turnframe_runtime import OutboxConfig, RuntimeConfig, TemplateCopy, TurnRuntime
 from turnframe_store import SqlConfig, SqlStores
 from turnframe_store.sql._url import parse_url
 from turnframe_test.airline import FakeAirline, PostgresAirlineLedger
 from turnframe_test.domains.travel import TRIP_COPY, TripWorkflow
 from turnframe_test.domains.travel_pg import PostgresTripDesk
-from turnframe_test.understandings import act, understanding
+from turnframe_test.sayings import SAYINGS, SayingsInterpreter
 
 __all__ = ["SAYINGS", "SayingsInterpreter", "desk_runtime", "outbox_config_from_env"]
-
-#: What a user of the shared desk may write, and the one act each saying means (on the
-#: conversation's trip, handle h1).
-SAYINGS: dict[str, Any] = {
-    "Name Grace Hopper": act("a1", "trip.set_name", "h1", "Grace", name="Grace Hopper"),
-    "Email grace@example.com": act(
-        "a1", "trip.set_email", "h1", "grace@example.com", email="grace@example.com"
-    ),
-    "Rebook the outbound flight": act(
-        "a1", "trip.request_rebooking", "h1", "Rebook the outbound", leg="outbound"
-    ),
-    "Rebook the return flight": act(
-        "a1", "trip.request_rebooking", "h1", "Rebook the return", leg="return"
-    ),
-    "Withdraw my trip": act("a1", "trip.withdraw", "h1", "Withdraw my trip"),
-}
-
-
-class SayingsInterpreter:
-    """Each saying means its one act (a function of the words alone, so any process reads a
-    message the same way); other words mean nothing."""
-
-    async def understand(self, brief: Brief) -> Understanding:
-        saying = SAYINGS.get(brief.text or "")
-        return understanding(saying) if saying is not None else understanding()
 
 
 def _fields(variable: str) -> dict[str, Any]:

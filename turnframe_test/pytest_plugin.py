@@ -1,20 +1,27 @@
-"""pytest fixtures that run a test once per store backend: memory, SQLite and PostgreSQL.
+"""The test kit's pytest plugin, loaded wherever turnframe is installed (entry point `pytest11`;
+listing it in `pytest_plugins` as well is harmless). It gives:
 
-Enable it in a `conftest.py`:
+- `store_backend` (needs pytest-asyncio): a test runs once per store backend, memory, SQLite
+  and PostgreSQL, on fresh stores each time:
 
-    pytest_plugins = ("turnframe_test.pytest_plugin",)
+      async def test_my_workflow_commits_once(store_backend):   # runs three times
+          stores = await store_backend.stores(clock=clock)      # migrated, removed afterwards
 
-    async def test_my_workflow_commits_once(store_backend):   # runs three times
-        stores = await store_backend.stores(clock=clock)      # fresh, migrated, removed afterwards
-        ...
+  The `postgres` case makes its schemas on the server `turnframe_postgres_url` names: by
+  default `TURNFRAME_TEST_DATABASE_URL`; override that fixture to find a server another way.
+  Without one the case is skipped with the reason printed, or fails when
+  `TURNFRAME_REQUIRE_SERVICES=1`.
+- the `gate(*numbers)` marker: the test is evidence for those release gates;
+- `--turnframe-gates-select FILE` and `--turnframe-gates-report FILE`, which `turnframe gates`
+  uses to choose and record the evidence it runs.
 
-The `postgres` case makes its schemas on the server `turnframe_postgres_url` names: by default
-`TURNFRAME_TEST_DATABASE_URL`; override that fixture to find a server another way. Without one the
-case is skipped with the reason printed, or fails when `TURNFRAME_REQUIRE_SERVICES=1`.
+The suites adopters subclass (store and executor conformance, state exploration, crash
+recovery at every fault point) live in `turnframe_test.suites`; docs/gates.md shows them.
 """
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 from collections.abc import AsyncIterator
@@ -22,7 +29,6 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 import pytest
-import pytest_asyncio
 
 from turnframe_test.backends import BACKENDS, Service, StoreBackend
 
@@ -36,8 +42,7 @@ def turnframe_postgres_url() -> str:
     return Service(given or None, "no PostgreSQL: TURNFRAME_TEST_DATABASE_URL is unset").use()
 
 
-@pytest_asyncio.fixture(params=BACKENDS)
-async def store_backend(
+async def _store_backend(
     request: pytest.FixtureRequest, tmp_path: Path
 ) -> AsyncIterator[StoreBackend]:
     """Fresh stores of one backend per call; all closed and removed after the test."""
@@ -45,6 +50,14 @@ async def store_backend(
     server = request.getfixturevalue("turnframe_postgres_url") if name == "postgres" else None
     async with StoreBackend(name, tmp_path, server) as backend:
         yield backend
+
+
+# An async fixture needs pytest-asyncio; without it, the rest of the plugin still loads (it is
+# loaded in every pytest run where turnframe is installed).
+if importlib.util.find_spec("pytest_asyncio") is not None:
+    import pytest_asyncio
+
+    store_backend = pytest_asyncio.fixture(params=BACKENDS, name="store_backend")(_store_backend)
 
 
 # --- release-gate evidence (`turnframe gates`) ------------------------------------------------

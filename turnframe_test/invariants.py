@@ -1,0 +1,87 @@
+"""The invariants a conversation keeps after any crash and its recovery, read through the store
+protocols (so they hold on any store): every turn ended and its reply is stored; each receipt
+cites committed events; each card a reply shows is stored; no card is left resolving; a card
+is resolved exactly when a command from it committed; the audit chain verifies."""
+
+from __future__ import annotations
+
+from turnframe_core import (
+    CaseKey,
+    InteractionBlock,
+    InteractionStatus,
+    ReceiptBlock,
+    TurnPhase,
+    TurnStatus,
+)
+from turnframe_runtime.audit import audit_turn, read_chain
+from turnframe_store import JournalEntry, JournalStatus, NotFound
+from turnframe_store.bundle import Stores
+
+__all__ = ["conversation_violations"]
+
+
+async def conversation_violations(
+    stores: Stores, account_id: str, conversation_id: str
+) -> list[str]:
+    """Every invariant the conversation breaks, one line each (empty: it keeps them all)."""
+    found: list[str] = []
+    entries: list[JournalEntry] = []
+    cases: set[CaseKey] = set()
+    for record in await stores.conversations.list_turns(account_id, conversation_id):
+        entries.extend(await stores.journal.for_turn(account_id, record.turn_id))
+        marker = await stores.conversations.get_phase(account_id, record.turn_id)
+        if marker.phase not in (TurnPhase.DELIVERED, TurnPhase.FAILED):
+            found.append(f"{record.turn_id} left {marker.phase.value}")
+        try:
+            turn = await stores.conversations.get_assistant_turn(account_id, record.turn_id)
+        except NotFound:
+            if marker.phase is not TurnPhase.FAILED:
+                found.append(f"{record.turn_id} ended {marker.phase.value} with no reply")
+            continue
+        if turn.status not in (TurnStatus.COMPLETED, TurnStatus.INTERRUPTED):
+            found.append(f"{record.turn_id} is {turn.status.value}")
+        for block in turn.blocks:
+            if isinstance(block, ReceiptBlock):
+                cited = await stores.events.get_by_ids(account_id, block.event_ids)
+                if len(cited) != len(set(block.event_ids)):
+                    found.append(f"{record.turn_id}'s receipt cites an event not committed")
+            elif isinstance(block, InteractionBlock):
+                try:
+                    card = await stores.interactions.get(account_id, block.interaction_id)
+                    cases.add(card.case_ref.key)
+                except NotFound:
+                    found.append(f"{record.turn_id} shows a card never stored")
+    for entry in entries:
+        cases.add(entry.case_ref.key)
+    committed = {
+        getattr(e.origin, "interaction_id", None)
+        for e in entries
+        if e.status is JournalStatus.COMMITTED
+    }
+    for case in cases:
+        for card in await stores.interactions.for_case(account_id, case):
+            if card.conversation_id != conversation_id:
+                continue
+            if card.status is InteractionStatus.RESOLVING:
+                found.append(f"{card.interaction_id} left resolving")
+            elif card.status is InteractionStatus.RESOLVED and card.interaction_id not in committed:
+                if _authorizes(card):
+                    found.append(f"{card.interaction_id} resolved with nothing committed")
+            elif card.status is InteractionStatus.ACTIVE and card.interaction_id in committed:
+                found.append(f"{card.interaction_id} open after its command ran")
+    chain = await read_chain(stores, account_id, conversation_id)
+    found += [f"audit chain: {f.code} ({f.turn_id or f.position})" for f in chain.findings]
+    for replay in chain.records:
+        audit = await audit_turn(stores, account_id, replay.replay_token)
+        found += [f"{replay.turn_id} audit: {check.name}" for check in audit.failed()]
+    return found
+
+
+def _authorizes(card: object) -> bool:
+    """Whether the option the card was resolved with runs commands (a decline does not)."""
+    option_id = getattr(card, "resolved_option_id", None)
+    payload = getattr(card, "payload", None)
+    for option in getattr(payload, "options", ()):
+        if option.option_id == option_id:
+            return getattr(option.action, "kind", "") in ("confirm_commands", "apply_operation")
+    return True
