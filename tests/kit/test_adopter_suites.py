@@ -3,6 +3,9 @@ travel desk's stores, executor, workflow model and runtime, and collect a test p
 
 from __future__ import annotations
 
+import subprocess
+import sys
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -148,3 +151,35 @@ async def test_the_crash_suite_fails_a_runtime_whose_recovery_finds_nothing() ->
     assert await play_with_fault(
         _trip_runtime(), SCRIPT[:1], FaultPoint.BEFORE_RESPONSE_PERSISTENCE, 0, retry=False
     ) == ([], 1)
+
+
+ADOPTER_PROJECT = """
+import pytest
+from turnframe_test.domains.travel_model import TripModel
+from turnframe_test.suites import WorkflowExploration
+
+
+class TestMyWorkflow(WorkflowExploration):
+    @pytest.fixture
+    def turnframe_workflow_model(self):
+        return TripModel()
+
+
+class TestForgotTheFixture(WorkflowExploration):
+    pass
+"""
+
+
+def test_an_adopter_project_gets_the_suites_from_the_installed_plugin(tmp_path: Path) -> None:
+    """No conftest, no asyncio plugin: the entry point loads the plugin (the `gate` marker is
+    known under --strict-markers) and a suite subclass collects and runs; a subclass without
+    its fixture errs, saying which fixture to give."""
+    (tmp_path / "test_mine.py").write_text(ADOPTER_PROJECT)
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:asyncio", "--strict-markers", "-rf"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+    )
+    assert "1 passed, 1 error" in done.stdout, done.stdout + done.stderr
+    assert "give the `turnframe_workflow_model` fixture" in done.stdout

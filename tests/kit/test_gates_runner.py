@@ -1,0 +1,170 @@
+"""`turnframe gates`: a gate is met only by evidence that held in this run; unproven is never
+met; the command exits non-zero unless every gate is met; every piece of evidence the release
+gates name exists."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from turnframe_test.gates import EvidenceResult, run_gates, verdict
+from turnframe_test.gates_table import GATES, Gate
+from turnframe_test.process_chaos import PLANS
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _e(kind: str, outcome: str) -> EvidenceResult:
+    return EvidenceResult(kind, "x", outcome)
+
+
+def test_a_gate_is_met_only_when_every_piece_of_its_evidence_held() -> None:
+    assert verdict([_e("test", "passed"), _e("doc", "passed")]) == "met"
+    assert verdict([_e("run", "passed")]) == "met"
+    assert verdict([_e("test", "passed"), _e("test", "failed")]) == "failed"
+    assert verdict([_e("test", "passed"), _e("test", "skipped")]) == "unproven"
+    assert verdict([_e("test", "passed"), _e("test", "missing")]) == "unproven"
+    assert verdict([_e("test", "passed"), _e("doc", "missing")]) == "unproven"
+    assert verdict([_e("doc", "passed")]) == "unproven"  # a document alone proves nothing
+    assert verdict([]) == "unproven"
+
+
+PROJECT_TESTS = """
+import pytest
+
+def test_holds():
+    assert 1 + 1 == 2
+
+@pytest.mark.parametrize("n", [1, 2])
+def test_holds_twice(n):
+    assert n > 0
+
+@pytest.mark.parametrize("n", [1, 2])
+def test_breaks_once(n):
+    assert n == 1
+
+def test_skipped():
+    pytest.skip("no server")
+
+@pytest.mark.gate(7)
+def test_an_adopters_own_evidence():
+    assert True
+
+def test_not_named_anywhere():
+    raise AssertionError("the runner must not run tests no gate names")
+"""
+
+
+def test_each_verdict_from_a_real_pytest_run(tmp_path: Path) -> None:
+    (tmp_path / "tests").mkdir()
+    (tmp_path / "tests" / "test_project.py").write_text(PROJECT_TESTS)
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs" / "rule.md").write_text("the rule")
+    t = "tests/test_project.py::"
+    gates = (
+        Gate(1, "safety", "met by tests", tests=(t + "test_holds", t + "test_holds_twice")),
+        Gate(2, "safety", "one parametrization fails", tests=(t + "test_breaks_once",)),
+        Gate(3, "safety", "skipped evidence", tests=(t + "test_holds", t + "test_skipped")),
+        Gate(4, "safety", "no evidence at all"),
+        Gate(5, "safety", "a document alone", docs=("docs/rule.md",)),
+        Gate(6, "safety", "a test that does not exist", tests=(t + "test_gone",)),
+        Gate(7, "safety", "an adopter's marked test"),
+        Gate(8, "safety", "a run that does not exist", runs=("no-such-run",)),
+        Gate(9, "safety", "a missing document", tests=(t + "test_holds",), docs=("docs/x.md",)),
+    )
+    work = tmp_path / "work"
+    work.mkdir()
+    report = run_gates(
+        root=tmp_path, gates=gates, database=None, broker=None, workdir=work, echo=False
+    )
+    verdicts = {r.gate.number: r.verdict for r in report.gates}
+    assert verdicts == {
+        1: "met",
+        2: "failed",
+        3: "unproven",
+        4: "unproven",
+        5: "unproven",
+        6: "unproven",
+        7: "met",
+        8: "unproven",
+        9: "unproven",
+    }
+    assert not report.met
+    recorded = json.loads((work / "tests.json").read_text())["tests"]
+    assert not any("test_not_named_anywhere" in nodeid for nodeid in recorded)
+    (met,) = [r for r in report.gates if r.gate.number == 1]
+    assert [e.detail for e in met.evidence] == ["1 run(s)", "2 run(s)"]
+    table = report.table()
+    assert "2 of 9 gates met" in table and "test_gone: missing" in table
+    as_json = report.as_json()
+    assert as_json["verdict"] == "not met"
+    assert [g["verdict"] for g in as_json["gates"]] == list(verdicts.values())
+
+
+def test_every_gate_of_the_reference_is_here_once_with_evidence_that_exists() -> None:
+    assert [g.number for g in GATES] == list(range(1, 34))
+    groups = [g.group for g in GATES]
+    assert [groups.count(k) for k in ("safety", "workflow", "conversation", "provider")] == [
+        10,
+        6,
+        7,
+        5,
+    ]
+    assert groups.count("operational") == 5
+    for gate in GATES:
+        assert gate.tests or gate.runs, f"gate {gate.number} names no test and no run"
+        for doc in gate.docs:
+            assert (ROOT / doc).is_file(), f"gate {gate.number} names {doc}, which is missing"
+        for run in gate.runs:
+            assert run in PLANS, f"gate {gate.number} names the run {run}, which does not exist"
+    wanted = sorted({t for g in GATES for t in g.tests})
+    files = sorted({t.split("::")[0] for t in wanted})
+    collected = subprocess.run(
+        [sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider", *files],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+    ).stdout.splitlines()
+    for evidence in wanted:
+        assert any(c == evidence or c.startswith(evidence + "[") for c in collected), (
+            f"no test {evidence}"
+        )
+
+
+def test_an_unknown_gate_number_is_a_usage_error(tmp_path: Path) -> None:
+    done = subprocess.run(
+        [str(Path(sys.executable).parent / "turnframe"), "gates", "--gate", "34"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode == 2
+    assert "no gate numbered 34" in done.stderr
+
+
+@pytest.mark.slow
+def test_the_command_exits_non_zero_when_a_gate_is_unproven(tmp_path: Path) -> None:
+    """Run from a directory that holds none of the project's tests: every test of gate 1 is
+    missing, so the gate is unproven and the command exits 1, writing its JSON."""
+    done = subprocess.run(
+        [
+            str(Path(sys.executable).parent / "turnframe"),
+            "gates",
+            "--gate",
+            "1",
+            "--json",
+            "g.json",
+        ],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode == 1, done.stdout + done.stderr
+    written = json.loads((tmp_path / "g.json").read_text())
+    assert written["verdict"] == "not met"
+    assert written["gates"][0]["verdict"] == "unproven"
+    assert "0 of 1 gates met" in done.stdout
