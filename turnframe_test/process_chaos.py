@@ -566,7 +566,10 @@ async def check_database(database_url: str, report: ChaosReport) -> None:
             await _check_effects(c, report)
             await _check_outbox(c, report)
         for conversation in await _conversations(conninfo):
-            await _check_audit(stores, conversation, report)
+            try:
+                await _check_audit(stores, conversation, report)
+            except Exception as error:  # a record that does not even read back is a finding
+                report.check(False, f"{conversation} cannot be audited: {type(error).__name__}")
     finally:
         await stores.aclose()
 
@@ -610,6 +613,9 @@ async def _check_turns_cards_and_claims(
             turn = await stores.conversations.get_assistant_turn(ACCOUNT, turn_id)
         except NotFound:
             report.check(phase == TurnPhase.FAILED.value, f"{turn_id} delivered with no reply")
+            continue
+        except Exception as error:
+            report.check(False, f"{turn_id}'s reply does not read back: {type(error).__name__}")
             continue
         report.check(
             turn.status in (TurnStatus.COMPLETED, TurnStatus.INTERRUPTED),
