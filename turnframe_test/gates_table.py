@@ -113,6 +113,9 @@ GATES: tuple[Gate, ...] = (
             "tests/runtime/test_recovery.py::test_journaled_commands_run_again_by_key_and_take_effect_once",
             "tests/runtime/test_idempotency.py::test_the_same_turn_id_with_another_request_is_refused_and_writes_nothing",
             "tests/outbox/test_dispatch.py::test_a_redelivered_message_does_nothing",
+            "tests/executor/test_executor_conformance.py::test_the_memory_executor_passes_every_check",
+            "tests/executor/test_executor_conformance.py::test_the_postgres_executor_passes_every_check",
+            "tests/executor/test_executor_conformance.py::test_an_executor_that_breaks_one_promise_fails_exactly_the_check_for_it",
         ),
         runs=("chaos-worker-kill", "chaos-runtime-kill", "scale-out"),
         docs=(
@@ -125,7 +128,7 @@ GATES: tuple[Gate, ...] = (
         6,
         "safety",
         "No mutable case lacks revision checking",
-        adapted="Cases live in the adopter's database, so revision checking is the WorkflowExecutor's contract (typed RevisionConflict, shown as a notice) plus compare-and-swap in every store write; there is no executor conformance suite, only the sample executor.",
+        adapted="Cases live in the adopter's database, so revision checking is the WorkflowExecutor's contract, proven for each executor by the executor conformance suite (a stale expected revision is a conflict and applies nothing), plus compare-and-swap in every store write.",
         tests=(
             "tests/runtime/test_interactions_flow.py::test_a_revision_conflict_applies_nothing_and_says_so",
             "tests/core/test_interactions.py::test_a_card_is_bound_to_the_revision_at_creation_and_hashes_its_payload",
@@ -134,6 +137,9 @@ GATES: tuple[Gate, ...] = (
             "tests/store/sql/test_postgres_concurrency.py::test_two_transactions_racing_one_expected_revision_let_exactly_one_win",
             "tests/store/sql/test_postgres_concurrency.py::test_eight_bundles_racing_to_settle_one_command_leave_exactly_one_winner",
             "tests/store/test_conformance_controls.py::test_a_store_that_breaks_one_rule_fails_exactly_the_check_for_it",
+            "tests/executor/test_executor_conformance.py::test_the_memory_executor_passes_every_check",
+            "tests/executor/test_executor_conformance.py::test_the_postgres_executor_passes_every_check",
+            "tests/executor/test_executor_conformance.py::test_an_executor_that_breaks_one_promise_fails_exactly_the_check_for_it",
         ),
         runs=("scale-out",),
         docs=(
@@ -176,6 +182,7 @@ GATES: tuple[Gate, ...] = (
             "tests/outbox/test_dispatch.py::test_silence_becomes_unknown_then_reconciliation_tells_the_answer",
             "tests/outbox/test_dispatch.py::test_an_attempt_after_a_dead_worker_asks_before_it_sends",
             "tests/store/sql/test_sql_errors.py::test_a_connection_lost_while_committing_is_a_timeout_not_unavailable",
+            "tests/outbox/test_workers.py::test_workers_killed_mid_dispatch_lose_and_double_nothing",
         ),
         runs=("chaos-worker-kill", "chaos-runtime-kill"),
         docs=(
@@ -220,8 +227,8 @@ GATES: tuple[Gate, ...] = (
     Gate(
         11,
         "workflow",
-        "Exactly one phase for every projected view",
-        adapted="There is no state explorer: one phase is structural (WorkflowView has a single phase field and is frozen) and check_view runs on every case a turn loads, so evidence is per-view, not per reachable state.",
+        "Exactly one phase, and a sound view, for every reachable state",
+        adapted="The explorer (turnframe_test.explore) walks every state the sample workflow reaches by acts, card options and outside triggers; one phase is also structural (WorkflowView has a single phase field).",
         tests=(
             "tests/core/test_workflow.py::test_a_view_refuses_a_second_phase_field",
             "tests/core/test_workflow.py::test_a_view_cannot_be_changed_after_projection",
@@ -229,6 +236,9 @@ GATES: tuple[Gate, ...] = (
             "tests/core/test_workflow.py::test_every_breach_is_reported_not_just_the_first",
             "tests/core/test_workflow.py::test_ensure_view_raises_with_every_violation",
             "tests/core/test_workflow.py::test_the_invariant_error_carries_the_invariant_violation_code",
+            "tests/workflow/test_exploration.py::test_every_reachable_trip_state_keeps_every_rule",
+            "tests/workflow/test_exploration.py::test_a_workflow_that_breaks_one_rule_is_reported_for_exactly_it",
+            "tests/kit/test_adopter_suites.py::TestTripWorkflow::test_every_reachable_state_keeps_every_rule",
         ),
     ),
     Gate(
@@ -249,7 +259,7 @@ GATES: tuple[Gate, ...] = (
         13,
         "workflow",
         "User-owned phases derive (at most one) blocking interaction",
-        adapted="The view invariants are checked by check_view and the 'at most one blocking card per case' rule by the store (conformance check and PostgreSQL partial unique index) rather than by an explorer.",
+        adapted="The view rules are checked by check_view in every explored state (a user-owned phase must raise an answerable card), and 'at most one blocking card per case' by the store (conformance check and PostgreSQL partial unique index).",
         tests=(
             "tests/core/test_workflow.py::test_a_user_owned_phase_without_a_card_is_reported",
             "tests/core/test_workflow.py::test_a_blocking_requirement_on_a_system_owned_phase_is_reported",
@@ -258,6 +268,8 @@ GATES: tuple[Gate, ...] = (
             "tests/runtime/test_card_answers.py::test_a_follow_up_card_names_the_requirement_it_meets",
             "tests/store/sql/test_postgres_concurrency.py::test_the_partial_index_refuses_a_second_open_blocking_card_inserted_around_the_adapter",
             "tests/store/test_conformance.py::test_memory_stores_pass_the_conformance_check",
+            "tests/workflow/test_exploration.py::test_every_reachable_trip_state_keeps_every_rule",
+            "tests/workflow/test_exploration.py::test_a_workflow_that_breaks_one_rule_is_reported_for_exactly_it",
         ),
         docs=("docs/decisions/0002-store-contract.md",),
     ),
@@ -265,20 +277,22 @@ GATES: tuple[Gate, ...] = (
         14,
         "workflow",
         "Terminal outcomes are explicit and domain-correct",
-        adapted="Checked per view by check_view; without an explorer nothing proves every declared outcome is reachable or that no case ends by disappearing.",
+        adapted="Checked in every explored state: an outcome exactly where terminal, nothing offered once terminal, no case that disappears, and every declared outcome reached.",
         tests=(
             "tests/core/test_workflow.py::test_a_terminal_phase_without_an_outcome_is_reported",
             "tests/core/test_workflow.py::test_an_outcome_on_a_non_terminal_phase_is_reported",
             "tests/core/test_workflow.py::test_an_outcome_with_an_open_obligation_is_reported",
             "tests/core/test_workflow.py::test_an_empty_outcome_still_counts_as_an_outcome",
             "tests/core/test_workflow.py::test_a_sound_terminal_view_reports_nothing",
+            "tests/workflow/test_exploration.py::test_every_reachable_trip_state_keeps_every_rule",
+            "tests/workflow/test_exploration.py::test_a_workflow_that_breaks_one_rule_is_reported_for_exactly_it",
         ),
     ),
     Gate(
         15,
         "workflow",
         "Behaviour that shapes a stored turn is versioned",
-        adapted="No projection fingerprint/pin exists; the closest equivalents are the workflow key+version stored in every replay record, the assistant turn's schema version (decision 0007) and the template version + catalog digest on every rendered block, with drift reporting.",
+        adapted="No projection fingerprint exists; what is versioned is the workflow key and version recorded in every replay record (and shown by the audit), the assistant turn's schema version (decision 0007) and each template's version, with drift detection.",
         tests=(
             "tests/core/test_turn_schema_version.py::test_a_new_turn_carries_the_current_schema_version",
             "tests/core/test_turn_schema_version.py::test_a_stored_turn_of_an_unknown_major_version_is_refused_with_a_typed_error",
@@ -286,6 +300,7 @@ GATES: tuple[Gate, ...] = (
             "tests/copy/test_drift.py::test_drift_finds_a_changed_template_and_replay_keeps_the_stored_words",
             "tests/copy/test_drift.py::test_drift_finds_a_changed_translation_and_names_the_catalog",
             "tests/core/test_replay_compat.py::test_an_earlier_record_reads_back_to_the_same_canonical_text",
+            "tests/runtime/test_scenarios.py::test_every_record_names_the_workflow_version_that_projected_its_cases",
         ),
         docs=(
             "docs/decisions/0007-turn-schema-version.md",
@@ -296,14 +311,16 @@ GATES: tuple[Gate, ...] = (
     Gate(
         16,
         "workflow",
-        "No case or turn is left in a dead end without a user, system or external trigger",
-        adapted="With no state explorer, the closest evidence is: a user-owned phase must show a card, every reply ends on the obligation it asks for or the next steps it offers, and no card is left 'resolving' or turn left unfinished after a crash.",
+        "No reachable state is a dead end without a user, system or external trigger",
+        adapted="The explorer finds dead ends with the shortest path to them; at run time, no card is left resolving and no turn unfinished after recovery.",
         tests=(
             "tests/core/test_workflow.py::test_a_user_owned_phase_without_a_card_is_reported",
             "tests/runtime/test_interactions_flow.py::test_a_record_that_still_owes_something_asks_for_it_and_offers_nothing",
             "tests/runtime/test_interactions_flow.py::test_a_record_that_owes_nothing_ends_on_the_next_steps_it_offers",
             "tests/runtime/test_recovery.py::test_a_won_card_that_runs_nothing_is_active_again_after_a_crash",
             "tests/runtime/test_recovery.py::test_a_command_that_never_took_effect_settles_failed_and_the_card_reopens",
+            "tests/workflow/test_exploration.py::test_every_reachable_trip_state_keeps_every_rule",
+            "tests/workflow/test_exploration.py::test_a_dead_end_is_reported_with_the_shortest_path_to_it",
         ),
         runs=("chaos-runtime-kill",),
         docs=("docs/decisions/0012-recovery.md",),
@@ -339,12 +356,12 @@ GATES: tuple[Gate, ...] = (
     Gate(
         19,
         "conversation",
-        "An action and a question in one message both get results",
-        adapted="Only the action-then-question order (and a click plus a question) is tested; no test puts the question first.",
+        "An action and a question in one message both get results, in either order",
         tests=(
             "tests/runtime/test_scenarios.py::test_an_action_and_a_question_both_receive_results",
             "tests/runtime/test_scenarios.py::test_a_card_response_and_text_coexist_in_one_turn",
             "tests/runtime/test_prose_authorship.py::test_prose_from_server_copy_says_the_server_wrote_it",
+            "tests/runtime/test_scenarios.py::test_a_question_before_an_action_both_receive_results",
         ),
         docs=("docs/guide.md",),
     ),
@@ -473,8 +490,8 @@ GATES: tuple[Gate, ...] = (
     Gate(
         27,
         "provider",
-        "Store conformance suite passes on every store, and every check has a broken-store control",
-        adapted="Adapter conformance becomes the store conformance suite (named checks, fresh store each) run on MemoryStores, SQLite and PostgreSQL, with broken-store controls proving each check can fail and fault points firing identically on SQL.",
+        "Store and executor conformance suites pass, and every check has a control that fails it",
+        adapted="Adapter conformance becomes the store conformance suite (MemoryStores, SQLite, PostgreSQL) and the executor conformance suite (in memory and on PostgreSQL), each check with a broken implementation that fails exactly it; adopters run both through turnframe_test.suites.",
         tests=(
             "tests/store/test_conformance.py::test_memory_stores_pass_the_conformance_check",
             "tests/store/sql/test_sql_conformance.py::test_the_sql_store_passes_the_store_conformance_suite",
@@ -484,6 +501,10 @@ GATES: tuple[Gate, ...] = (
             "tests/store/test_conformance_controls.py::test_a_store_whose_transactions_break_one_promise_fails_exactly_its_check",
             "tests/store/sql/test_fault_points_on_sql.py::test_the_fault_point_check_holds_on_sql_stores",
             "tests/store/test_conformance.py::test_an_unknown_check_name_is_a_failure_in_the_report",
+            "tests/executor/test_executor_conformance.py::test_every_check_has_a_control_that_fails_it",
+            "tests/executor/test_executor_conformance.py::test_an_executor_that_breaks_one_promise_fails_exactly_the_check_for_it",
+            "tests/kit/test_adopter_suites.py::TestMemoryStores::test_store_conformance",
+            "tests/kit/test_adopter_suites.py::TestTripExecutor::test_executor_conformance",
         ),
         docs=(
             "docs/decisions/0002-store-contract.md",
@@ -511,7 +532,7 @@ GATES: tuple[Gate, ...] = (
     Gate(
         29,
         "operational",
-        "Crash recovery is tested at every commit boundary",
+        "Crash recovery is tested at every commit boundary, with real processes killed",
         tests=(
             "tests/runtime/test_chaos.py::test_every_interrupted_conversation_is_finished_and_keeps_every_invariant",
             "tests/store/test_fault_points.py::test_every_store_boundary_of_the_design_has_a_fault_point",
@@ -521,6 +542,9 @@ GATES: tuple[Gate, ...] = (
             "tests/store/sql/test_runtime_commit_failure.py::test_a_commit_whose_commit_fails_leaves_no_reply",
             "tests/outbox/test_dispatch.py::test_a_crash_after_the_answer_is_recorded_is_finished_by_recovery",
             "tests/stream/test_stream_turn.py::test_a_turn_interrupted_mid_stream_is_finished_by_recovery_and_its_stream_with_it",
+            "tests/kit/test_adopter_suites.py::TestTripDeskRecovers::test_a_crash_at_each_crossing_is_recovered_and_keeps_every_invariant",
+            "tests/kit/test_adopter_suites.py::test_the_crash_suite_fails_a_runtime_whose_recovery_finds_nothing",
+            "tests/kit/test_process_chaos.py::test_a_short_run_with_processes_killed_keeps_every_invariant_and_damage_is_named",
         ),
         runs=("chaos-runtime-kill", "chaos-worker-kill"),
         docs=(

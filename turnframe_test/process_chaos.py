@@ -110,6 +110,8 @@ class ChaosReport:
     counts: Counter[str] = field(default_factory=Counter)
     violations: list[str] = field(default_factory=list)
     seconds: float = 0.0
+    #: how long the users played (from the first request to the last reply)
+    users_seconds: float = 0.0
 
     def check(self, holds: bool, what: str) -> None:
         self.counts["invariant checks"] += 1
@@ -124,7 +126,9 @@ class ChaosReport:
         c = self.counts
         lines = [
             f"{self.plan.name}: {self.plan.runtimes} runtime and {self.plan.workers} worker "
-            f"processes, {self.plan.conversations} conversations, {self.seconds:.1f} s",
+            f"processes, {self.plan.conversations} conversations, {self.seconds:.1f} s "
+            f"(users played {self.users_seconds:.1f} s: "
+            f"{self.counts['user turns answered'] / max(self.users_seconds, 1e-9):.0f} turns/s)",
             f"  runtime processes killed {c['runtime kills']}, workers killed "
             f"{c['worker kills']}, requests in flight at a runtime kill "
             f"{c['requests in flight at a kill']}, rows being dispatched at a worker kill "
@@ -151,6 +155,7 @@ class ChaosReport:
         return {
             "plan": self.plan.name,
             "seconds": round(self.seconds, 2),
+            "users_seconds": round(self.users_seconds, 2),
             "counts": dict(self.counts),
             "violations": self.violations,
         }
@@ -284,7 +289,9 @@ class ProcessChaos:
         killers = [asyncio.create_task(self._kill_runtimes())]
         killers.append(asyncio.create_task(self._kill_workers()))
         try:
+            playing = time.monotonic()
             await asyncio.wait_for(self._users(), self.plan.deadline_s)
+            self.report.users_seconds = time.monotonic() - playing
             self.users_done.set()
             await asyncio.gather(*killers)
             await self._settled(timeout_s=180)

@@ -75,6 +75,38 @@ async def test_an_action_and_a_question_both_receive_results(make_desk):
     narrator.verify()
 
 
+async def test_a_question_before_an_action_both_receive_results(make_desk):
+    """The other order in one message: the question is asked first, the act comes after."""
+    narrator = ScriptedNarrator().answer_text("q1", "You fly on 14 March.").review_passes()
+    narrator.transition_text("Saved.").review_passes()
+    desk = await make_desk(narrator=narrator)
+    desk.ready_trip()
+    turn = await desk.say(
+        "When do I fly? And set the name to Grace Hopper.",
+        question("q1", "When do I fly?", "h1"),
+        act("a1", NAME, "h1", "Grace Hopper", name="Grace Hopper"),
+    )
+    assert desk.receipt_codes(turn) == ["trip.name_set"]
+    answers = [b for b in turn.blocks if b.kind == "answer"]
+    assert [(a.question_id, a.status) for a in answers] == [("q1", AnswerStatus.ANSWERED)]
+    narrator.verify()
+
+
+async def test_every_record_names_the_workflow_version_that_projected_its_cases(desk):
+    """A stored turn says which version of each workflow read its cases (a behaviour change
+    ships under a new version), and the audit shows it."""
+    desk.ready_trip()
+    turn = await desk.say("Name Grace Hopper", act("a1", NAME, "h1", "Grace", name="Grace Hopper"))
+    record = await desk.runtime.replay(desk.account_id, turn.replay_token)
+    assert [(w.key, w.version) for w in record.workflow_versions] == [
+        ("trip", desk.workflow.version)
+    ]
+    audit = await desk.runtime.audit(desk.account_id, turn.replay_token)
+    assert audit.which_state_was_loaded["workflow_versions"] == [
+        {"key": "trip", "version": desk.workflow.version}
+    ]
+
+
 # 4
 async def test_a_card_response_and_text_coexist_in_one_turn(desk):
     desk.ready_trip()
