@@ -22,7 +22,7 @@ reached.
 from __future__ import annotations
 
 import copy
-from collections import deque
+from collections import Counter, deque
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -105,6 +105,9 @@ class ExplorationReport:
     truncated: bool = False
     findings: list[Finding] = field(default_factory=list)
     phases: set[str] = field(default_factory=set)
+    #: card options by action kind that the explorer did not follow (they run no operation
+    #: of the workflow's own: confirming or declining pending commands, choosing a case…)
+    unfollowed: Counter[str] = field(default_factory=Counter)
 
     @property
     def passed(self) -> bool:
@@ -121,6 +124,8 @@ class ExplorationReport:
         )
         if self.truncated:
             head += " (stopped at the limits: not every state was reached)"
+        if self.unfollowed:
+            head += f"; card options not followed: {dict(self.unfollowed)}"
         return "\n".join([head, *(f"  {f}" for f in self.findings[:50])])
 
 
@@ -163,7 +168,7 @@ def explore(model: WorkflowModel, limits: ExplorationLimits | None = None) -> Ex
                 reached_outcomes.add(canonical_json(view.outcome))
             if workflow.operations(view):
                 find("offers_on_terminal", f"terminal phase {view.phase} still offers operations")
-        steps = _steps(model, workflow, case, view, state, find)
+        steps = _steps(model, workflow, case, view, state, find, report.unfollowed)
         moved = False
         for label, commands in steps:
             if isinstance(commands, DomainRefusal):
@@ -214,6 +219,7 @@ def _steps(
     view: WorkflowView,
     state: dict[str, Any],
     find: Any,
+    unfollowed: Counter[str],
 ) -> list[tuple[str, Sequence[CompiledCommand] | DomainRefusal]]:
     """Everything that may happen next, compiled: acts, card options, triggers."""
     steps: list[tuple[str, Sequence[CompiledCommand] | DomainRefusal]] = []
@@ -243,6 +249,8 @@ def _steps(
             label = f"card {requirement.key}: {option.option_id}"
             if isinstance(action, ApplyOperation | DeclineAndRecord):
                 steps.append((label, compiled(action.operation, dict(action.arguments), 99)))
+            else:
+                unfollowed[action.kind] += 1
     for command_type, body in model.triggers(view, state):
         command = CompiledCommand(command_type=command_type, payload=body)
         steps.append((f"{command_type}{_args(body)}", [command]))

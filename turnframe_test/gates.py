@@ -27,8 +27,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from turnframe_test.gates_table import GATES, Gate
-from turnframe_test.pytest_plugin import evidence_matches
+# Nothing here imports pytest: every `turnframe` command loads this module, and pytest is a
+# test dependency. The tests run in a pytest subprocess.
+from turnframe_test.gates_table import GATES, Gate, evidence_matches
 
 __all__ = ["EvidenceResult", "GateResult", "GatesReport", "register", "run_gates", "verdict"]
 

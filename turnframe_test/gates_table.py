@@ -11,7 +11,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["GATES", "Gate"]
+__all__ = ["GATES", "Gate", "evidence_matches"]
+
+
+def evidence_matches(evidence: str, nodeid: str) -> bool:
+    """A test's node id names itself and each of its parametrizations."""
+    return nodeid == evidence or nodeid.startswith(evidence + "[")
 
 
 @dataclass(frozen=True)

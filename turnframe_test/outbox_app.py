@@ -8,9 +8,9 @@ send them; any other text is understood as nothing).
 
 Environment knobs for tests: `TURNFRAME_TEST_AIRLINE=silent` (the airline acts and never
 answers), `TURNFRAME_TEST_OUTBOX` (OutboxConfig fields as `name=value,…`),
-`TURNFRAME_TEST_SQL` (SqlConfig's integer fields, the same way) and `TURNFRAME_TEST_DESK_POOL`
-(connections of the desk's and the airline's pools each): many processes on one server must
-share its `max_connections`.
+`TURNFRAME_TEST_SQL` (SqlConfig's integer fields, the same way), `TURNFRAME_TEST_DESK_POOL` and
+`TURNFRAME_TEST_AIRLINE_POOL` (connections of the desk's and the airline's pools): many
+processes on one server must share its `max_connections`.
 """
 
 from __future__ import annotations
@@ -48,7 +48,8 @@ async def desk_runtime(url: str) -> TurnRuntime:
     await stores.migrate()
     pool = int(os.environ.get("TURNFRAME_TEST_DESK_POOL", "8"))
     desk = await PostgresTripDesk(conninfo, pool_size=pool).open()
-    ledger = await PostgresAirlineLedger(conninfo, pool_size=pool).open()
+    airline_pool = int(os.environ.get("TURNFRAME_TEST_AIRLINE_POOL", "8"))
+    ledger = await PostgresAirlineLedger(conninfo, pool_size=airline_pool).open()
     airline = FakeAirline(ledger, silent=os.environ.get("TURNFRAME_TEST_AIRLINE") == "silent")
     return TurnRuntime(
         stores=stores,

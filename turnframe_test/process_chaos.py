@@ -5,18 +5,15 @@ processes (`python -m turnframe_test.turn_server`) and `plan.workers` outbox wor
 (`turnframe worker`) on one database and one broker, then plays `plan.turns` turns over
 `plan.conversations` conversations of the shared travel desk as their users would: each user
 writes or clicks, waits for the reply, and sends the same request again (the same turn id) to a
-live process when the one it asked died. Clicks include double clicks (sent to two processes at
-once) and clicks on a card that has gone stale.
+live process when the one it asked died. Clicks include double clicks (two requests at once,
+each to a process picked at random) and clicks on a card that has gone stale.
 
 While the users play, runtime processes are SIGKILLed at random moments and started again (a
 start recovers what the dead one left), and so are workers. When every user is done, the run
 waits for the outbox to drain and every turn to end, stops the processes, and checks the
-database alone (`check_database`): every turn ended and every reply stored; each receipt cites a
-committed event; each card a reply shows is stored, none is left resolving, and a card is
-resolved exactly when a command from it committed; the domain applied exactly the effects the
-ledger holds, at the revisions it says; each outbox row took effect at the airline once, was
-sent once and was answered once; every conversation's audit chain verifies. It then checks the
-users' side: every turn was answered and every reply a user saw reloads equal.
+database alone (`turnframe_test.chaos_checks`). It then checks the users' side: every turn id a
+user sent is stored, nothing raised but a busy conversation, every reply a user saw reloads
+equal, and the kills and dispatches the plan requires happened.
 
 The report counts processes killed, turns, dispatches, invariant checks and violations.
 """
@@ -44,17 +41,14 @@ from turnframe_core import (
     AssistantTurn,
     InteractionBlock,
     InteractionResponse,
-    InteractionStatus,
     ReceiptBlock,
     TurnInput,
-    TurnPhase,
-    TurnStatus,
 )
-from turnframe_runtime.audit import audit_turn, read_chain
-from turnframe_store import JournalStatus, NotFound, SqlStores
+from turnframe_store import NotFound, SqlStores
 from turnframe_store.sql._url import parse_url
+from turnframe_test.chaos_checks import check_database, rows
 from turnframe_test.domains.travel_pg import PostgresTripDesk
-from turnframe_test.outbox_app import SAYINGS
+from turnframe_test.sayings import SAYINGS
 
 __all__ = ["PLANS", "ChaosPlan", "ChaosReport", "ProcessChaos", "check_database", "run_plan"]
 
@@ -62,18 +56,21 @@ ACCOUNT = "acct_chaos"
 #: The turn ids the users send (`turn_<conversation>_<step>`, a double click's second `…b`);
 #: every other turn is a follow-up an outbox worker wrote.
 _USER_TURN = re.compile(r"turn_\d+_\d+b?")
-#: Each process's share of the server's connections (100 by default): 4 runtimes of 15 and
-#: 2 workers of 11 leave room for the run's own reads. A conversation lock holds a connection
-#: for its turn's length, so a runtime's lock pool bounds the turns it runs at once.
+#: Each process's share of the server's connections (100 by default): 4 runtimes of 16 and
+#: 2 workers of 12 (the relay's LISTEN connection included) leave room for the run's own. A
+#: conversation lock holds a connection for its turn's length, so a runtime's lock pool bounds
+#: the turns it runs at once.
 RUNTIME_ENV = {
     "TURNFRAME_TEST_SQL": "pool_size=4,lock_pool_size=8",
     "TURNFRAME_TEST_DESK_POOL": "3",
+    "TURNFRAME_TEST_AIRLINE_POOL": "1",  # a runtime never calls the airline
 }
 #: Outbox timings for the workers: a short lease so a killed worker's rows come back soon.
 WORKER_ENV = {
     "TURNFRAME_TEST_OUTBOX": "claim_lease_ms=3000,poll_ms=200,send_timeout_ms=2000",
     "TURNFRAME_TEST_SQL": "pool_size=3,lock_pool_size=4",
     "TURNFRAME_TEST_DESK_POOL": "2",
+    "TURNFRAME_TEST_AIRLINE_POOL": "2",
 }
 
 
@@ -100,7 +97,8 @@ class ChaosPlan:
     #: workers that must have been killed at least
     min_worker_kills: int = 0
     seed: int = 18
-    #: the whole run gives up (and fails) after this many seconds
+    #: the users' play gives up (and the run fails) after this many seconds; waiting for the
+    #: outbox to drain is bounded apart (180 s), and so is each process's start (120 s)
     deadline_s: float = 900.0
 
 
@@ -131,11 +129,12 @@ class ChaosReport:
             f"{self.counts['user turns answered'] / max(self.users_seconds, 1e-9):.0f} turns/s)",
             f"  runtime processes killed {c['runtime kills']}, workers killed "
             f"{c['worker kills']}, requests in flight at a runtime kill "
-            f"{c['requests in flight at a kill']}, rows being dispatched at a worker kill "
-            f"{c['rows being dispatched at a worker kill']}",
+            f"{c['requests in flight at a kill']}, worker kills with rows in hand "
+            f"{c['worker kills with rows in hand']}",
             f"  user turns sent {c['user turns']}, answered {c['user turns answered']}, "
             f"ended failed {c['user turns failed']}, resent after a kill "
-            f"{c['resent after a kill']}, busy and resent {c['busy and resent']}",
+            f"{c['resent after a kill']}, busy and resent {c['busy and resent']}, in progress "
+            f"and resent {c['in progress and resent']}",
             f"  turns stored {c['turns stored']} (follow-up turns {c['follow-up turns']}), "
             "turns a start recovered: "
             + (
@@ -177,6 +176,8 @@ class _Process:
         self._reader: asyncio.Task[None] | None = None
 
     async def start(self) -> None:
+        """Start the process and wait until it has recovered and says it is ready; a process
+        that dies first (or never gets ready) fails the run."""
         self.ready.clear()
         with self.chaos.log("runtime").open("ab") as log:
             self.process = await asyncio.create_subprocess_exec(
@@ -188,27 +189,38 @@ class _Process:
                 env={**os.environ, **RUNTIME_ENV},
                 limit=2**24,
             )
-        self._reader = asyncio.create_task(self._read(self.process))
-        await asyncio.wait_for(self.ready.wait(), 120)
+        self.chaos.started.append(self.process)
+        reader = self._reader = asyncio.create_task(self._read(self.process))
+        ready = asyncio.create_task(self.ready.wait())
+        await asyncio.wait({ready, reader}, timeout=120, return_when=asyncio.FIRST_COMPLETED)
+        ready.cancel()
+        if not self.ready.is_set():
+            raise RuntimeError(f"runtime process {self.index} did not get ready (see its log)")
 
     async def _read(self, process: asyncio.subprocess.Process) -> None:
+        """Answers to their requests until the process ends; then every request still in
+        flight is lost. A line the kill cut short is no answer."""
         assert process.stdout is not None
-        while line := await process.stdout.readline():
-            message = json.loads(line)
-            if message.get("ready"):
-                for outcome, count in message["recovered"].items():
-                    self.chaos.report.counts[f"recovered {outcome}"] += count
-                self.ready.set()
-                continue
-            future = self.pending.pop(message["id"], None)
-            if future is not None and not future.done():
-                future.set_result(message)
-        await process.wait()
-        self.ready.clear()
-        for future in self.pending.values():
-            if not future.done():
-                future.set_exception(_Lost())
-        self.pending.clear()
+        try:
+            while line := await process.stdout.readline():
+                if not line.endswith(b"\n"):
+                    break  # torn by the kill
+                message = json.loads(line)
+                if message.get("ready"):
+                    for outcome, count in message["recovered"].items():
+                        self.chaos.report.counts[f"recovered {outcome}"] += count
+                    self.ready.set()
+                    continue
+                future = self.pending.pop(message["id"], None)
+                if future is not None and not future.done():
+                    future.set_result(message)
+            await process.wait()
+        finally:
+            self.ready.clear()
+            for future in self.pending.values():
+                if not future.done():
+                    future.set_exception(_Lost())
+            self.pending.clear()
 
     async def request(self, turn_input: TurnInput) -> dict[str, Any]:
         process = self.process
@@ -266,6 +278,11 @@ class ProcessChaos:
         self.rng = random.Random(plan.seed)
         self.runtimes = [_Process(self, i) for i in range(plan.runtimes)]
         self.workers: list[asyncio.subprocess.Process] = []
+        #: every process this run started, killed or not (stopped at the end whatever happens)
+        self.started: list[asyncio.subprocess.Process] = []
+        #: every turn id a user sent, and those stored
+        self.sent: set[str] = set()
+        self.stored_user_turns: set[str] = set()
         self.returned: dict[str, AssistantTurn] = {}
         self.users_done = asyncio.Event()
         self._ids = 0
@@ -282,13 +299,16 @@ class ProcessChaos:
     async def run(self) -> ChaosReport:
         started = time.monotonic()
         self.workdir.mkdir(parents=True, exist_ok=True)
-        await self._open_trips()
-        await asyncio.gather(*(r.start() for r in self.runtimes))
-        for _ in range(self.plan.workers):
-            self.workers.append(await self._start_worker())
-        killers = [asyncio.create_task(self._kill_runtimes())]
-        killers.append(asyncio.create_task(self._kill_workers()))
+        killers: list[asyncio.Task[None]] = []
         try:
+            await self._open_trips()
+            await asyncio.gather(*(r.start() for r in self.runtimes))
+            for _ in range(self.plan.workers):
+                self.workers.append(await self._start_worker())
+            killers = [
+                asyncio.create_task(self._kill_runtimes()),
+                asyncio.create_task(self._kill_workers()),
+            ]
             playing = time.monotonic()
             await asyncio.wait_for(self._users(), self.plan.deadline_s)
             self.report.users_seconds = time.monotonic() - playing
@@ -302,16 +322,9 @@ class ProcessChaos:
             await asyncio.gather(*killers, return_exceptions=True)
             await self._stop_all()
         await check_database(self.database_url, self.report)
-        await self._check_users()
-        counts = self.report.counts
-        self.report.check(
-            counts["outbox rows"] >= self.plan.min_dispatches,
-            f"{counts['outbox rows']} dispatches, fewer than {self.plan.min_dispatches}",
-        )
-        self.report.check(
-            counts["worker kills"] >= self.plan.min_worker_kills,
-            f"{counts['worker kills']} workers killed, fewer than {self.plan.min_worker_kills}",
-        )
+        await self._read_stored_turns()
+        self._check_users()
+        await self._check_replies()
         self.report.seconds = time.monotonic() - started
         return self.report
 
@@ -340,9 +353,11 @@ class ProcessChaos:
         command += ["--db", self.database_url, "--broker", self.broker_url, "--threads", "4"]
         command += ["--heartbeat-timeout-ms", "2000"]
         with self.log("worker").open("ab") as log:
-            return await asyncio.create_subprocess_exec(
+            worker = await asyncio.create_subprocess_exec(
                 *command, env={**os.environ, **WORKER_ENV}, stdout=log, stderr=log
             )
+        self.started.append(worker)
+        return worker
 
     async def _kill_runtimes(self) -> None:
         life = self.plan.runtime_life_s
@@ -357,7 +372,7 @@ class ProcessChaos:
             in_flight = await victim.kill()
             self.report.counts["runtime kills"] += 1
             self.report.counts["requests in flight at a kill"] += in_flight
-            await victim.start()
+            await asyncio.shield(victim.start())  # started whole even if the run stops now
 
     async def _kill_workers(self) -> None:
         life = self.plan.worker_life_s
@@ -373,14 +388,18 @@ class ProcessChaos:
                 slot = rng.randrange(len(self.workers))
                 victim = self.workers[slot]
                 if victim.returncode is None:
-                    ((in_hand,),) = await _rows(
-                        c, "SELECT count(*) FROM tf_outbox WHERE status = 'dispatching'"
+                    # The rows the victim's relay claimed and that are being carried out.
+                    ((in_hand,),) = await rows(
+                        c,
+                        "SELECT count(*) FROM tf_outbox WHERE status = 'dispatching'"
+                        " AND claim_worker_id LIKE %s",
+                        f"%:{victim.pid}:%",
                     )
                     victim.send_signal(signal.SIGKILL)
                     await victim.wait()
                     self.report.counts["worker kills"] += 1
-                    self.report.counts["rows being dispatched at a worker kill"] += in_hand
-                self.workers[slot] = await self._start_worker()
+                    self.report.counts["worker kills with rows in hand"] += in_hand > 0
+                self.workers[slot] = await asyncio.shield(self._start_worker())
 
     async def _settled(self, *, timeout_s: float) -> None:
         """Wait (bounded) until no outbox row is open and every turn has ended."""
@@ -403,16 +422,18 @@ class ProcessChaos:
         self.report.counts["unsettled at the deadline"] += 1
 
     async def _stop_all(self) -> None:
+        """Runtimes end when their input closes; every other process this run started (a
+        worker, a runtime left behind by a failure) gets SIGTERM, then SIGKILL."""
         await asyncio.gather(*(r.stop() for r in self.runtimes), return_exceptions=True)
-        for worker in self.workers:
-            if worker.returncode is None:
-                worker.send_signal(signal.SIGTERM)
-        for worker in self.workers:
+        for process in self.started:
+            if process.returncode is None:
+                process.send_signal(signal.SIGTERM)
+        for process in self.started:
             try:
-                await asyncio.wait_for(worker.wait(), 30)
+                await asyncio.wait_for(process.wait(), 30)
             except TimeoutError:
-                worker.kill()
-                await worker.wait()
+                process.kill()
+                await process.wait()
 
     # --- the users --------------------------------------------------------------------------
 
@@ -495,6 +516,7 @@ class ProcessChaos:
         died, and after a short wait when its conversation was busy."""
         counts = self.report.counts
         counts["user turns"] += 1
+        self.sent.add(request.turn_id or "")
         for _ in range(2_000):
             runtime = await self._live_runtime()
             try:
@@ -512,8 +534,10 @@ class ProcessChaos:
             if kind == "TurnFailed":  # ended before any effect; a user would write again
                 counts["user turns failed"] += 1
                 return None
-            if kind in ("ConversationBusy", "TurnInProgress"):
+            if kind == "ConversationBusy":
                 counts["busy and resent"] += 1
+            elif kind == "TurnInProgress":  # unfinished, and no recovery has run on it yet
+                counts["in progress and resent"] += 1
             else:
                 counts[f"raised {kind}"] += 1
             await asyncio.sleep(0.05)
@@ -527,8 +551,38 @@ class ProcessChaos:
                 return self.rng.choice(live)
             await asyncio.sleep(0.02)
 
-    async def _check_users(self) -> None:
-        """The users' side: every reply they saw reloads as it was shown."""
+    def _check_users(self) -> None:
+        """The users' side and the plan's own requirements: nothing a user sent was lost;
+        nothing raised but a busy conversation; with one runtime, whose start recovers before
+        it answers, a retry never finds its turn in progress; without kills, no turn ended
+        failed; the kills and dispatches the plan asks for happened."""
+        counts, plan, check = self.report.counts, self.plan, self.report.check
+        lost = self.sent - self.stored_user_turns
+        check(not lost, f"{len(lost)} turns users sent were never stored, e.g. {sorted(lost)[:3]}")
+        raised = {k: v for k, v in counts.items() if k.startswith("raised ")}
+        check(not raised, f"turns raised {raised}")
+        if plan.runtimes == 1 or plan.runtime_life_s is None:
+            check(
+                counts["in progress and resent"] == 0,
+                f"{counts['in progress and resent']} retries found their turn still in progress",
+            )
+        if plan.runtime_life_s is None:
+            check(counts["user turns failed"] == 0, "a turn ended failed with nothing killed")
+        check(
+            counts["outbox rows"] >= plan.min_dispatches,
+            f"{counts['outbox rows']} dispatches, fewer than {plan.min_dispatches}",
+        )
+        check(
+            counts["worker kills"] >= plan.min_worker_kills,
+            f"{counts['worker kills']} workers killed, fewer than {plan.min_worker_kills}",
+        )
+        check(
+            counts["worker kills with rows in hand"] >= plan.min_worker_kills // 2,
+            f"only {counts['worker kills with rows in hand']} worker kills found rows in hand",
+        )
+
+    async def _check_replies(self) -> None:
+        """Every reply a user saw reloads as it was shown."""
         stores = await SqlStores.connect(self.database_url)
         try:
             for turn_id, shown in self.returned.items():
@@ -540,6 +594,15 @@ class ProcessChaos:
                 self.report.check(stored == shown, f"{turn_id} reloads other than it was shown")
         finally:
             await stores.aclose()
+
+    async def _read_stored_turns(self) -> None:
+        """The user turns stored (by the ids users send) and the follow-up turns workers
+        wrote (every other id)."""
+        conninfo = parse_url(self.database_url)[1]
+        async with await psycopg.AsyncConnection.connect(conninfo) as c:
+            ids = [r[0] for r in await rows(c, "SELECT turn_id FROM tf_turn")]
+        self.stored_user_turns = {i for i in ids if _USER_TURN.fullmatch(i)}
+        self.report.counts["follow-up turns"] = len(ids) - len(self.stored_user_turns)
 
 
 def _last_card(seen: Sequence[AssistantTurn]) -> InteractionBlock | None:
@@ -561,151 +624,6 @@ def _click(conversation: str, card: InteractionBlock, turn_id: str) -> TurnInput
             expected_case_revision=card.case_revision,
         ),
     )
-
-
-async def check_database(database_url: str, report: ChaosReport) -> None:
-    """Every invariant, read from the database alone, into `report`."""
-    conninfo = parse_url(database_url)[1]
-    stores = await SqlStores.connect(database_url)
-    try:
-        async with await psycopg.AsyncConnection.connect(conninfo, autocommit=True) as c:
-            await _check_turns_cards_and_claims(stores, c, report)
-            await _check_effects(c, report)
-            await _check_outbox(c, report)
-        for conversation in await _conversations(conninfo):
-            try:
-                await _check_audit(stores, conversation, report)
-            except Exception as error:  # a record that does not even read back is a finding
-                report.check(False, f"{conversation} cannot be audited: {type(error).__name__}")
-    finally:
-        await stores.aclose()
-
-
-async def _rows(c: psycopg.AsyncConnection[Any], sql: str, *args: Any) -> list[tuple[Any, ...]]:
-    return list(await (await c.execute(sql, args or None)).fetchall())
-
-
-async def _conversations(conninfo: str) -> list[str]:
-    async with await psycopg.AsyncConnection.connect(conninfo) as c:
-        rows = await _rows(c, "SELECT conversation_id FROM travel_trip ORDER BY trip_id")
-    return [r[0] for r in rows]
-
-
-async def _check_turns_cards_and_claims(
-    stores: SqlStores, c: psycopg.AsyncConnection[Any], report: ChaosReport
-) -> None:
-    counts = report.counts
-    ledger = {r[0] for r in await _rows(c, "SELECT event_id FROM tf_domain_event")}
-    committed_from_card: set[str] = set()
-    for (entry,) in await _rows(
-        c, "SELECT entry FROM tf_command_journal WHERE status = %s", JournalStatus.COMMITTED.value
-    ):
-        origin = json.loads(entry).get("origin") or {}
-        if origin.get("interaction_id"):
-            committed_from_card.add(origin["interaction_id"])
-    for turn_id, phase in await _rows(
-        c,
-        "SELECT t.turn_id, p.phase FROM tf_turn t"
-        " JOIN tf_turn_phase p USING (account_id, turn_id) WHERE t.account_id = %s",
-        ACCOUNT,
-    ):
-        counts["turns stored"] += 1
-        if not _USER_TURN.fullmatch(turn_id):
-            counts["follow-up turns"] += 1
-        report.check(
-            phase in (TurnPhase.DELIVERED.value, TurnPhase.FAILED.value),
-            f"{turn_id} left {phase}",
-        )
-        try:
-            turn = await stores.conversations.get_assistant_turn(ACCOUNT, turn_id)
-        except NotFound:
-            report.check(phase == TurnPhase.FAILED.value, f"{turn_id} delivered with no reply")
-            continue
-        except Exception as error:
-            report.check(False, f"{turn_id}'s reply does not read back: {type(error).__name__}")
-            continue
-        report.check(
-            turn.status in (TurnStatus.COMPLETED, TurnStatus.INTERRUPTED),
-            f"{turn_id} is {turn.status.value}",
-        )
-        for block in turn.blocks:
-            if isinstance(block, ReceiptBlock):
-                counts["receipts"] += 1
-                report.check(set(block.event_ids) <= ledger, f"{turn_id} cites an absent event")
-            elif isinstance(block, InteractionBlock):
-                counts["cards"] += 1
-                try:
-                    await stores.interactions.get(ACCOUNT, block.interaction_id)
-                    stored = True
-                except NotFound:
-                    stored = False
-                report.check(stored, f"{turn_id} shows a card never stored")
-    for interaction_id, status in await _rows(
-        c, "SELECT interaction_id, status FROM tf_interaction WHERE account_id = %s", ACCOUNT
-    ):
-        report.check(status != InteractionStatus.RESOLVING.value, f"{interaction_id} resolving")
-        committed = interaction_id in committed_from_card
-        if status == InteractionStatus.RESOLVED.value:
-            report.check(committed, f"{interaction_id} resolved with nothing committed")
-        elif status == InteractionStatus.ACTIVE.value:
-            report.check(not committed, f"{interaction_id} open after its command ran")
-
-
-async def _check_effects(c: psycopg.AsyncConnection[Any], report: ChaosReport) -> None:
-    """The domain applied exactly what the ledger holds: the same events, each once, at the
-    revisions it says, and each trip stands at its last event's revision."""
-    applied: Counter[str] = Counter()
-    for (events,) in await _rows(c, "SELECT events FROM travel_applied"):
-        for event in events:
-            applied[event["event_id"]] += 1
-    ledger = Counter(r[0] for r in await _rows(c, "SELECT event_id FROM tf_domain_event"))
-    report.counts["events"] = sum(ledger.values())
-    report.check(all(n == 1 for n in applied.values()), "an effect applied twice")
-    report.check(set(applied) == set(ledger), "the domain and the ledger disagree on effects")
-    for trip, revision, last in await _rows(
-        c,
-        "SELECT t.trip_id, t.revision, max(e.case_revision) FROM travel_trip t"
-        " LEFT JOIN tf_domain_event e ON e.account_id = t.account_id AND e.case_id = t.trip_id"
-        " GROUP BY t.trip_id, t.revision",
-    ):
-        report.check(revision == (last or 1), f"{trip} is at {revision}, its ledger at {last}")
-    for case, revision, commands in await _rows(
-        c,
-        "SELECT case_id, case_revision, count(DISTINCT command_id) FROM tf_domain_event"
-        " GROUP BY case_id, case_revision HAVING count(DISTINCT command_id) > 1",
-    ):
-        report.check(False, f"{case} revision {revision} was written by {commands} commands")
-
-
-async def _check_outbox(c: psycopg.AsyncConnection[Any], report: ChaosReport) -> None:
-    """Each dispatch took effect at the airline once, was sent once, and its answer reached the
-    trip once."""
-    counts = report.counts
-    ((rows, done, keys, requests, answers, rebooked),) = await _rows(
-        c,
-        "SELECT (SELECT count(*) FROM tf_outbox),"
-        " (SELECT count(*) FROM tf_outbox WHERE status = 'completed'),"
-        " (SELECT count(*) FROM fake_airline_request),"
-        " (SELECT coalesce(sum(requests), 0) FROM fake_airline_request),"
-        " (SELECT count(*) FROM travel_applied"
-        "   WHERE command->>'command_type' = 'trip.record_airline_answer'),"
-        " (SELECT count(*) FROM tf_domain_event WHERE event_type = 'trip.rebooked')",
-    )
-    counts.update({"outbox rows": rows, "airline requests": int(requests)})
-    report.check(done == rows, f"{rows - done} of {rows} outbox rows not completed")
-    report.check(keys == rows, f"{keys} airline effects for {rows} rows")
-    report.check(requests == keys, f"{requests} airline requests for {keys} effects")
-    report.check(answers == rows, f"{answers} answers applied for {rows} rows")
-    report.check(rebooked == rows, f"{rebooked} rebooked events for {rows} rows")
-
-
-async def _check_audit(stores: SqlStores, conversation: str, report: ChaosReport) -> None:
-    chain = await read_chain(stores, ACCOUNT, conversation)
-    report.check(not chain.findings, f"{conversation}'s audit chain: {chain.findings[:1]}")
-    for record in chain.records:
-        audit = await audit_turn(stores, ACCOUNT, record.replay_token)
-        failed = [check.name for check in audit.failed()]
-        report.check(not failed, f"{record.turn_id} does not audit: {failed}")
 
 
 #: The runs the release gates name (`turnframe gates`), and what each shows.

@@ -31,6 +31,7 @@ from typing import Any, ClassVar
 import pytest
 
 from turnframe_test.backends import BACKENDS, Service, StoreBackend
+from turnframe_test.gates_table import evidence_matches
 
 __all__ = ["store_backend", "turnframe_postgres_url"]
 
@@ -90,11 +91,6 @@ def pytest_configure(config: pytest.Config) -> None:
         config.pluginmanager.register(GateRecorder(Path(report)), "turnframe-gate-recorder")
 
 
-def evidence_matches(evidence: str, nodeid: str) -> bool:
-    """A test's node id names itself and each of its parametrizations."""
-    return nodeid == evidence or nodeid.startswith(evidence + "[")
-
-
 def gate_marks(item: pytest.Item) -> list[int]:
     return sorted({int(n) for mark in item.iter_markers("gate") for n in mark.args})
 
@@ -123,7 +119,7 @@ class GateRecorder:
     """Each test's outcome (its worst phase: failed, then skipped, then passed), its seconds
     (every phase) and its gate marks, written when the session ends."""
 
-    _RANK: ClassVar[dict[str, int]] = {"passed": 0, "skipped": 1, "failed": 2}
+    _RANK: ClassVar[dict[str, int]] = {"passed": 0, "skipped": 1, "failed": 2}  # others: failed
 
     def __init__(self, path: Path) -> None:
         self.path = path
@@ -143,6 +139,8 @@ class GateRecorder:
         )
         test["seconds"] += report.duration
         outcome = report.outcome
+        if outcome not in self._RANK:  # an outcome another plugin invented proves nothing
+            outcome = "failed"
         if test["outcome"] == "not run" or self._RANK[outcome] > self._RANK[test["outcome"]]:
             test["outcome"] = outcome
         if report.failed:

@@ -19,9 +19,10 @@ check, each marked as evidence for the release gate it proves (`turnframe gates 
 - `CrashRecovery` (`turnframe_runtime_factory`: async (FaultPlan) -> TurnRuntime on stores
   that take the plan, and `turnframe_script`: the steps of one conversation): at each store
   fault point a turn crosses, at its first, second and third crossing, the conversation is
-  played with the fault armed, recovered as a restarted process would (with the client sending
-  the request again, and without), and must keep every invariant
-  (`turnframe_test.invariants`) (gate 29).
+  played with the fault armed; after a turn raises, `recover_unfinished()` runs (what a restarted
+  process runs at start), then the client sends the request again, or (a second pass) never
+  does; afterwards every invariant must hold (`turnframe_test.invariants`) (gate 29). A
+  crossing the script does not reach fires nothing; a point it never crosses fails.
 
 The tests are plain functions that run their own event loop: they need no asyncio plugin, and
 a factory must open what it uses inside the loop it is called in.
@@ -89,6 +90,8 @@ class ExecutorConformance:
     @pytest.mark.parametrize("check", list(EXECUTOR_CHECKS))
     def test_executor_conformance(self, check: str, turnframe_executor_factory: Any) -> None:
         result = asyncio.run(run_executor_check(check, turnframe_executor_factory))
+        if result.skipped:
+            pytest.skip(result.detail)  # proves nothing: its gate stays unproven
         assert result.passed, result.detail
 
 

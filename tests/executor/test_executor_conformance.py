@@ -111,9 +111,14 @@ class MisreportsItsRevision(TripExecutor):
 
 class AppliesARepeatAgain(TripExecutor):
     async def execute(self, batch: CommandBatch) -> ExecutionResult:
-        keys = [e.idempotency_key for e in batch.envelopes]
-        if all(k in self.results for k in keys):  # forgets it ever ran them
-            for key in keys:
+        repeats = [
+            e.idempotency_key
+            for e in batch.envelopes
+            if self.results.get(e.idempotency_key, (None,))[0]
+            == (e.case_ref, e.command_type, e.payload)
+        ]
+        if repeats and len(repeats) == len(batch.envelopes):  # forgets it ever ran them
+            for key in repeats:
                 del self.results[key]
         return await super().execute(batch)
 
@@ -199,3 +204,21 @@ async def test_a_factory_that_fails_is_a_failed_check_not_an_error() -> None:
     report = await run_executor_checks(broken, names=["check_a_refused_command_applies_nothing"])
     assert not report.passed
     assert "the executor factory failed: RuntimeError" in report.results[0].detail
+
+
+class _NoOutcome(TripExecutor):
+    """An executor that offers no outcome(): recovery can then never settle an unknown one."""
+
+    def __getattribute__(self, name: str) -> Any:
+        if name == "outcome":
+            raise AttributeError(name)
+        return super().__getattribute__(name)
+
+
+async def test_an_executor_without_outcome_has_that_check_skipped_not_passed() -> None:
+    report = await run_executor_checks(
+        memory_factory(_NoOutcome), names=["check_outcome_tells_what_became_of_a_command"]
+    )
+    (result,) = report.results
+    assert result.skipped and "offers no outcome()" in result.detail
+    assert "SKIP check_outcome_tells_what_became_of_a_command" in report.describe()

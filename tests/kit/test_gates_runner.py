@@ -168,3 +168,16 @@ def test_the_command_exits_non_zero_when_a_gate_is_unproven(tmp_path: Path) -> N
     assert written["verdict"] == "not met"
     assert written["gates"][0]["verdict"] == "unproven"
     assert "0 of 1 gates met" in done.stdout
+
+
+def test_every_command_loads_without_pytest() -> None:
+    """`turnframe worker`, `recover` and `replay` run where no test tool is installed: loading
+    the gates command (an entry point, loaded with the others) must not import pytest."""
+    script = (
+        "import sys; sys.modules['pytest'] = None; sys.modules['_pytest'] = None\n"
+        "from turnframe_runtime.cli import main\n"
+        "raise SystemExit(main(['worker', '--help']))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert "--broker" in done.stdout

@@ -45,6 +45,7 @@ async def test_a_short_run_with_processes_killed_keeps_every_invariant_and_damag
         counts = report.counts
         assert counts["runtime kills"] >= 1 and counts["requests in flight at a kill"] >= 1
         assert counts["user turns answered"] + counts["user turns failed"] == counts["user turns"]
+        assert counts["outbox rows"] >= 1  # the airline was reached, so its checks ran
         assert counts["invariant checks"] > 100
 
         # Damage the finished run's database, one kind at a time, and read it again.
@@ -69,7 +70,18 @@ async def test_a_short_run_with_processes_killed_keeps_every_invariant_and_damag
             )
             await c.execute("UPDATE travel_trip SET revision = revision + 5 WHERE trip_id = 'T-0'")
             await c.execute(
-                "INSERT INTO fake_airline_request VALUES ('forged', 'forged', 'R-X', 2)"
+                "INSERT INTO fake_airline_request VALUES ('forged', 'forged', 'R-X', 1)"
+            )
+            await c.execute(
+                "UPDATE fake_airline_request SET requests = 2 WHERE outbox_id ="
+                " (SELECT outbox_id FROM tf_outbox ORDER BY outbox_id LIMIT 1)"
+            )
+            # A command from a card, as if planned at another revision than the card's.
+            await c.execute(
+                "UPDATE tf_command_journal SET expected_revision = expected_revision + 7"
+                " WHERE command_id = (SELECT command_id FROM tf_command_journal"
+                "  WHERE status = 'committed' AND entry LIKE '%%interaction_id%%'"
+                "  ORDER BY command_id LIMIT 1)"
             )
         damaged = ChaosReport(SHORT)
         await check_database(db.url, damaged)
@@ -77,10 +89,11 @@ async def test_a_short_run_with_processes_killed_keeps_every_invariant_and_damag
     for expected in (
         "the domain and the ledger disagree on effects",
         "left committed",
-        "resolving",
+        "left resolving",
         "T-0 is at",
-        "airline effects for",
-        "airline requests for",
+        "airline effects no outbox row asked for",
+        "was sent 2 times",
+        "ran a command planned at",
     ):
         assert expected in named, f"{expected!r} not among:\n{named}"
 

@@ -33,8 +33,9 @@ from turnframe_core import (
 )
 from turnframe_runtime import RuntimeConfig, TurnFailed, TurnInProgress
 from turnframe_store import FaultPoint, JournalStatus, NotFound, StoreError
-from turnframe_test import DeskHarness, ScriptedReviewer, act, understanding
+from turnframe_test import DeskHarness, ScriptedReviewer, understanding
 from turnframe_test.domains.travel import ProcessCrash
+from turnframe_test.sayings import SAYINGS
 
 pytestmark = pytest.mark.slow
 
@@ -48,20 +49,6 @@ TURN_POINTS = [
     FaultPoint.BEFORE_RESPONSE_PERSISTENCE,
 ]
 POINTS = [*(p.value for p in TURN_POINTS), "after_remote_request"]
-
-SAYINGS: dict[str, Any] = {
-    "Name Grace Hopper": act("a1", "trip.set_name", "h1", "Grace", name="Grace Hopper"),
-    "Email grace@example.com": act(
-        "a1", "trip.set_email", "h1", "grace@example.com", email="grace@example.com"
-    ),
-    "Rebook the outbound flight": act(
-        "a1", "trip.request_rebooking", "h1", "Rebook the outbound", leg="outbound"
-    ),
-    "Rebook the return flight": act(
-        "a1", "trip.request_rebooking", "h1", "Rebook the return", leg="return"
-    ),
-    "Withdraw my trip": act("a1", "trip.withdraw", "h1", "Withdraw my trip"),
-}
 
 
 async def _interpret(brief: Brief) -> Understanding:
