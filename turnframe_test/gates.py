@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import importlib.util
 import json
 import os
 import subprocess
@@ -157,13 +158,13 @@ def run_gates(
 ) -> GatesReport:
     """Run every piece of evidence the gates name, once, and judge each gate."""
     started = time.monotonic()
-    tests, exit_code = _run_tests(root, gates, extra_tests, workdir, pytest_args, echo)
+    tests, exit_code, why = _run_tests(root, gates, extra_tests, workdir, pytest_args, echo)
     runs = _run_runs(gates, database, broker, workdir, echo)
     results = []
     for gate in gates:
         result = GateResult(gate)
         for evidence in gate.tests:
-            result.evidence.append(_test_evidence(evidence, tests))
+            result.evidence.append(_test_evidence(evidence, tests, why))
         for nodeid, test in sorted(tests.items()):
             if gate.number in test.get("gates", ()):
                 result.evidence.append(
@@ -192,10 +193,10 @@ def run_gates(
     )
 
 
-def _test_evidence(evidence: str, tests: dict[str, dict[str, Any]]) -> EvidenceResult:
+def _test_evidence(evidence: str, tests: dict[str, dict[str, Any]], why: str) -> EvidenceResult:
     ran = [(nodeid, t) for nodeid, t in tests.items() if evidence_matches(evidence, nodeid)]
     if not ran:
-        return EvidenceResult("test", evidence, "missing", detail="no such test was collected")
+        return EvidenceResult("test", evidence, "missing", detail=why)
     seconds = sum(t["seconds"] for _, t in ran)
     for wanted in ("failed", "not run", "skipped"):
         bad = [(n, t) for n, t in ran if t["outcome"] == wanted]
@@ -213,12 +214,18 @@ def _run_tests(
     workdir: Path,
     pytest_args: tuple[str, ...],
     echo: bool,
-) -> tuple[dict[str, dict[str, Any]], int | None]:
+) -> tuple[dict[str, dict[str, Any]], int | None, str]:
+    """Each test's recorded outcome, pytest's exit status, and why a named test may be absent."""
     wanted = sorted({t for gate in gates for t in gate.tests})
     files = sorted({t.split("::", 1)[0] for t in wanted if (root / t.split("::", 1)[0]).is_file()})
     paths = files + list(extra_tests)
     if not paths:
-        return {}, None
+        return {}, None, f"no such test under {root}"
+    if importlib.util.find_spec("pytest") is None:
+        why = "pytest is not installed, so no test ran (pip install 'turnframe[dev]')"
+        if echo:
+            print(f"turnframe gates: {why}")
+        return {}, None, why
     select, report = workdir / "select.json", workdir / "tests.json"
     select.write_text(json.dumps(wanted))
     command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *paths]
@@ -233,9 +240,9 @@ def _run_tests(
         tail = log.read_text(errors="replace").strip().splitlines()[-1:]
         print(f"turnframe gates: pytest exited {finished.returncode}: {' '.join(tail)}")
     if not report.is_file():
-        return {}, finished.returncode
+        return {}, finished.returncode, f"pytest exited {finished.returncode} before any test ran"
     recorded: dict[str, dict[str, Any]] = json.loads(report.read_text())["tests"]
-    return recorded, finished.returncode
+    return recorded, finished.returncode, "no such test was collected"
 
 
 def _run_runs(

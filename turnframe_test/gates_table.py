@@ -86,6 +86,7 @@ GATES: tuple[Gate, ...] = (
             "docs/guide.md",
             "docs/decisions/0001-core-wire-shapes.md",
             "docs/decisions/0002-store-contract.md",
+            "docs/gates.md",
         ),
     ),
     Gate(
@@ -127,6 +128,7 @@ GATES: tuple[Gate, ...] = (
             "docs/decisions/0002-store-contract.md",
             "docs/decisions/0010-hardening.md",
             "docs/decisions/0013-outbox.md",
+            "docs/gates.md",
         ),
     ),
     Gate(
@@ -151,6 +153,7 @@ GATES: tuple[Gate, ...] = (
             "docs/guide.md",
             "docs/decisions/0002-store-contract.md",
             "docs/decisions/0004-sql-store.md",
+            "docs/gates.md",
         ),
     ),
     Gate(
@@ -245,6 +248,7 @@ GATES: tuple[Gate, ...] = (
             "tests/workflow/test_exploration.py::test_a_workflow_that_breaks_one_rule_is_reported_for_exactly_it",
             "tests/kit/test_adopter_suites.py::TestTripWorkflow::test_every_reachable_state_keeps_every_rule",
         ),
+        docs=("docs/gates.md", "docs/decisions/0018-release-gates.md"),
     ),
     Gate(
         12,
@@ -276,7 +280,7 @@ GATES: tuple[Gate, ...] = (
             "tests/workflow/test_exploration.py::test_every_reachable_trip_state_keeps_every_rule",
             "tests/workflow/test_exploration.py::test_a_workflow_that_breaks_one_rule_is_reported_for_exactly_it",
         ),
-        docs=("docs/decisions/0002-store-contract.md",),
+        docs=("docs/decisions/0002-store-contract.md", "docs/gates.md"),
     ),
     Gate(
         14,
@@ -292,6 +296,7 @@ GATES: tuple[Gate, ...] = (
             "tests/workflow/test_exploration.py::test_every_reachable_trip_state_keeps_every_rule",
             "tests/workflow/test_exploration.py::test_a_workflow_that_breaks_one_rule_is_reported_for_exactly_it",
         ),
+        docs=("docs/gates.md", "docs/decisions/0018-release-gates.md"),
     ),
     Gate(
         15,
@@ -328,7 +333,7 @@ GATES: tuple[Gate, ...] = (
             "tests/workflow/test_exploration.py::test_a_dead_end_is_reported_with_the_shortest_path_to_it",
         ),
         runs=("chaos-runtime-kill",),
-        docs=("docs/decisions/0012-recovery.md",),
+        docs=("docs/decisions/0012-recovery.md", "docs/gates.md"),
     ),
     Gate(
         17,
@@ -515,6 +520,8 @@ GATES: tuple[Gate, ...] = (
             "docs/decisions/0002-store-contract.md",
             "docs/decisions/0004-sql-store.md",
             "docs/guide.md",
+            "docs/gates.md",
+            "docs/decisions/0018-release-gates.md",
         ),
     ),
     Gate(
@@ -556,6 +563,8 @@ GATES: tuple[Gate, ...] = (
             "docs/decisions/0006-durable-points.md",
             "docs/decisions/0012-recovery.md",
             "docs/guide.md",
+            "docs/gates.md",
+            "docs/decisions/0018-release-gates.md",
         ),
     ),
     Gate(

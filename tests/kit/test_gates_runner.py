@@ -181,3 +181,23 @@ def test_every_command_loads_without_pytest() -> None:
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
     assert "--broker" in done.stdout
+
+
+def test_without_pytest_every_test_is_missing_and_says_why(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import importlib.util
+
+    (tmp_path / "tests").mkdir()
+    (tmp_path / "tests" / "test_project.py").write_text(PROJECT_TESTS)
+    real = importlib.util.find_spec
+    monkeypatch.setattr(
+        importlib.util, "find_spec", lambda name, *a: None if name == "pytest" else real(name, *a)
+    )
+    gate = Gate(1, "safety", "met by tests", tests=("tests/test_project.py::test_holds",))
+    report = run_gates(
+        root=tmp_path, gates=(gate,), database=None, broker=None, workdir=tmp_path, echo=False
+    )
+    (evidence,) = report.gates[0].evidence
+    assert (evidence.outcome, report.gates[0].verdict) == ("missing", "unproven")
+    assert "pytest is not installed" in evidence.detail
