@@ -28,6 +28,7 @@ from turnframe_core import InteractionBlock, InteractionStatus, ReceiptBlock, Tu
 from turnframe_runtime.audit import audit_turn, read_chain
 from turnframe_store import JournalStatus, NotFound, SqlStores
 from turnframe_store.sql._url import parse_url
+from turnframe_test.invariants import resolution_runs_commands
 
 __all__ = ["Checks", "check_database", "rows"]
 
@@ -57,7 +58,7 @@ async def check_database(database_url: str, report: Checks) -> None:
     try:
         async with await psycopg.AsyncConnection.connect(conninfo, autocommit=True) as c:
             await _check_turns(stores, c, report)
-            await _check_cards(c, report)
+            await _check_cards(stores, c, report)
             await _check_effects(c, report)
             await _check_outbox(c, report)
             conversations = [
@@ -112,9 +113,9 @@ async def _check_turns(stores: SqlStores, c: Connection, report: Checks) -> None
                 report.check(stored, f"{turn_id} shows a card never stored")
 
 
-async def _check_cards(c: Connection, report: Checks) -> None:
-    """A card is resolved exactly when a command from it committed, in one turn, at its
-    revision."""
+async def _check_cards(stores: SqlStores, c: Connection, report: Checks) -> None:
+    """A card is resolved with an option that runs commands exactly when a command from it
+    committed, in one turn, at its revision."""
     by_card: dict[str, list[tuple[str, int]]] = {}
     for entry, turn_id, expected in await rows(
         c,
@@ -131,8 +132,11 @@ async def _check_cards(c: Connection, report: Checks) -> None:
     ):
         committed = by_card.get(card, [])
         report.check(status != InteractionStatus.RESOLVING.value, f"{card} left resolving")
-        if status == InteractionStatus.RESOLVED.value:
-            report.check(bool(committed), f"{card} resolved with nothing committed")
+        if status == InteractionStatus.RESOLVED.value and not committed:
+            stored = await stores.interactions.get(ACCOUNT, card)
+            report.check(
+                not resolution_runs_commands(stored), f"{card} resolved with nothing committed"
+            )
         elif status == InteractionStatus.ACTIVE.value:
             report.check(not committed, f"{card} open after its command ran")
         turns = {turn for turn, _ in committed}

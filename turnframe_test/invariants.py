@@ -17,7 +17,7 @@ from turnframe_runtime.audit import audit_turn, read_chain
 from turnframe_store import JournalEntry, JournalStatus, NotFound
 from turnframe_store.bundle import Stores
 
-__all__ = ["conversation_violations"]
+__all__ = ["conversation_violations", "resolution_runs_commands"]
 
 
 async def conversation_violations(
@@ -65,7 +65,7 @@ async def conversation_violations(
             if card.status is InteractionStatus.RESOLVING:
                 found.append(f"{card.interaction_id} left resolving")
             elif card.status is InteractionStatus.RESOLVED and card.interaction_id not in committed:
-                if _authorizes(card):
+                if resolution_runs_commands(card):
                     found.append(f"{card.interaction_id} resolved with nothing committed")
             elif card.status is InteractionStatus.ACTIVE and card.interaction_id in committed:
                 found.append(f"{card.interaction_id} open after its command ran")
@@ -77,8 +77,9 @@ async def conversation_violations(
     return found
 
 
-def _authorizes(card: object) -> bool:
-    """Whether the option the card was resolved with runs commands (a decline does not)."""
+def resolution_runs_commands(card: object) -> bool:
+    """Whether the option the card was resolved with runs commands: confirming them or applying
+    an operation (a decline, a dismissal or a choice of case runs none of its own)."""
     option_id = getattr(card, "resolved_option_id", None)
     payload = getattr(card, "payload", None)
     for option in getattr(payload, "options", ()):
