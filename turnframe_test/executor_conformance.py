@@ -1,7 +1,7 @@
 """The executor conformance suite: what every `WorkflowExecutor` must do, checked on yours.
 
     report = await run_executor_checks(factory)   # factory() -> Awaitable[ExecutorSubject]
-    assert report.passed, report.describe()
+    assert report.passed, report.describe()        # a ConformanceReport, as the store suite's
 
 The runtime trusts an executor for four promises (`turnframe_runtime.ports.WorkflowExecutor`):
 a repeated idempotency key returns the original result and applies nothing; a stale expected
@@ -14,9 +14,6 @@ after the other, and one it refuses.
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
-import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
@@ -32,14 +29,12 @@ from turnframe_core import (
 )
 from turnframe_runtime import ExecutionRejected, ExecutionResult, RevisionConflict
 from turnframe_runtime.ports import WorkflowExecutor
+from turnframe_store.conformance import CheckResult, ConformanceReport, NotOffered, run_one
 
 __all__ = [
     "EXECUTOR_CHECKS",
-    "ExecutorCheckResult",
     "ExecutorFactory",
-    "ExecutorReport",
     "ExecutorSubject",
-    "NotOffered",
     "run_executor_check",
     "run_executor_checks",
 ]
@@ -227,10 +222,6 @@ async def check_outcome_tells_what_became_of_a_command(subject: ExecutorSubject)
     assert told.events, "outcome() reports no events for a command that took effect"
 
 
-class NotOffered(Exception):
-    """The check is about something the executor does not offer: it proves nothing (skipped)."""
-
-
 def _outcome_of(executor: Any) -> Callable[[str], Awaitable[ExecutionResult | None]] | None:
     outcome = getattr(executor, "outcome", None)
     return outcome if callable(outcome) else None
@@ -251,77 +242,25 @@ EXECUTOR_CHECKS: Final[dict[str, ExecutorCheck]] = {
 }
 
 
-@dataclass(frozen=True)
-class ExecutorCheckResult:
-    name: str
-    passed: bool
-    detail: str = ""
-    duration_ms: float = 0.0
-    #: the executor does not offer what the check is about (passed, but it proves nothing)
-    skipped: bool = False
-
-
-@dataclass(frozen=True)
-class ExecutorReport:
-    results: tuple[ExecutorCheckResult, ...]
-
-    @property
-    def passed(self) -> bool:
-        return all(r.passed for r in self.results)
-
-    @property
-    def failed_names(self) -> tuple[str, ...]:
-        return tuple(r.name for r in self.results if not r.passed)
-
-    def describe(self) -> str:
-        passed = sum(r.passed for r in self.results)
-        lines = [f"{passed}/{len(self.results)} executor conformance checks passed"]
-        for r in self.results:
-            why = f": {r.detail}" if r.detail else ""
-            mark = "SKIP" if r.skipped else "PASS" if r.passed else "FAIL"
-            lines.append(f"{mark} {r.name} ({r.duration_ms:.1f} ms){why}")
-        return "\n".join(lines)
+async def _close(subject: ExecutorSubject) -> None:
+    if subject.close is not None:
+        await subject.close()
 
 
 async def run_executor_check(
     name: str, factory: ExecutorFactory, *, timeout_s: float = 60.0
-) -> ExecutorCheckResult:
-    """One check on a fresh subject; every failure is captured, never raised."""
-    check = EXECUTOR_CHECKS.get(name)
-    if check is None:
-        return ExecutorCheckResult(name, False, "no such executor conformance check")
-    started = time.perf_counter()
-
-    def result(detail: str = "") -> ExecutorCheckResult:
-        return ExecutorCheckResult(name, not detail, detail, (time.perf_counter() - started) * 1000)
-
-    try:
-        subject = await factory()
-    except Exception as exc:
-        return result(f"the executor factory failed: {type(exc).__name__}: {exc}")
-    try:
-        await asyncio.wait_for(check(subject), timeout_s)
-    except NotOffered as exc:
-        elapsed = (time.perf_counter() - started) * 1000
-        return ExecutorCheckResult(name, True, str(exc), elapsed, skipped=True)
-    except AssertionError as exc:
-        return result(str(exc) or "an expectation failed")
-    except TimeoutError:
-        return result(f"did not finish within {timeout_s} s")
-    except Exception as exc:
-        return result(f"unexpected {type(exc).__name__}: {exc}")
-    finally:
-        if subject.close is not None:
-            with contextlib.suppress(Exception):
-                await subject.close()
-    return result()
+) -> CheckResult:
+    """One check on a fresh subject; every failure is captured, never raised; a check about
+    `outcome()` on an executor without it is skipped."""
+    return await run_one(
+        name, EXECUTOR_CHECKS.get(name), factory, _close, subject="executor", timeout_s=timeout_s
+    )
 
 
 async def run_executor_checks(
     factory: ExecutorFactory, *, names: Sequence[str] | None = None, timeout_s: float = 60.0
-) -> ExecutorReport:
+) -> ConformanceReport:
     """Every check (or the named ones), each on a fresh subject; never raises."""
     selected = tuple(names) if names is not None else tuple(EXECUTOR_CHECKS)
-    return ExecutorReport(
-        tuple([await run_executor_check(n, factory, timeout_s=timeout_s) for n in selected])
-    )
+    results = [await run_executor_check(n, factory, timeout_s=timeout_s) for n in selected]
+    return ConformanceReport(tuple(results), subject="executor")

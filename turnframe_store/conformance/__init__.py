@@ -20,10 +20,12 @@ from turnframe_store.conformance._runner import (
     Check,
     CheckResult,
     ConformanceReport,
+    NotOffered,
     StoresFactory,
     all_checks,
     run_all,
     run_check,
+    run_one,
 )
 from turnframe_store.conformance.arguments import (
     check_a_limit_is_a_whole_number_from_one_to_the_maximum,
@@ -115,9 +117,11 @@ __all__ = [
     "Check",
     "CheckResult",
     "ConformanceReport",
+    "NotOffered",
     "StoresFactory",
     "run_all",
     "run_check",
+    "run_one",
     # turns
     "check_a_user_turn_is_recorded_once_with_its_received_phase",
     "check_an_assistant_turn_is_written_once_and_reloads_identical",

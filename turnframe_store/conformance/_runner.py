@@ -7,7 +7,7 @@ import contextlib
 import time
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
-from typing import Final
+from typing import Final, TypeVar
 
 from turnframe_store.bundle import Stores
 
@@ -49,17 +49,26 @@ def all_checks() -> tuple[str, ...]:
 # --- report -------------------------------------------------------------------------------------
 
 
+class NotOffered(Exception):
+    """Raised by a check about something its subject does not offer: the check is skipped (it
+    proves nothing), neither passed nor failed."""
+
+
 @dataclass(frozen=True)
 class CheckResult:
     name: str
     passed: bool
     detail: str = ""
     duration_ms: float = 0.0
+    #: the subject does not offer what the check is about (`passed` holds; it proves nothing)
+    skipped: bool = False
 
 
 @dataclass(frozen=True)
 class ConformanceReport:
     results: tuple[CheckResult, ...]
+    #: what was checked ("store", "executor"), as the description names it
+    subject: str = "store"
 
     @property
     def passed(self) -> bool:
@@ -76,31 +85,45 @@ class ConformanceReport:
     def describe(self) -> str:
         """One line per check (PASS/FAIL, name, and why it failed), after a count."""
         passed = sum(result.passed for result in self.results)
-        lines = [f"{passed}/{len(self.results)} store conformance checks passed"]
+        lines = [f"{passed}/{len(self.results)} {self.subject} conformance checks passed"]
         for result in self.results:
-            mark = "PASS" if result.passed else "FAIL"
+            mark = "SKIP" if result.skipped else "PASS" if result.passed else "FAIL"
             why = f": {result.detail}" if result.detail else ""
             lines.append(f"{mark} {result.name} ({result.duration_ms:.1f} ms){why}")
         return "\n".join(lines)
 
 
-async def run_check(name: str, factory: StoresFactory, *, timeout_s: float = 60.0) -> CheckResult:
-    """Run one check on a fresh store from `factory`; every failure is captured, never raised."""
-    check = _REGISTRY.get(name)
+S = TypeVar("S")
+
+
+async def run_one(
+    name: str,
+    check: Callable[[S], Awaitable[None]] | None,
+    factory: Callable[[], Awaitable[S]],
+    close: Callable[[S], Awaitable[object]],
+    *,
+    subject: str = "store",
+    timeout_s: float = 60.0,
+) -> CheckResult:
+    """Run one check on a fresh subject from `factory`, then `close` it; every failure is
+    captured, never raised (any conformance suite's runner: stores here, executors in the
+    test kit)."""
     if check is None:
-        return CheckResult(name, False, "no such conformance check")
+        return CheckResult(name, False, f"no such {subject} conformance check")
     started = time.perf_counter()
 
-    def result(detail: str = "") -> CheckResult:
+    def result(detail: str = "", skipped: bool = False) -> CheckResult:
         elapsed = (time.perf_counter() - started) * 1000
-        return CheckResult(name, not detail, detail, elapsed)
+        return CheckResult(name, skipped or not detail, detail, elapsed, skipped)
 
     try:
-        stores = await factory()
+        made = await factory()
     except Exception as exc:
-        return result(f"the store factory failed: {type(exc).__name__}: {exc}")
+        return result(f"the {subject} factory failed: {type(exc).__name__}: {exc}")
     try:
-        await asyncio.wait_for(check(stores), timeout_s)
+        await asyncio.wait_for(check(made), timeout_s)
+    except NotOffered as exc:
+        return result(str(exc), skipped=True)
     except AssertionError as exc:
         return result(str(exc) or "an expectation failed")
     except TimeoutError:
@@ -109,8 +132,17 @@ async def run_check(name: str, factory: StoresFactory, *, timeout_s: float = 60.
         return result(f"unexpected {type(exc).__name__}: {exc}")
     finally:
         with contextlib.suppress(Exception):  # closing is best effort; the verdict stands
-            await stores.aclose()
+            await close(made)
     return result()
+
+
+async def _close_stores(stores: Stores) -> None:
+    await stores.aclose()
+
+
+async def run_check(name: str, factory: StoresFactory, *, timeout_s: float = 60.0) -> CheckResult:
+    """Run one check on a fresh store from `factory`; every failure is captured, never raised."""
+    return await run_one(name, _REGISTRY.get(name), factory, _close_stores, timeout_s=timeout_s)
 
 
 async def run_all(
