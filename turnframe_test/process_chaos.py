@@ -310,7 +310,7 @@ class ProcessChaos:
                 asyncio.create_task(self._kill_workers()),
             ]
             playing = time.monotonic()
-            await asyncio.wait_for(self._users(), self.plan.deadline_s)
+            await self._play(killers)
             self.report.users_seconds = time.monotonic() - playing
             self.users_done.set()
             await asyncio.gather(*killers)
@@ -327,6 +327,33 @@ class ProcessChaos:
         await self._check_replies()
         self.report.seconds = time.monotonic() - started
         return self.report
+
+    async def _play(self, killers: list[asyncio.Task[None]]) -> None:
+        """The users' play, bounded by the plan's deadline; a killer that fails (a process
+        that did not come back) ends it at once with its error."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self.plan.deadline_s
+        users = asyncio.create_task(self._users())
+        waiting: set[asyncio.Task[None]] = {users, *killers}
+        try:
+            while True:
+                done, waiting = await asyncio.wait(
+                    waiting, timeout=deadline - loop.time(), return_when=asyncio.FIRST_COMPLETED
+                )
+                if users in done:
+                    users.result()
+                    return
+                if not done:
+                    raise TimeoutError(f"the users did not finish within {self.plan.deadline_s} s")
+                for killer in done:  # a killer ends early only when it has nothing to kill
+                    if killer.exception() is not None:
+                        raise RuntimeError("a killed process did not come back") from (
+                            killer.exception()
+                        )
+        finally:
+            if not users.done():
+                users.cancel()
+                await asyncio.gather(users, return_exceptions=True)
 
     async def _open_trips(self) -> None:
         conninfo = parse_url(self.database_url)[1]

@@ -222,3 +222,5 @@ async def test_an_executor_without_outcome_has_that_check_skipped_not_passed() -
     (result,) = report.results
     assert result.skipped and "offers no outcome()" in result.detail
     assert "SKIP check_outcome_tells_what_became_of_a_command" in report.describe()
+    assert report.skipped_names == ("check_outcome_tells_what_became_of_a_command",)
+    assert "0/1 executor conformance checks passed, 1 skipped" in report.describe()

@@ -76,6 +76,17 @@ async def test_a_short_run_with_processes_killed_keeps_every_invariant_and_damag
                 "UPDATE fake_airline_request SET requests = 2 WHERE outbox_id ="
                 " (SELECT outbox_id FROM tf_outbox ORDER BY outbox_id LIMIT 1)"
             )
+            # A card's command committed again in another turn (a double click that ran twice).
+            await c.execute(
+                "INSERT INTO tf_command_journal (account_id, command_id, idempotency_key,"
+                " turn_id, workflow, case_id, expected_revision, command_type, entry, status,"
+                " outcome, created_at, completed_at) SELECT account_id, command_id || 'x',"
+                " idempotency_key || 'x', turn_id || 'x', workflow, case_id, expected_revision,"
+                " command_type, entry, status, outcome, created_at, completed_at"
+                " FROM tf_command_journal WHERE command_id = (SELECT command_id"
+                "  FROM tf_command_journal WHERE status = 'committed'"
+                "  AND entry LIKE '%%interaction_id%%' ORDER BY command_id DESC LIMIT 1)"
+            )
             # A command from a card, as if planned at another revision than the card's.
             await c.execute(
                 "UPDATE tf_command_journal SET expected_revision = expected_revision + 7"
@@ -94,6 +105,7 @@ async def test_a_short_run_with_processes_killed_keeps_every_invariant_and_damag
         "airline effects no outbox row asked for",
         "was sent 2 times",
         "ran a command planned at",
+        "ran commands in 2 turns",
     ):
         assert expected in named, f"{expected!r} not among:\n{named}"
 

@@ -72,7 +72,12 @@ class ConformanceReport:
 
     @property
     def passed(self) -> bool:
+        """No check failed (a skipped check did not fail, but proves nothing: `skipped_names`)."""
         return all(result.passed for result in self.results)
+
+    @property
+    def skipped_names(self) -> tuple[str, ...]:
+        return tuple(result.name for result in self.results if result.skipped)
 
     @property
     def failures(self) -> tuple[CheckResult, ...]:
@@ -84,8 +89,10 @@ class ConformanceReport:
 
     def describe(self) -> str:
         """One line per check (PASS/FAIL, name, and why it failed), after a count."""
-        passed = sum(result.passed for result in self.results)
-        lines = [f"{passed}/{len(self.results)} {self.subject} conformance checks passed"]
+        passed = sum(result.passed and not result.skipped for result in self.results)
+        head = f"{passed}/{len(self.results)} {self.subject} conformance checks passed"
+        skipped = len(self.skipped_names)
+        lines = [head + (f", {skipped} skipped (not offered)" if skipped else "")]
         for result in self.results:
             mark = "SKIP" if result.skipped else "PASS" if result.passed else "FAIL"
             why = f": {result.detail}" if result.detail else ""
