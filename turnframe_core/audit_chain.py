@@ -85,74 +85,51 @@ def verify_links(
     that is no break.
     """
     found: list[ChainFinding] = []
+
+    def find(
+        code: str, detail: str, turn_id: str | None = None, position: int | None = None
+    ) -> None:
+        found.append(ChainFinding(code=code, turn_id=turn_id, position=position, detail=detail))
+
     by_turn: Mapping[str, ReplayRecord] = {r.turn_id: r for r in records}
     prior: ChainLink | None = None
     for link in links:
+        at = (link.turn_id, link.position)
         expected = 0 if prior is None else prior.position + 1
         if link.position != expected:  # one finding per gap, naming the first missing position
-            found.append(
-                ChainFinding(
-                    code=codes.AUDIT_LINK_MISSING,
-                    position=expected,
-                    detail=f"the chain skips from position {expected - 1} to {link.position}",
-                )
+            find(
+                codes.AUDIT_LINK_MISSING,
+                f"the chain skips from position {expected - 1} to {link.position}",
+                position=expected,
             )
         if link.recomputed() != link.link_digest:
-            found.append(
-                ChainFinding(
-                    code=codes.AUDIT_LINK_ALTERED,
-                    turn_id=link.turn_id,
-                    position=link.position,
-                    detail="the link's fields do not give its digest",
-                )
-            )
+            find(codes.AUDIT_LINK_ALTERED, "the link's fields do not give its digest", *at)
         elif link.previous != (prior.link_digest if prior is not None else None):
-            found.append(
-                ChainFinding(
-                    code=codes.AUDIT_LINK_OUT_OF_ORDER,
-                    turn_id=link.turn_id,
-                    position=link.position,
-                    detail="the link does not cite the link before it",
-                )
-            )
+            find(codes.AUDIT_LINK_OUT_OF_ORDER, "the link does not cite the link before it", *at)
         record = by_turn.get(link.turn_id)
         if record is None:
-            found.append(
-                ChainFinding(
-                    code=codes.AUDIT_RECORD_MISSING,
-                    turn_id=link.turn_id,
-                    position=link.position,
-                    detail="the chain vouches for a record the store no longer holds",
-                )
+            find(
+                codes.AUDIT_RECORD_MISSING,
+                "the chain vouches for a record the store no longer holds",
+                *at,
             )
         elif record.digest() != link.record_digest:
-            found.append(
-                ChainFinding(
-                    code=codes.AUDIT_RECORD_ALTERED,
-                    turn_id=link.turn_id,
-                    position=link.position,
-                    detail="the record differs from the one its link vouches for",
-                )
+            find(
+                codes.AUDIT_RECORD_ALTERED,
+                "the record differs from the one its link vouches for",
+                *at,
             )
         prior = link
     linked = {link.turn_id for link in links}
     for record in records:
         if record.phase.is_terminal and record.turn_id not in linked:
-            found.append(
-                ChainFinding(
-                    code=codes.AUDIT_RECORD_UNLINKED,
-                    turn_id=record.turn_id,
-                    detail="a final record no link vouches for",
-                )
-            )
+            find(codes.AUDIT_RECORD_UNLINKED, "a final record no link vouches for", record.turn_id)
     for turn_id in turn_ids:
         if turn_id not in by_turn and turn_id not in linked:
-            found.append(
-                ChainFinding(
-                    code=codes.AUDIT_RECORD_MISSING,
-                    turn_id=turn_id,
-                    detail="the conversation holds the turn but no record of it",
-                )
+            find(
+                codes.AUDIT_RECORD_MISSING,
+                "the conversation holds the turn but no record of it",
+                turn_id,
             )
     return found
 
