@@ -12,6 +12,7 @@ names the entry: an altered record, a deleted record or link, links out of order
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
 
 from turnframe_core import codes
 from turnframe_core._canonical import Digest, digest
@@ -22,8 +23,10 @@ from turnframe_core.replay import ReplayRecord, verify_chain
 __all__ = ["ChainFinding", "ChainLink", "verify_conversation", "verify_links"]
 
 
-#: a link's digest before it is sealed (never stored)
-_UNSEALED = "sha256:" + "0" * 64
+def _seal(fields: Mapping[str, Any]) -> str:
+    """A link's digest: the digest of every other field of it (one definition, used to seal a
+    link and to check one)."""
+    return digest(dict(fields))
 
 
 class ChainLink(FrozenModel):
@@ -42,24 +45,25 @@ class ChainLink(FrozenModel):
     link_digest: Digest
 
     @classmethod
-    def after(cls, previous: ChainLink | None, record: ReplayRecord) -> ChainLink:
-        """The link for `record` (final) appended after `previous` (None: the first)."""
-        unsealed = cls(
-            account_id=record.account_id,
-            conversation_id=record.conversation_id,
-            position=0 if previous is None else previous.position + 1,
-            turn_id=record.turn_id,
-            record_digest=record.digest(),
-            previous=None if previous is None else previous.link_digest,
-            linked_at=record.recorded_at,
-            link_digest=_UNSEALED,
-        )
-        # sealed with the digest `recomputed` checks: one definition of what a link's digest is
-        return unsealed.model_copy(update={"link_digest": unsealed.recomputed()})
+    def after(
+        cls, previous: ChainLink | None, record: ReplayRecord, record_digest: str | None = None
+    ) -> ChainLink:
+        """The link for `record` (final) appended after `previous` (None: the first);
+        `record_digest` when the caller has the record's digest already (its canonical text)."""
+        fields = {
+            "account_id": record.account_id,
+            "conversation_id": record.conversation_id,
+            "position": 0 if previous is None else previous.position + 1,
+            "turn_id": record.turn_id,
+            "record_digest": record_digest or record.digest(),
+            "previous": None if previous is None else previous.link_digest,
+            "linked_at": record.recorded_at,
+        }
+        return cls(**fields, link_digest=_seal(fields))
 
     def recomputed(self) -> str:
         """The digest this link's fields give (equal to `link_digest` unless it was altered)."""
-        return digest(self.model_dump(mode="json", exclude={"link_digest"}))
+        return _seal(self.model_dump(mode="json", exclude={"link_digest"}))
 
 
 class ChainFinding(FrozenModel):

@@ -165,12 +165,14 @@ class AuditTrail:
     claimed_interaction: str | None = None
     #: every sentence of server copy the turn rendered, once each, in order
     copy_renders: list[CopyRender] = field(default_factory=list)
-    _rendered: set[tuple[str, str, Any]] = field(default_factory=set)
+    #: the renders kept so far, by template, text and copy reference (a render equal to one
+    #: kept is not kept again; parameters that differ make another render)
+    _rendered: dict[tuple[str, str, Any], list[CopyRender]] = field(default_factory=dict)
 
     def rendered(self, render: CopyRender) -> None:
-        key = (render.template_id, render.text, render.copy_ref)
-        if key not in self._rendered:
-            self._rendered.add(key)
+        same = self._rendered.setdefault((render.template_id, render.text, render.copy_ref), [])
+        if render not in same:
+            same.append(render)
             self.copy_renders.append(render)
 
     def decided(self, envelope: CommandEnvelope, policy: CommandPolicy, allowed: bool) -> None:

@@ -23,7 +23,6 @@ from functools import partial
 from types import MappingProxyType
 
 from turnframe_core import codes
-from turnframe_core._derive import derive_replay_token
 from turnframe_core.cases import CaseKey
 from turnframe_core.claims import ClaimGuardViolation
 from turnframe_core.errors import TurnframeError
@@ -871,7 +870,7 @@ class TurnRuntime:
                 await tx.conversations.set_phase(turn.account_id, turn.turn_id, TurnPhase.FAILED)
                 t.events.failed(code)
                 await t.events.append(tx)
-            observe.turn_failed(turn.turn_id, derive_replay_token(turn.turn_id), code)
+            observe.turn_failed(turn.turn_id, record.replay_token, code)
         except StoreError:
             pass  # the marker stays unfinished: recovery restarts interpretation
 

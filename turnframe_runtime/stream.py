@@ -134,11 +134,9 @@ class TurnEvents:
     def step(self, step: str) -> None:
         self._pending.append({"type": "turn.step", "step": step})
 
-    def reply(
-        self, turn: AssistantTurn, *, settled: bool, hashes: Sequence[str] | None = None
-    ) -> None:
+    def reply(self, turn: AssistantTurn, *, settled: bool, hashes: Sequence[str]) -> None:
         """The stored reply: `committed` (when not yet shown), `composed`, its blocks in order
-        (`hashes`: their digests, when the caller has them), `delivered` when every outcome is
+        (`hashes`: their digests, as the record holds them), `delivered` when every outcome is
         known, then `turn.completed`."""
         self.phase(TurnPhase.COMMITTED)
         self.phase(TurnPhase.COMPOSED)
@@ -179,7 +177,7 @@ class TurnEvents:
             kind = item["type"]
             if kind == "blocks":
                 turn: AssistantTurn = item["turn"]
-                hashes = item.get("hashes")
+                hashes = item["hashes"]
                 for index, block in enumerate(turn.blocks):
                     built = block_events(
                         block,
@@ -188,7 +186,7 @@ class TurnEvents:
                         first_sequence=last + 1,
                         at=at,
                         mode=self.mode,
-                        content_hash=hashes[index] if hashes else None,
+                        content_hash=hashes[index],
                     )
                     events.extend(built)
                     last = built[-1].sequence

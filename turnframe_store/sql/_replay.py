@@ -7,6 +7,7 @@ from typing import Any
 
 import sqlalchemy as sa
 
+from turnframe_core._canonical import digest_bytes
 from turnframe_core.audit_chain import ChainLink
 from turnframe_core.replay import ReplayRecord
 from turnframe_store import _rules as rules
@@ -154,10 +155,10 @@ class SqlReplay(ReplayRole):
         params = self._core.codec.replay_params(record, text)
         steps = [Step(self._st.replay_put, params, judge, self._st.replay_get, key)]
         if record.phase.is_terminal:  # the write that makes it final links it, once
-            steps.append(self._link_step(record))
+            steps.append(self._link_step(record, digest_bytes(text.encode("utf-8"))))
         return steps
 
-    def _link_step(self, record: ReplayRecord) -> Step:
+    def _link_step(self, record: ReplayRecord, record_digest: str) -> Step:
         codec = self._core.codec
 
         async def link(result: Result | None, prior: Row | None) -> Then | None:
@@ -165,7 +166,8 @@ class SqlReplay(ReplayRole):
             last = codec.link(result.rows[0]) if result.rows else None
             if last is not None and last.turn_id == record.turn_id:
                 return None  # linked already: the final record put again
-            return Then(self._st.link_insert, [codec.link_params(ChainLink.after(last, record))])
+            link = ChainLink.after(last, record, record_digest)
+            return Then(self._st.link_insert, [codec.link_params(link)])
 
         where = {"account_id": record.account_id, "conversation_id": record.conversation_id}
         return Step(self._st.link_last, where, link)
