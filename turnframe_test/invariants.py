@@ -13,9 +13,9 @@ from turnframe_core import (
     TurnPhase,
     TurnStatus,
 )
-from turnframe_runtime.audit import audit_turn, read_chain
 from turnframe_store import JournalEntry, JournalStatus, NotFound
 from turnframe_store.bundle import Stores
+from turnframe_test.audit_kit import audit_problems
 
 __all__ = ["conversation_violations", "resolution_runs_commands"]
 
@@ -69,11 +69,7 @@ async def conversation_violations(
                     found.append(f"{card.interaction_id} resolved with nothing committed")
             elif card.status is InteractionStatus.ACTIVE and card.interaction_id in committed:
                 found.append(f"{card.interaction_id} open after its command ran")
-    chain = await read_chain(stores, account_id, conversation_id)
-    found += [f"audit chain: {f.code} ({f.turn_id or f.position})" for f in chain.findings]
-    for replay in chain.records:
-        audit = await audit_turn(stores, account_id, replay.replay_token)
-        found += [f"{replay.turn_id} audit: {check.name}" for check in audit.failed()]
+    found += (await audit_problems(stores, account_id, conversation_id))[1]
     return found
 
 

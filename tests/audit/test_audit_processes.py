@@ -11,8 +11,9 @@ from collections.abc import AsyncIterator
 
 import pytest
 
-from turnframe_runtime.audit import audit_turn, read_chain
+from turnframe_runtime.audit import read_chain
 from turnframe_store import SqlStores
+from turnframe_test.audit_kit import assert_conversation_audited
 from turnframe_test.postgres import PrivateDatabase
 
 TURNS_EACH = 6
@@ -62,8 +63,6 @@ async def test_two_processes_taking_turns_on_one_conversation_leave_a_verified_c
         assert chain.findings == ()
         assert [link.position for link in chain.links] == list(range(2 * TURNS_EACH))
         assert len(chain.records) == len(chain.turn_ids) == 2 * TURNS_EACH
-        for record in chain.records:
-            audit = await audit_turn(stores, "acct_1", record.replay_token)
-            assert audit.verified, audit.failed()
+        assert await assert_conversation_audited(stores, "acct_1", "conv_1") == 2 * TURNS_EACH
     finally:
         await stores.aclose()
