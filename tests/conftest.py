@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from turnframe_test.audit_kit import assert_conversation_audited
+from turnframe_test.invariants import unreceipted_events
 from turnframe_test.backends import StoreBackend, require_services
 from turnframe_test.harness import DeskHarness
 from turnframe_test.telemetry_kit import captured_telemetry
@@ -46,7 +47,8 @@ async def make_desk(
 
     When the test is done, every turn of each harness's conversation must replay verified with
     its audit chain intact (`assert_conversation_audited`), so each scenario is also an audit
-    test, and none of its words may have reached telemetry; a test that breaks stored data on
+    test; once every turn ended, every event a turn committed is cited by a receipt of its reply
+    (`unreceipted_events`); and none of its words may have reached telemetry; a test that breaks stored data on
     purpose says so with `@pytest.mark.unaudited` and is checked for neither."""
     made: list[DeskHarness] = []
 
@@ -60,7 +62,19 @@ async def make_desk(
         return  # its stored data is broken on purpose: neither audited nor read for the check
     for desk in made:
         await assert_conversation_audited(desk.stores, desk.account_id, desk.conversation_id)
+        if await _at_rest(desk):
+            assert await unreceipted_events(desk.stores, desk.account_id, desk.conversation_id) == []
     TELEMETRY.assert_free_of([text for desk in made for text in await _private_words(desk)])
+
+
+async def _at_rest(desk: DeskHarness) -> bool:
+    """Whether every turn of the desk's conversation ended (a test may leave one a crash
+    interrupted, for recovery it does not run)."""
+    conversations = desk.stores.conversations
+    for turn in await conversations.list_turns(desk.account_id, desk.conversation_id):
+        if not (await conversations.get_phase(desk.account_id, turn.turn_id)).phase.is_terminal:
+            return False
+    return True
 
 
 async def _private_words(desk: DeskHarness) -> list[str]:

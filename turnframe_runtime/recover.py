@@ -27,6 +27,7 @@ from turnframe_core import codes
 from turnframe_core.cases import CaseKey
 from turnframe_core.commands import CommandEnvelope
 from turnframe_core.events import DomainEvent
+from turnframe_core.ids import derive_id
 from turnframe_core.interactions import Interaction, InteractionStatus
 from turnframe_core.replay import (
     CommittedOutcome,
@@ -34,11 +35,12 @@ from turnframe_core.replay import (
     ReplayRecord,
     TurnPhase,
 )
-from turnframe_core.turn import AssistantTurn
+from turnframe_core.turn import AssistantTurn, TurnInput
 from turnframe_core.understanding import Understanding
 from turnframe_core.wording import ClaimClass
 from turnframe_core.workflow import WorkflowDefinition
 from turnframe_runtime import observe
+from turnframe_runtime.accept import accept_turn
 from turnframe_runtime.card_answer import ClaimedCard
 from turnframe_runtime.cards import CardFactory
 from turnframe_runtime.cases import CaseBook, workflow_for
@@ -154,9 +156,8 @@ class Recovery:
         )
         recorder = Recorder(audit, self.clock, stream)
         recorder.resume(record)
-        card, card_entries = await self._claimed_card(ctx, record)
-        own = await self.stores.journal.for_turn(account_id, turn_id)
-        entries = _ran(own, card_entries)
+        card = await self._claimed_card(ctx, record)
+        entries = await self._started(ctx, record)
         try:
             await conversations.get_assistant_turn(account_id, turn_id)
             replied = True
@@ -169,25 +170,19 @@ class Recovery:
             self.executor, self.config, ctx, notes, audit, recorder, replays_invalidate=False
         )
         await self._reconcile(ctx, entries, planned, audit)
-        if not replied:
-            await execution.run([planned[e.command_id] for e in entries if e.status in _RUN_AGAIN])
-        resumed = bool(audit.executed)
         claimed = self._claim(ctx, card, planned)
+        if replied:
+            return await self._settle_after_reply(ctx, record, entries, claimed, execution, audit)
+        await execution.run([planned[e.command_id] for e in entries if e.status in _RUN_AGAIN])
+        resumed = bool(audit.executed)
         if claimed is not None and _still_unknown(claimed, entries, audit):
             claimed = None  # a command of the card may still take effect: it stays resolving
         if resumed:
             async with stream.transaction(self.stores) as tx:
-                # A stored reply's record is final (later records chain to it): only the
-                # journal, the ledger, the card and the marker learn what settled.
-                await execution.commit(tx, claimed, record=not replied)
+                await execution.commit(tx, claimed)
         # Everything the turn ran, as the journal now holds it: the reply cites all of it.
         settled = [await self.stores.journal.get(account_id, e.command_id) for e in entries]
         unknown = sum(1 for e in settled if e.status is JournalStatus.OUTCOME_UNKNOWN)
-        if replied:
-            if not unknown:
-                async with self.stores.transaction() as tx:
-                    await tx.conversations.set_phase(account_id, turn_id, TurnPhase.DELIVERED)
-            return RecoveredTurn(account_id, turn_id, RecoveryOutcome.RECONCILED, unknown)
         events = await self._events(account_id, settled)
         notes.notices.clear()
         audit.executed = [
@@ -203,30 +198,110 @@ class Recovery:
         outcome = RecoveryOutcome.RESUMED if resumed else RecoveryOutcome.REGENERATED
         return RecoveredTurn(account_id, turn_id, outcome, unknown)
 
+    async def _settle_after_reply(
+        self,
+        ctx: TurnContext,
+        record: ReplayRecord,
+        entries: Sequence[JournalEntry],
+        claimed: ClaimedCard | None,
+        execution: Execution,
+        audit: AuditTrail,
+    ) -> RecoveredTurn:
+        """A turn whose reply is stored (and final: later records chain to its record) had
+        outcomes nobody could tell. What reconciliation settled now commits with a server-written
+        follow-up turn that tells the conversation of it (its receipts cite the events, its
+        notices what failed), in one transaction: an event never commits without the turn that
+        says so. The turn is finished once no outcome is unknown."""
+        settled_now = list(audit.executed)
+        told = {e.planned.envelope.command_id for e in settled_now}
+        unknown = sum(
+            1
+            for e in entries
+            if e.status is JournalStatus.OUTCOME_UNKNOWN and e.command_id not in told
+        )
+        if claimed is not None and _still_unknown(claimed, entries, audit):
+            claimed = None  # a command of the card may still take effect: it stays resolving
+        follow_up = None
+        if settled_now:
+            # The follow-up turn goes last in the conversation, after any turn a crash left
+            # unfinished there (finished first: the caller holds the conversation's lock).
+            last = await self.stores.replay.last_for_conversation(
+                ctx.account_id, ctx.conversation_id
+            )
+            if last is not None and not last.phase.is_terminal and last.turn_id != ctx.turn_id:
+                await self.turn(ctx.account_id, last.turn_id)
+            follow_up = self._follow_up_turn(ctx, record, told)
+        stream = follow_up.events if follow_up is not None else None
+        async with (
+            stream.transaction(self.stores) if stream is not None else self.stores.transaction()
+        ) as tx:
+            if follow_up is not None:
+                readback = await execution.commit(tx, claimed, record=False)
+                await follow_up.tell(tx, settled_now, readback)
+            if not unknown:
+                await tx.conversations.set_phase(ctx.account_id, ctx.turn_id, TurnPhase.DELIVERED)
+        return RecoveredTurn(ctx.account_id, ctx.turn_id, RecoveryOutcome.RECONCILED, unknown)
+
+    def _follow_up_turn(
+        self, ctx: TurnContext, record: ReplayRecord, told: set[str]
+    ) -> _SettledLater:
+        turn_id = settled_turn_id(ctx.account_id, ctx.turn_id, sorted(told))
+        cause = f"reconciled:{ctx.turn_id}"
+        turn_input = TurnInput.server_turn(
+            ctx.account_id, ctx.conversation_id, turn_id, cause, ctx.locale
+        )
+        follow = TurnContext(turn_input, turn_id, self.clock())
+        audit = AuditTrail()
+        # What authorized each command is what the turn that ran it decided.
+        audit.policy_decisions.extend(d for d in record.policy_decisions if d.command_id in told)
+        notes = Notes(RecordingCopy(self.copy, audit.rendered), follow.locale)
+        events = TurnEvents(
+            ctx.account_id,
+            turn_id,
+            self.clock,
+            hub=self.hub,
+            fresh=True,
+            logged=self.config.stream_every_turn,
+        )
+        return _SettledLater(
+            follow,
+            CaseBook(self.directory, self.workflows, ctx.account_id),
+            audit,
+            notes,
+            Recorder(audit, self.clock, events),
+            self._composer,
+        )
+
     # --- what the turn had done --------------------------------------------------------------
 
-    async def _claimed_card(
-        self, ctx: TurnContext, record: ReplayRecord
-    ) -> tuple[Interaction | None, list[JournalEntry]]:
+    async def _claimed_card(self, ctx: TurnContext, record: ReplayRecord) -> Interaction | None:
         """The card this turn claimed (its record decided a command the card authorizes: a turn
-        that lost the card to another answer decided none) and, while it is resolving, the
-        commands it confirms."""
+        that lost the card to another answer decided none), whatever its status is now."""
         response = ctx.input.interaction_response
         if response is None or not _claimed_by(record, response.interaction_id):
-            return None, []
+            return None
         try:
-            card = await self.stores.interactions.get(ctx.account_id, response.interaction_id)
+            return await self.stores.interactions.get(ctx.account_id, response.interaction_id)
         except NotFound:
-            return None, []
-        if card.status is not InteractionStatus.RESOLVING:
-            return card, []
-        found = []
-        for command_id in card.payload.confirmed_command_ids():
+            return None
+
+    async def _started(self, ctx: TurnContext, record: ReplayRecord) -> list[JournalEntry]:
+        """The commands this turn started, from what it wrote: every command its record allowed
+        (the start bundle records the decision with the journal's move to `executing`, so a
+        card's commands journaled by the turn that raised it are found too, whatever the card's
+        status is now), then any other entry journaled under this turn's id."""
+        found: dict[str, JournalEntry] = {}
+        for decision in record.policy_decisions:
+            if not decision.allowed or decision.command_id in found:
+                continue
             try:
-                found.append(await self.stores.journal.get(ctx.account_id, command_id))
+                found[decision.command_id] = await self.stores.journal.get(
+                    ctx.account_id, decision.command_id
+                )
             except NotFound:
                 continue
-        return card, found
+        own = await self.stores.journal.for_turn(ctx.account_id, ctx.turn_id)
+        return _ran([*found.values(), *own])
 
     @staticmethod
     def _claim(
@@ -428,11 +503,11 @@ def _still_unknown(card: ClaimedCard, entries: Sequence[JournalEntry], audit: Au
     return any(c.envelope.command_id in unknown for c in card.commands)
 
 
-def _ran(own: Sequence[JournalEntry], card: Sequence[JournalEntry]) -> list[JournalEntry]:
+def _ran(entries: Sequence[JournalEntry]) -> list[JournalEntry]:
     """The commands the turn started (a command still awaiting its card never ran), once each,
-    the card's first as the turn ran them."""
+    in the order given."""
     seen: dict[str, JournalEntry] = {}
-    for entry in (*card, *own):
+    for entry in entries:
         if entry.status is not JournalStatus.AWAITING_CONFIRMATION:
             seen.setdefault(entry.command_id, entry)
     return list(seen.values())
@@ -464,3 +539,50 @@ def _seed(audit: AuditTrail, record: ReplayRecord) -> None:
     audit.claimed_interaction = record.claimed_interaction
     for render in record.copy_renders:
         audit.rendered(render)
+
+
+def settled_turn_id(account_id: str, turn_id: str, command_ids: Sequence[str]) -> str:
+    """The id of the follow-up turn that tells of `command_ids` of `turn_id`, settled after its
+    reply was stored: one per settlement, so a second writer meets the first's turn."""
+    return derive_id(
+        "turn",
+        "turnframe.settled_turn.v1",
+        {"account_id": account_id, "turn_id": turn_id, "command_ids": list(command_ids)},
+    )
+
+
+@dataclass(frozen=True)
+class _SettledLater:
+    """The follow-up turn that tells a conversation what settled after a turn's reply."""
+
+    ctx: TurnContext
+    cases: CaseBook
+    audit: AuditTrail
+    notes: Notes
+    recorder: Recorder
+    composer: Callable[[TurnContext, Notes, AuditTrail], Composer]
+
+    @property
+    def events(self) -> TurnEvents:
+        return self.recorder.events
+
+    async def tell(
+        self, tx: Stores, settled: Sequence[Executed], readback: Mapping[str, DomainEvent]
+    ) -> None:
+        """Accept, compose (receipts for what committed, notices for the rest) and deliver the
+        turn, in the caller's transaction."""
+        user_turn, self.recorder.record = await accept_turn(tx, self.ctx, ())
+        await tx.commits.commit(self.recorder.accepted(user_turn))
+        self.audit.executed.extend(settled)
+        for executed in settled:
+            tell_outcome(self.notes, executed.planned.envelope.case_ref, executed.outcome)
+        result = TurnResult(
+            understanding=Understanding(),
+            plan=Plan(),
+            cases=self.cases,
+            readback=readback,
+            shown=[],
+            touched=frozenset(),
+        )
+        assistant = await self.composer(self.ctx, self.notes, self.audit).compose(result)
+        await self.recorder.deliver(tx, assistant)

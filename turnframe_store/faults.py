@@ -76,6 +76,7 @@ class FaultPlan:
         self._lock = threading.Lock()
         self._armed: dict[FaultPoint, deque[_Armed]] = {}
         self._fired: list[FiredFault] = []
+        self._crossed: dict[FaultPoint, int] = {}
 
     def arm(self, point: FaultPoint, *, error: StoreError | None = None, skip: int = 0) -> None:
         """Fire `error` (default: `point.default_error()`) at the (skip+1)-th crossing of `point`.
@@ -91,6 +92,7 @@ class FaultPlan:
     def reach(self, point: FaultPoint) -> None:
         """A store crossed `point`: raise the fault armed first there, if its turn has come."""
         with self._lock:
+            self._crossed[point] = self._crossed.get(point, 0) + 1
             queue = self._armed.get(point)
             if not queue:
                 return
@@ -115,6 +117,11 @@ class FaultPlan:
         """Points with a fault still waiting, one entry per fault, in point order."""
         with self._lock:
             return tuple(point for point in FaultPoint for _ in self._armed.get(point, ()))
+
+    def crossings(self, point: FaultPoint) -> int:
+        """How many times a store crossed `point` under this plan, armed or not."""
+        with self._lock:
+            return self._crossed.get(FaultPoint(point), 0)
 
     @property
     def fired(self) -> tuple[FiredFault, ...]:

@@ -13,6 +13,8 @@ a violation for each breach:
   its last event's revision; no two commands wrote one revision of a case;
 - each outbox row completed, took effect at the airline once, was sent there once and had its
   answer applied once; the airline holds no effect no row asked for;
+- every event a turn committed is cited by a receipt of that turn's reply (or of the follow-up
+  turn that told of it), and no turn that committed anything ended `interrupted`;
 - every conversation's audit chain and every turn's audit verify.
 """
 
@@ -28,7 +30,7 @@ from turnframe_core import InteractionBlock, InteractionStatus, ReceiptBlock, Tu
 from turnframe_store import JournalStatus, NotFound, SqlStores
 from turnframe_store.sql._url import parse_url
 from turnframe_test.audit_kit import audit_problems
-from turnframe_test.invariants import resolution_runs_commands
+from turnframe_test.invariants import resolution_runs_commands, unreceipted_events
 
 __all__ = ["Checks", "check_database", "rows"]
 
@@ -210,6 +212,8 @@ async def _check_outbox(c: Connection, report: Checks) -> None:
 
 
 async def _check_audit(stores: SqlStores, conversation: str, report: Checks) -> None:
+    unreceipted = await unreceipted_events(stores, ACCOUNT, conversation)
+    report.check(not unreceipted, f"{conversation} has events without receipts: {unreceipted[:2]}")
     audited, problems = await audit_problems(stores, ACCOUNT, conversation)
     report.counts["turns audited"] += audited
     report.check(not problems, f"{conversation} does not audit: {problems[:2]}")

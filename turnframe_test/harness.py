@@ -177,6 +177,7 @@ class DeskHarness:
         parts: Sequence[Any] = (),
         account_id: str | None = None,
         locale: str = "en",
+        turn_id: str | None = None,
     ) -> AssistantTurn:
         """The user clicks `option_id` on `card` (or on the only card of a turn)."""
         block = self.card(card) if isinstance(card, AssistantTurn) else card
@@ -195,6 +196,7 @@ class DeskHarness:
                     expected_case_revision=block.case_revision if revision is None else revision,
                     freeform_input=freeform,
                 ),
+                turn_id=turn_id,
             )
         )
 

@@ -1,7 +1,9 @@
 """The invariants a conversation keeps after any crash and its recovery, read through the store
 protocols (so they hold on any store): every turn ended and its reply is stored; each receipt
-cites committed events; each card a reply shows is stored; no card is left resolving; a card
-is resolved exactly when a command from it committed; the audit chain verifies."""
+cites committed events; every event a turn committed is cited by a receipt of that turn's reply,
+and no turn that committed anything ended `interrupted`; each card a reply shows is stored; no
+card is left resolving; a card is resolved exactly when a command from it committed; the audit
+chain verifies."""
 
 from __future__ import annotations
 
@@ -13,11 +15,12 @@ from turnframe_core import (
     TurnPhase,
     TurnStatus,
 )
+from turnframe_core.events import DomainEvent
 from turnframe_store import JournalEntry, JournalStatus, NotFound
 from turnframe_store.bundle import Stores
 from turnframe_test.audit_kit import audit_problems
 
-__all__ = ["conversation_violations", "resolution_runs_commands"]
+__all__ = ["conversation_violations", "resolution_runs_commands", "unreceipted_events"]
 
 
 async def conversation_violations(
@@ -69,7 +72,68 @@ async def conversation_violations(
                     found.append(f"{card.interaction_id} resolved with nothing committed")
             elif card.status is InteractionStatus.ACTIVE and card.interaction_id in committed:
                 found.append(f"{card.interaction_id} open after its command ran")
+    found += await unreceipted_events(stores, account_id, conversation_id)
     found += (await audit_problems(stores, account_id, conversation_id))[1]
+    return found
+
+
+#: the most events read per case (a test conversation holds far fewer)
+_CASE_EVENTS = 100_000
+
+
+async def unreceipted_events(stores: Stores, account_id: str, conversation_id: str) -> list[str]:
+    """Every domain event a command of the conversation committed is named by the record of the
+    turn that committed it (a reconciled command's, by the follow-up turn that told of it), and
+    that turn's stored reply cites it in a receipt: so no turn whose commit landed ends
+    `interrupted`. One line per breach (empty: every committed event has its receipt)."""
+    commands: set[str] = set()
+    cases: set[CaseKey] = set()
+    turn_ids = [
+        t.turn_id for t in await stores.conversations.list_turns(account_id, conversation_id)
+    ]
+    for turn_id in turn_ids:
+        for entry in await stores.journal.for_turn(account_id, turn_id):
+            commands.add(entry.command_id)
+            cases.add(entry.case_ref.key)
+    committed: list[DomainEvent] = [
+        event
+        for case in sorted(cases, key=str)
+        for event in await stores.events.list_for_case(account_id, case, 0, _CASE_EVENTS)
+        if event.command_id in commands
+    ]
+    named: dict[str, list[str]] = {}
+    for record in await stores.replay.for_conversation(account_id, conversation_id):
+        for event_id in record.event_ids:
+            named.setdefault(event_id, []).append(record.turn_id)
+    cited: dict[str, set[str] | None] = {}
+    status: dict[str, TurnStatus] = {}
+    for turn_id in turn_ids:
+        try:
+            reply = await stores.conversations.get_assistant_turn(account_id, turn_id)
+        except NotFound:
+            cited[turn_id] = None
+            continue
+        status[turn_id] = reply.status
+        cited[turn_id] = {
+            event_id
+            for block in reply.blocks
+            if isinstance(block, ReceiptBlock)
+            for event_id in block.event_ids
+        }
+    found: list[str] = []
+    for event in committed:
+        what = f"{event.event_id} ({event.event_type})"
+        owners = named.get(event.event_id, [])
+        if not owners:
+            found.append(f"{what} was committed and no turn's record names it")
+        for owner in owners:
+            receipts = cited.get(owner)
+            if receipts is None:
+                found.append(f"{owner} committed {what} and has no reply")
+            elif status.get(owner) is TurnStatus.INTERRUPTED:
+                found.append(f"{owner} committed {what} and ended interrupted")
+            elif event.event_id not in receipts:
+                found.append(f"{owner} committed {what} and no receipt of its reply cites it")
     return found
 
 

@@ -26,6 +26,7 @@ from turnframe_test.domains.travel import ProcessCrash
 
 NAME = "trip.set_name"
 REBOOK = "trip.request_rebooking"
+WITHDRAW = "trip.withdraw"
 
 
 def _name(turn_id: str = "turn_r1", text: str = "Name Grace Hopper") -> TurnInput:
@@ -163,6 +164,14 @@ async def test_an_unknown_outcome_is_asked_of_the_executor_and_settled(
     assert await desk.event_types() == ["trip.rebooking_requested", "trip.rebooking_sent"]
     assert list(desk.executor.applied.values()) == [1, 1]
     assert await desk.runtime.load_turn("acct_1", turn.turn_id) == turn  # the reply stands
+    # The user is told what settled, by a server-written turn whose receipt cites the event.
+    *_, told = await desk.runtime.load_conversation("acct_1", "conv_1")
+    assert told.turn_id != turn.turn_id
+    assert desk.receipt_codes(told) == ["trip.rebooking_sent"]
+    record = await desk.runtime.replay("acct_1", told.replay_token)
+    assert record.input.is_server_turn
+    sent = [e.event_id for e in await desk.events() if e.event_type == "trip.rebooking_sent"]
+    assert list(record.event_ids) == sent
 
 
 async def test_an_outcome_the_executor_cannot_tell_stays_unknown_and_unfinished(
@@ -277,6 +286,9 @@ async def test_a_command_that_never_took_effect_settles_failed_and_the_card_reop
     assert (entry.status, entry.outcome.code) == (JournalStatus.FAILED, codes.EXECUTION_NOT_APPLIED)
     stored = await desk.stores.interactions.get("acct_1", card.interaction_id)
     assert stored.status is InteractionStatus.ACTIVE  # nothing took effect: ask again
+    *_, told = await desk.runtime.load_conversation("acct_1", "conv_1")
+    assert (told.turn_id != turn.turn_id, desk.receipt_codes(told)) == (True, [])
+    assert desk.notice_codes(told) == [codes.NOTICE_COMMAND_FAILED]
     again = await desk.click(card, "opt_rebook")
     assert desk.receipt_codes(again) == ["trip.rebooking_sent"]
 
@@ -292,12 +304,17 @@ async def test_a_turn_that_lost_the_card_never_releases_the_winners_claim(
     with pytest.raises(Exception):  # noqa: B017 - the loser's reply is never stored
         await desk.click(card, "opt_keep")
     report = await desk.runtime.recover_unfinished()
-    # The winner is reconciled; the loser ran nothing, so it ends interrupted, and leaves the
-    # card to its winner.
-    assert sorted(t.outcome for t in report.turns) == [
-        RecoveryOutcome.INTERRUPTED,
+    # The winner is reconciled (a follow-up turn tells of it, after the loser); the loser ran
+    # nothing, so it ends interrupted, and leaves the card to its winner.
+    winner, loser = report.turns
+    assert (winner.outcome, loser.outcome) == (
         RecoveryOutcome.RECONCILED,
-    ]
+        RecoveryOutcome.FINISHED,  # finished first, for the follow-up to go after it
+    )
+    ended = await desk.runtime.load_turn("acct_1", loser.turn_id)
+    assert ended.status is TurnStatus.INTERRUPTED
+    *_, told = await desk.runtime.load_conversation("acct_1", "conv_1")
+    assert desk.receipt_codes(told) == ["trip.rebooking_sent"]
     stored = await desk.stores.interactions.get("acct_1", card.interaction_id)
     assert stored.status is InteractionStatus.RESOLVED  # the winner's, settled by asking
     assert list(desk.executor.applied.values()) == [1, 1]
@@ -422,3 +439,34 @@ async def test_the_sweep_can_be_asked_for_one_turn_and_reads_as_its_turns(
     assert [t.outcome for t in report] == [RecoveryOutcome.RESUMED]
     with pytest.raises(ValueError):
         await desk.runtime.recover_unfinished(turn_id="turn_r1")
+
+
+async def test_a_committed_click_on_an_earlier_card_is_recovered_with_its_receipts(
+    make_desk,
+) -> None:
+    """The card's command was journaled by the turn that raised it; the click committed it and
+    crashed before its reply was stored. Recovery finds what the click committed from its record
+    and the ledger (not from the card, `resolved` by then), and the reply is the one the same
+    click gets without the crash."""
+    replies = []
+    for crash in (False, True):
+        desk: DeskHarness = await make_desk()
+        desk.ready_trip()
+        asked = await desk.say("Cancel that trip", act("a1", WITHDRAW, "h1", "Cancel that trip"))
+        if not crash:
+            replies.append(await desk.click(asked, "opt_confirm", turn_id="turn_click"))
+            continue
+        desk.stores.faults.arm(FaultPoint.BEFORE_RESPONSE_PERSISTENCE)
+        with pytest.raises(Exception):  # noqa: B017 - whatever the store raised, it committed
+            await desk.click(asked, "opt_confirm", turn_id="turn_click")
+        card = desk.card(asked)
+        stored = await desk.stores.interactions.get("acct_1", card.interaction_id)
+        assert stored.status is InteractionStatus.RESOLVED  # the commit landed
+        [recovered] = (await desk.runtime.recover_unfinished()).turns
+        assert recovered.outcome is RecoveryOutcome.REGENERATED
+        replies.append(await desk.runtime.load_turn("acct_1", "turn_click"))
+        assert await desk.event_types() == ["trip.withdrawn"]  # nothing ran twice
+    expected, turn = replies
+    assert turn.status is TurnStatus.COMPLETED
+    assert [b.kind for b in turn.blocks] == [b.kind for b in expected.blocks]
+    assert turn.blocks == expected.blocks
