@@ -166,6 +166,7 @@ STREAM_TURN_FAILED = "turnframe.stream.turn_failed"
 STREAM_EXPIRED = "turnframe.stream.expired"
 STREAM_INTERRUPTED = "turnframe.stream.interrupted"
 STREAM_INVALID_LAST_EVENT_ID = "turnframe.stream.invalid_last_event_id"
+STREAM_TOO_MANY_FOLLOWERS = "turnframe.stream.too_many_followers"
 
 # --- understanding (continued) ------------------------------------------------------------------
 UNDERSTANDING_UNKNOWN_WORKFLOW = "turnframe.understanding.unknown_workflow"

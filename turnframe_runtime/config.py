@@ -23,7 +23,10 @@ class RuntimeConfig:
     - `stream_retention_ms`: how long a finished turn's stream log stays readable by
       `resume_stream` (`prune_streams` deletes older ones).
     - `stream_poll_ms`: how often a reader following a turn that runs in another process reads
-      its log again (a turn running in this process wakes its readers at once).
+      its log again (a turn running in this process wakes its readers at once); while the log
+      stays still the wait doubles, up to `stream_poll_max_ms`.
+    - `stream_followers_per_turn`: how many readers may follow one turn's stream at a time in
+      this process; one more is refused with `TooManyFollowers`.
     - `stream_every_turn`: log the stream of every turn, `handle_turn`'s and the outbox's
       follow-up turns too, so any turn can be followed and resumed (the default); False logs
       only the turns `stream_turn` runs, and a turn nobody streams writes no log (on
@@ -37,10 +40,18 @@ class RuntimeConfig:
     conversation_wait_ms: int = 10_000
     stream_retention_ms: int = 7 * 24 * 3_600_000
     stream_poll_ms: int = 250
+    stream_poll_max_ms: int = 5_000
+    stream_followers_per_turn: int = 256
     stream_every_turn: bool = True
 
     def __post_init__(self) -> None:
-        _at_least_one(self, "stream_retention_ms", "stream_poll_ms")
+        _at_least_one(
+            self,
+            "stream_retention_ms",
+            "stream_poll_ms",
+            "stream_poll_max_ms",
+            "stream_followers_per_turn",
+        )
 
 
 @dataclass(frozen=True)

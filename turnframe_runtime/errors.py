@@ -81,3 +81,10 @@ class StreamInterrupted(TurnframeError):
     cancelled); once recovery finished it, `resume_stream` gives the rest."""
 
     code = codes.STREAM_INTERRUPTED
+
+
+class TooManyFollowers(TurnframeError):
+    """The turn already has `RuntimeConfig.stream_followers_per_turn` stream readers in this
+    process; nothing was read. Try again later (or read the stored turn)."""
+
+    code = codes.STREAM_TOO_MANY_FOLLOWERS

@@ -30,7 +30,7 @@ from turnframe_core.events import DomainEvent
 from turnframe_core.ids import IdSource, UlidIdSource
 from turnframe_core.interactions import Interaction
 from turnframe_core.replay import ReplayRecord, TurnPhase
-from turnframe_core.stream import StreamEvent, StreamMode, is_terminal
+from turnframe_core.stream import StreamEvent, StreamMode
 from turnframe_core.stream import TurnFailed as TurnFailedEvent
 from turnframe_core.turn import AssistantTurn, InvalidTurnInput, TurnInput
 from turnframe_core.understanding import Understanding
@@ -70,17 +70,16 @@ from turnframe_runtime.copy import (
     library_copy,
     receipt_title,
 )
-from turnframe_runtime.errors import (  # the last two are also named here, as they always were
+from turnframe_runtime.errors import (
     ConversationBusy,
     ReviewerRequired,
     StoresWithoutTransactions,
-    StreamExpired,
-    StreamInterrupted,
     TurnFailed,
     TurnInProgress,
     UnknownWorkflow,
 )
 from turnframe_runtime.execute import Execution
+from turnframe_runtime.follow import Followers
 from turnframe_runtime.follow_up import FollowUp
 from turnframe_runtime.narration import Narration
 from turnframe_runtime.outbox.dispatch import OutboxDispatcher
@@ -104,7 +103,7 @@ from turnframe_runtime.reduce import (
 from turnframe_runtime.stream import StreamHub, TurnEvents
 from turnframe_runtime.understand import understand
 from turnframe_store.bundle import Stores
-from turnframe_store.errors import Busy, Conflict, NotFound, StoreError, Timeout
+from turnframe_store.errors import Busy, Conflict, StoreError, Timeout
 from turnframe_store.records import UserTurnRecord
 
 __all__ = ["TurnInProgress", "TurnRuntime", "UnknownWorkflow"]
@@ -192,6 +191,7 @@ class TurnRuntime:
             raise MissingCopy(missing)
         self._outbox = OutboxDispatcher(self, senders or {}, outbox)
         self._hub = StreamHub()
+        self._followers = Followers(stores, self._hub, self._config)
         self._running: set[asyncio.Task[AssistantTurn]] = set()
 
     @property
@@ -307,10 +307,10 @@ class TurnRuntime:
                 tail = await self._stores.conversations.stream_tail(account_id, turn_id)
                 if not isinstance(tail, TurnFailedEvent):
                     raise
-                async for event in self._follow(account_id, turn_id, 0, None, follow=False):
+                async for event in self._followers.follow(account_id, turn_id, 0, follow=False):
                     yield event
                 return
-        async for event in self._follow(account_id, turn_id, 0, task):
+        async for event in self._followers.follow(account_id, turn_id, 0, task):
             yield event
 
     async def resume_stream(
@@ -328,8 +328,15 @@ class TurnRuntime:
             raise ValueError("after_sequence is 0 (from the start) or a sequence seen")
         after_sequence = max(after_sequence, 0)  # -1 reads from the start too
         await self._stores.conversations.get_user_turn(account_id, turn_id)  # NotFound
-        async for event in self._follow(account_id, turn_id, after_sequence, None, follow):
+        async for event in self._followers.follow(
+            account_id, turn_id, after_sequence, follow=follow
+        ):
             yield event
+
+    def stream_followers(self, account_id: str, turn_id: str) -> int:
+        """How many readers follow the turn's stream in this process now (at most
+        `RuntimeConfig.stream_followers_per_turn`)."""
+        return self._followers.reading(account_id, turn_id)
 
     async def prune_streams(self, *, limit: int = 1_000) -> int:
         """Delete the stream logs of turns finished longer ago than
@@ -397,69 +404,6 @@ class TurnRuntime:
         if turn_input.is_server_turn:
             raise InvalidTurnInput("a user's turn cannot carry a server turn's origin")
         return turn_input
-
-    async def _follow(
-        self,
-        account_id: str,
-        turn_id: str,
-        after: int,
-        task: asyncio.Task[AssistantTurn] | None,
-        follow: bool = True,
-    ) -> AsyncIterator[StreamEvent]:
-        """The log read from `after` on, waking when this process logs more and polling for
-        other processes, until a terminal event; with `task` (the turn running here), until
-        it ended, raising its failure when the log did not end."""
-        conversations = self._stores.conversations
-        poll = self._config.stream_poll_ms / 1000
-        seen_any = after > 0
-        while True:
-            waiter = self._hub.waiter(account_id, turn_id)
-            try:
-                ended_before = task is not None and task.done()
-                page = await conversations.stream_events(account_id, turn_id, after, _PAGE)
-                for event in page:
-                    yield event
-                    after, seen_any = event.sequence, True
-                    if is_terminal(event):
-                        return
-                if len(page) == _PAGE:
-                    continue
-                if task is not None:
-                    if ended_before:  # the turn ended here and its log did not: say why
-                        if task.cancelled():
-                            raise StreamInterrupted(
-                                "the turn stopped running before its stream ended; "
-                                "resume_stream gives the rest once recovery finished it"
-                            )
-                        failure = task.exception()
-                        if failure is not None:
-                            raise failure
-                        if not seen_any:
-                            raise StreamExpired("this turn's stream log was pruned")
-                        raise StreamInterrupted("the turn's stream ended without its last event")
-                elif not follow:
-                    return
-                elif not page:  # nothing new: has the log ended (or gone)?
-                    tail = await conversations.stream_tail(account_id, turn_id)
-                    if tail is not None and is_terminal(tail):
-                        return
-                    if tail is None and await self._has_ended(account_id, turn_id):
-                        raise StreamExpired("this turn's stream log was pruned")
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(asyncio.shield(waiter), poll)
-            finally:
-                self._hub.forget(account_id, turn_id, waiter)
-
-    async def _has_ended(self, account_id: str, turn_id: str) -> bool:
-        """Whether the turn ended or its reply is stored (its stream has nothing more to say)."""
-        marker = await self._stores.conversations.get_phase(account_id, turn_id)
-        if marker.phase.is_terminal:
-            return True
-        try:
-            await self._stores.conversations.get_assistant_turn(account_id, turn_id)
-        except NotFound:
-            return False
-        return True
 
     def _recovery(self) -> Recovery:
         return Recovery(
@@ -873,9 +817,6 @@ class TurnRuntime:
             observe.turn_failed(turn.turn_id, record.replay_token, code)
         except StoreError:
             pass  # the marker stays unfinished: recovery restarts interpretation
-
-
-_PAGE = 500
 
 
 @dataclass(frozen=True)
