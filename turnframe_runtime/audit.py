@@ -4,10 +4,11 @@
 received, the phase marker, the stored reply, the committed events, the journal, the cards, the
 conversation's records and audit chain — and answers the ten audit questions in named sections,
 each from stored data only. It executes nothing, calls no model, renders nothing and writes
-nothing: every call it makes is a store read. `checks` verifies every digest the data carries
-(the record against its chain link, the conversation's chain, the understanding and plan
-hashes, the reply against the record) and the rules a record must keep (each command authorized,
-each receipt backed by a committed event of this turn).
+nothing: every call it makes is a store read, and all of them read one snapshot
+(`Stores.snapshot`), so what it reports is what was stored at one moment. `checks` verifies
+every digest the data carries (the record against its chain link, the conversation's chain,
+the understanding and plan hashes, the reply against the record) and the rules a record must
+keep (each command authorized, each receipt backed by a committed event of this turn).
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ __all__ = [
     "Audit",
     "AuditCheck",
     "ConversationChain",
+    "audit_conversation",
     "audit_turn",
     "read_chain",
 ]
@@ -106,18 +108,17 @@ class ConversationChain:
 
 
 async def read_chain(stores: Stores, account_id: str, conversation_id: str) -> ConversationChain:
-    """The conversation as of one moment, though read in several calls: the chain is read before
-    and after the turns and records, and all of it again while a turn finished in between (a
-    turn is accepted with its record, and a record made final with its link, so a view whose two
-    chain reads agree is consistent). A live conversation therefore never shows a break that
-    is only a turn finishing."""
-    for _ in range(_CONSISTENT_READS):
-        before = await stores.replay.chain(account_id, conversation_id)
-        turns = await stores.conversations.list_turns(account_id, conversation_id)
-        records = await stores.replay.for_conversation(account_id, conversation_id)
-        links = await stores.replay.chain(account_id, conversation_id)
-        if links == before:
-            break
+    """The conversation as of one moment: its chain, turns and records read in one snapshot of
+    the stores (`Stores.snapshot`), so a turn finishing while it reads is never seen half done,
+    and a break it reports is in the stored data, not in the reading."""
+    async with stores.snapshot() as view:
+        return await _read_chain(view, account_id, conversation_id)
+
+
+async def _read_chain(stores: Stores, account_id: str, conversation_id: str) -> ConversationChain:
+    links = await stores.replay.chain(account_id, conversation_id)
+    turns = await stores.conversations.list_turns(account_id, conversation_id)
+    records = await stores.replay.for_conversation(account_id, conversation_id)
     turn_ids = tuple(t.turn_id for t in turns)
     return ConversationChain(
         records=records,
@@ -127,16 +128,35 @@ async def read_chain(stores: Stores, account_id: str, conversation_id: str) -> C
     )
 
 
-#: how often a busy conversation is read again for a consistent view
-_CONSISTENT_READS = 8
-
-
 async def audit_turn(stores: Stores, account_id: str, replay_token: str) -> Audit:
-    """The audit of the turn `replay_token` names (`NotFound` when the account holds none)."""
+    """The audit of the turn `replay_token` names (`NotFound` when the account holds none),
+    every read of it made in one snapshot of the stores."""
+    async with stores.snapshot() as view:
+        return await _audit_turn(view, account_id, replay_token)
+
+
+async def audit_conversation(
+    stores: Stores, account_id: str, conversation_id: str
+) -> tuple[ConversationChain, list[Audit]]:
+    """The conversation's chain and the audit of each turn it records, oldest first, all read
+    in one snapshot of the stores (the chain read once for all of them)."""
+    async with stores.snapshot() as view:
+        chain = await _read_chain(view, account_id, conversation_id)
+        audits = [
+            await _audit_turn(view, account_id, record.replay_token, chain)
+            for record in chain.records
+        ]
+    return chain, audits
+
+
+async def _audit_turn(
+    stores: Stores, account_id: str, replay_token: str, chain: ConversationChain | None = None
+) -> Audit:
     found = await stores.replay.get_by_token(account_id, replay_token)
     conversations = stores.conversations
     turn_id, conversation_id = found.turn_id, found.conversation_id
-    chain = await read_chain(stores, account_id, conversation_id)
+    if chain is None:
+        chain = await _read_chain(stores, account_id, conversation_id)
     record = next((r for r in chain.records if r.turn_id == turn_id), found)
     links, findings = chain.links, chain.findings
     user_turn = await _maybe(conversations.get_user_turn(account_id, turn_id))

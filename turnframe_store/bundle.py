@@ -165,6 +165,16 @@ class Stores:
         on its own, and this does nothing."""
         yield
 
+    @contextlib.asynccontextmanager
+    async def snapshot(self) -> AsyncIterator[Stores]:
+        """Reads as of one moment: every read made through the stores it yields sees the same
+        committed state, whatever commits meanwhile, and nothing is written through them (an
+        audit reads this way, so a turn finishing while it reads is never a break). Inside a
+        transaction it is that transaction. `MemoryStores` and `SqlStores` keep this contract;
+        a plain bundle of role objects has no snapshot, so here each read sees what is there
+        when it runs."""
+        yield self
+
     def conversation_lock(
         self, account_id: str, conversation_id: str, timeout_s: float = 10.0
     ) -> contextlib.AbstractAsyncContextManager[None]:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from turnframe_runtime.audit import audit_turn, read_chain
+from turnframe_runtime.audit import audit_conversation
 from turnframe_store.bundle import Stores
 
 __all__ = ["AuditFailed", "assert_conversation_audited", "audit_problems"]
@@ -15,15 +15,13 @@ class AuditFailed(AssertionError):
 async def audit_problems(
     stores: Stores, account_id: str, conversation_id: str
 ) -> tuple[int, list[str]]:
-    """Audit every turn of the conversation read-only: how many turns were audited, and each
-    chain finding and failed check, one line each (empty: everything verified)."""
-    chain = await read_chain(stores, account_id, conversation_id)
+    """Audit every turn of the conversation read-only, in one snapshot of the stores: how many
+    turns were audited, and each chain finding and failed check, one line each (empty:
+    everything verified)."""
+    chain, audits = await audit_conversation(stores, account_id, conversation_id)
     problems = [f"chain: {f.code} ({f.turn_id or f.position}): {f.detail}" for f in chain.findings]
-    for record in chain.records:
-        audit = await audit_turn(stores, account_id, record.replay_token)
-        problems.extend(
-            f"{record.turn_id}: {check.name}: {check.detail}" for check in audit.failed()
-        )
+    for audit in audits:
+        problems.extend(f"{audit.turn_id}: {c.name}: {c.detail}" for c in audit.failed())
     return len(chain.records), problems
 
 

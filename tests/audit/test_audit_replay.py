@@ -5,6 +5,7 @@ conversation leave a chain that verifies."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import json
 from typing import Any
@@ -302,3 +303,78 @@ async def test_a_conversation_audited_while_its_turns_run_shows_no_break(desk) -
     running = False
     await auditor
     assert len(seen) >= 3 and max(seen) >= 10  # it audited while the chain grew
+
+
+def _slow_reads_for(stores: Any, task: asyncio.Task[Any], delay_s: float) -> None:
+    """Every read `task` makes through `stores` (or through a snapshot of them) returns
+    `delay_s` late: its reads take longer than a turn does."""
+
+    def slow(role: Any) -> None:
+        for name in ("chain", "for_conversation", "list_turns", "get_by_token", "get"):
+            real = getattr(role, name, None)
+            if real is None:
+                continue
+
+            async def late(*args: Any, _real: Any = real, **kwargs: Any) -> Any:
+                found = await _real(*args, **kwargs)
+                if asyncio.current_task() is task:
+                    await asyncio.sleep(delay_s)
+                return found
+
+            setattr(role, name, late)
+
+    def slow_all(view: Any) -> None:
+        for role in ("replay", "conversations"):
+            slow(getattr(view, role))
+
+    slow_all(stores)
+    real_snapshot = stores.snapshot
+
+    @contextlib.asynccontextmanager
+    async def snapshot() -> Any:
+        async with real_snapshot() as view:
+            if view is not stores:
+                slow_all(view)
+            yield view
+
+    stores.snapshot = snapshot
+
+
+async def test_audits_of_a_conversation_whose_turns_finish_meanwhile_never_report_a_break(
+    desk,
+) -> None:
+    """Turns finish faster than an audit reads: each audit reads one snapshot, so none reports a
+    record altered or missing (an audit that read a turn's records before it finished and its
+    chain after would)."""
+    desk.ready_trip()
+    await desk.say("Name Ada", act("a1", "trip.set_name", "h1", "Ada", name="Ada Lovelace"))
+    finished = asyncio.Event()
+
+    async def audit_all() -> list[Any]:
+        records = await desk.stores.replay.for_conversation(desk.account_id, desk.conversation_id)
+        audits = []
+        for record in records[:6]:
+            audits.append(await desk.runtime.audit(desk.account_id, record.replay_token))
+        return audits
+
+    async def keep_finishing_turns() -> int:
+        n = 0
+        while not finished.is_set() and n < 60:
+            n += 1
+            name = f"Ada Lovelace {'I' * (n % 3 + 1)}"
+            await desk.say(name, act("a1", "trip.set_name", "h1", name, name=name))
+        return n
+
+    for _ in range(5):  # a conversation of a few turns to audit
+        await desk.say("Name Ada", act("a1", "trip.set_name", "h1", "Ada", name="Ada Lovelace"))
+    auditor = asyncio.ensure_future(audit_all())
+    _slow_reads_for(desk.stores, auditor, 0.02)
+    writer = asyncio.create_task(keep_finishing_turns())
+    try:
+        audits = await auditor
+    finally:
+        finished.set()
+        turns = await writer
+    assert turns >= 3  # turns finished while it audited
+    assert len(audits) == 6
+    assert [a.failed() for a in audits if not a.verified] == []

@@ -1399,6 +1399,13 @@ class HollowSavepoints(MemoryStores):
         return wrapped()
 
 
+class LiveSnapshots(MemoryStores):
+    """A snapshot that reads the live state: a commit made while it reads shows up in it."""
+
+    def snapshot(self) -> Any:  # type: ignore[override]
+        return Stores.snapshot(self)
+
+
 TRANSACTION_CONTROLS: dict[str, tuple[type[MemoryStores], str]] = {
     "discarding_transactions": (
         DiscardingTransactions,
@@ -1408,6 +1415,7 @@ TRANSACTION_CONTROLS: dict[str, tuple[type[MemoryStores], str]] = {
     "ignored_doom": (IgnoredDoom, "check_a_failed_call_dooms_its_transaction_even_when_caught"),
     "dirty_transactions": (DirtyTransactions, "check_nobody_else_sees_an_open_transactions_writes"),
     "hollow_savepoints": (HollowSavepoints, "check_a_failed_savepoint_undoes_only_its_own_writes"),
+    "live_snapshots": (LiveSnapshots, "check_a_snapshot_reads_one_moment_and_writes_nothing"),
 }
 
 

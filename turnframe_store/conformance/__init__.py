@@ -100,6 +100,7 @@ from turnframe_store.conformance.stream import (
 from turnframe_store.conformance.transactions import (
     check_a_failed_call_dooms_its_transaction_even_when_caught,
     check_a_failed_savepoint_undoes_only_its_own_writes,
+    check_a_snapshot_reads_one_moment_and_writes_nothing,
     check_a_transaction_commits_its_writes_together_and_sees_them_inside,
     check_a_transaction_whose_block_raises_leaves_nothing,
     check_nobody_else_sees_an_open_transactions_writes,
@@ -195,6 +196,7 @@ __all__ = [
     "check_a_failed_call_dooms_its_transaction_even_when_caught",
     "check_nobody_else_sees_an_open_transactions_writes",
     "check_a_failed_savepoint_undoes_only_its_own_writes",
+    "check_a_snapshot_reads_one_moment_and_writes_nothing",
 ]
 
 #: Every check, in the order `run_all` runs them.

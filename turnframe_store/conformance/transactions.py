@@ -9,7 +9,7 @@ from turnframe_store.bundle import Stores
 from turnframe_store.conformance._data import _A, _card, _case, _start_turn, _user_turn
 from turnframe_store.conformance._expect import _equal, _refused, _true
 from turnframe_store.conformance._runner import _check
-from turnframe_store.errors import Conflict, NotFound
+from turnframe_store.errors import Conflict, NotFound, StoreError
 
 
 class _Abandon(Exception):
@@ -117,3 +117,29 @@ async def check_a_failed_savepoint_undoes_only_its_own_writes(stores: Stores) ->
             _equal((await tx.interactions.get(_A, kept)).interaction_id, kept, "a card kept")
         for undone in ("int_2", "int_3"):
             await _refused(NotFound, tx.interactions.get(_A, undone), "a card a savepoint undid")
+
+
+@_check
+async def check_a_snapshot_reads_one_moment_and_writes_nothing(stores: Stores) -> None:
+    await _start_turn(stores, "turn_1")
+    async with stores.snapshot() as view:
+        _equal(
+            [t.turn_id for t in await view.conversations.list_turns(_A, "conv_1")],
+            ["turn_1"],
+            "the turns a snapshot reads first",
+        )
+        await _start_turn(stores, "turn_2")  # committed while the snapshot reads
+        await stores.interactions.insert(_card("int_1"))
+        _equal(
+            [t.turn_id for t in await view.conversations.list_turns(_A, "conv_1")],
+            ["turn_1"],
+            "the turns the same snapshot reads after a commit",
+        )
+        await _refused(NotFound, view.interactions.get(_A, "int_1"), "a card committed since")
+        await _refused(StoreError, view.interactions.insert(_card("int_2")), "a write through it")
+    _equal(
+        [t.turn_id for t in await stores.conversations.list_turns(_A, "conv_1")],
+        ["turn_1", "turn_2"],
+        "the turns after the snapshot",
+    )
+    await _refused(NotFound, stores.interactions.get(_A, "int_2"), "a card written through it")

@@ -107,6 +107,8 @@ class _Engine:
         tx = self.transaction
         if tx is not None:
             tx.usable()
+            if tx.read_only:
+                raise Conflict("nothing is written through a snapshot")
             with self.lock:
                 undo = _UndoLog()
                 try:

@@ -116,3 +116,12 @@ class _Tables:
         self.audit_linked: dict[Key2, None] = {}
         #: each turn's log, entry n - 1 holding sequence n
         self.stream: dict[Key2, list[StreamEntry]] = {}
+
+    def copy(self) -> _Tables:
+        """A copy that no later write reaches (values are immutable; lists are copied)."""
+        copied = _Tables.__new__(_Tables)
+        for name, value in vars(self).items():
+            if isinstance(value, dict):
+                value = {k: list(v) if isinstance(v, list) else v for k, v in value.items()}
+            setattr(copied, name, value)
+        return copied

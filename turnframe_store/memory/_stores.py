@@ -443,6 +443,10 @@ class _InTransaction(Stores):
         yield self
 
     @contextlib.asynccontextmanager
+    async def snapshot(self) -> AsyncIterator[Stores]:
+        yield self
+
+    @contextlib.asynccontextmanager
     async def savepoint(self) -> AsyncIterator[None]:
         tx = self._tx
         tx.usable()
@@ -524,6 +528,26 @@ class MemoryStores(Stores):
             gate.leave()
         if tx.after_commit is not None:  # it committed; the caller never heard
             raise tx.after_commit
+
+    @contextlib.asynccontextmanager
+    async def snapshot(self) -> AsyncIterator[Stores]:
+        """Reads of a copy of the state taken between transactions (see `Stores.snapshot`):
+        writers go on beside it, and nothing can be written through it."""
+        gate = self.engine.gate
+        await gate.enter()
+        try:
+            with self.engine.lock:
+                tables = self.engine.t.copy()
+        finally:
+            gate.leave()
+        tx = _Transaction(read_only=True)
+        engine = _Engine(self.engine.clock, self.engine.faults, tables=tables, transaction=tx)
+        view = _InTransaction._of(**_roles(engine, self._classes))
+        view._engine, view._tx = engine, tx
+        try:
+            yield view
+        finally:
+            tx.closed = True
 
     @property
     def clock(self) -> Clock:

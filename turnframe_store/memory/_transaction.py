@@ -40,8 +40,10 @@ class _Gate:
 
 
 class _Transaction(TransactionState):
-    """One open transaction, and the undo steps of everything it wrote."""
+    """One open transaction, and the undo steps of everything it wrote (`read_only`: a
+    snapshot's, which writes nothing)."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, read_only: bool = False) -> None:
         super().__init__()
         self.undo = _UndoLog()
+        self.read_only = read_only

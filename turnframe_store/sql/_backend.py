@@ -145,6 +145,11 @@ class Backend(ABC):
         """One transaction: committed when the block ends, rolled back when it raises."""
 
     @abstractmethod
+    def snapshot(self) -> contextlib.AbstractAsyncContextManager[Connection]:
+        """A read-only transaction whose every read sees the database as of one moment, on a
+        connection of its own (other reads and writes go on beside it); rolled back at the end."""
+
+    @abstractmethod
     def enlisted(self, raw: Any) -> contextlib.AbstractAsyncContextManager[Connection]:
         """A caller's driver connection, inside the caller's open transaction, behind a
         savepoint: released when the block ends, rolled back to when it raises."""

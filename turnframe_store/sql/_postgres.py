@@ -32,6 +32,7 @@ from turnframe_store.sql.config import SqlConfig
 __all__ = ["PostgresBackend"]
 
 _EPOCH: Final = datetime(1970, 1, 1, tzinfo=UTC)
+_SNAPSHOT: Final = "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"
 _MS: Final = timedelta(milliseconds=1)
 
 
@@ -87,12 +88,14 @@ class _PgConnection(Connection):
         *,
         transaction: bool,
         prepare: bool = True,
+        begin: str = "BEGIN",
     ) -> None:
         self.raw = connection
         self.transaction = transaction
         self.begun = False
         self.tainted = False
         self._prepare: bool | None = None if prepare else False
+        self._begin = begin
 
     def taint(self) -> None:
         self.tainted = True
@@ -128,7 +131,7 @@ class _PgConnection(Connection):
                 try:
                     if self.transaction and not self.begun:
                         self.begun = True
-                        await connection.execute("BEGIN", prepare=self._prepare)
+                        await connection.execute(self._begin, prepare=self._prepare)
                     for statement, params in batch:
                         cursor = connection.cursor()
                         cursors.append(cursor)
@@ -305,6 +308,23 @@ class PostgresBackend(Backend):
                     raise errors.from_postgres(exc, committing=True) from None
         finally:
             await self._release(connection)
+
+    @contextlib.asynccontextmanager
+    async def snapshot(self) -> AsyncIterator[Connection]:
+        """A REPEATABLE READ, READ ONLY transaction: its snapshot is taken at its first
+        statement (sent with BEGIN), and every later read sees the same committed state."""
+        connection = _PgConnection(
+            await self._acquire(), transaction=True, begin=_SNAPSHOT, prepare=False
+        )
+        try:
+            yield connection
+        finally:
+            try:
+                if connection.begun and not connection.tainted:  # tainted: `_release` rolls back
+                    with contextlib.suppress(psycopg.Error):
+                        await connection.raw.execute("ROLLBACK", prepare=False)
+            finally:
+                await self._release(connection)
 
     @contextlib.asynccontextmanager
     async def enlisted(self, raw: Any) -> AsyncIterator[Connection]:

@@ -33,10 +33,13 @@ __all__ = ["SqliteBackend"]
 
 
 class _SqliteConnection(Connection):
-    def __init__(self, connection: aiosqlite.Connection, *, transaction: bool) -> None:
+    def __init__(
+        self, connection: aiosqlite.Connection, *, transaction: bool, begin: str = "BEGIN IMMEDIATE"
+    ) -> None:
         self.raw = connection
         self.transaction = transaction
         self.begun = False
+        self._begin = begin
 
     async def run(
         self,
@@ -50,7 +53,7 @@ class _SqliteConnection(Connection):
                 continue
             try:
                 if self.transaction and not self.begun:
-                    await self.raw.execute("BEGIN IMMEDIATE")
+                    await self.raw.execute(self._begin)
                     self.begun = True
                 done.append(await self._one(statement, params))
             except aiosqlite.Error as exc:
@@ -77,9 +80,19 @@ class _SqliteConnection(Connection):
 class SqliteBackend(Backend):
     dialect_name = "sqlite"
 
-    def __init__(self, writer: aiosqlite.Connection, reader: aiosqlite.Connection | None) -> None:
+    def __init__(
+        self,
+        writer: aiosqlite.Connection,
+        reader: aiosqlite.Connection | None,
+        *,
+        path: str = "",
+        config: SqlConfig | None = None,
+    ) -> None:
         self.writer = writer
         self.reader = reader
+        #: where a snapshot opens a connection of its own (none for an in-memory database)
+        self._path = path
+        self._config = config or SqlConfig()
         self.hooks = Hooks()
         self.loop = asyncio.get_running_loop()
         self._write_lock = asyncio.Lock()
@@ -99,7 +112,7 @@ class SqliteBackend(Backend):
                 reader = await _connect(path, config, wal=False, read_only=True)
             except aiosqlite.Error as exc:
                 raise errors.from_sqlite(exc) from None
-            return cls(reader, reader)
+            return cls(reader, reader, path=path, config=config)
         try:
             writer = await _connect(path or ":memory:", config, wal=not in_memory)
         except aiosqlite.Error as exc:
@@ -114,7 +127,7 @@ class SqliteBackend(Backend):
             if isinstance(exc, aiosqlite.Error):
                 raise errors.from_sqlite(exc) from None
             raise
-        return cls(writer, reader)
+        return cls(writer, reader, path=path, config=config)
 
     def time_in(self, ms: int) -> int:
         return ms
@@ -153,6 +166,28 @@ class SqliteBackend(Backend):
                     with contextlib.suppress(aiosqlite.Error):
                         await self.writer.execute("ROLLBACK")
                     raise errors.from_sqlite(exc, committing=True) from None
+
+    @contextlib.asynccontextmanager
+    async def snapshot(self) -> AsyncIterator[Connection]:
+        """A deferred read transaction on a read-only connection of its own: in WAL mode its
+        snapshot is taken at its first read and held until it ends, while writers go on. An
+        in-memory database (one connection) is copied whole between two writes instead."""
+        self.on_own_loop()
+        try:
+            if self.reader is None:
+                raw = await _connect(":memory:", self._config, wal=False)
+                async with self._write_lock:
+                    await self.writer.backup(raw)
+                await raw.execute("PRAGMA query_only = ON")
+            else:
+                raw = await _connect(self._path, self._config, wal=False, read_only=True)
+        except aiosqlite.Error as exc:
+            raise errors.from_sqlite(exc) from None
+        try:
+            yield _SqliteConnection(raw, transaction=True, begin="BEGIN")
+        finally:
+            with contextlib.suppress(aiosqlite.Error, ValueError):
+                await raw.close()
 
     @contextlib.asynccontextmanager
     async def enlisted(self, raw: Any) -> AsyncIterator[Connection]:

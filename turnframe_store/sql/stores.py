@@ -91,6 +91,10 @@ class _InTransaction(Stores):
         async with self._core.savepoint():
             yield
 
+    @contextlib.asynccontextmanager
+    async def snapshot(self) -> AsyncIterator[Stores]:
+        yield self
+
 
 class SqlStores(Stores):
     """Every store role on one SQL database.
@@ -149,6 +153,20 @@ class SqlStores(Stores):
                 )
         if tx.after_commit is not None:  # it committed; the caller never heard
             raise tx.after_commit
+
+    @contextlib.asynccontextmanager
+    async def snapshot(self) -> AsyncIterator[Stores]:
+        """Reads as of one moment (see `Stores.snapshot`): on PostgreSQL a REPEATABLE READ, READ
+        ONLY transaction; on SQLite a read transaction on a connection of its own."""
+        tx = Transaction()
+        async with self.engine.backend.snapshot() as connection:
+            core = TxCore(self.engine, connection, tx)
+            view = _InTransaction._of(**_roles(core))
+            view._core = core
+            try:
+                yield view
+            finally:
+                tx.closed = True
 
     def conversation_lock(
         self, account_id: str, conversation_id: str, timeout_s: float = 10.0
