@@ -8,7 +8,7 @@ A card's options carry the action the server will take; the client only ever see
 from __future__ import annotations
 
 from enum import StrEnum
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Final, Literal
 
 from pydantic import Field, model_validator
 
@@ -444,6 +444,15 @@ def validate_payload_for(kind: InteractionKind, payload: InteractionPayload) -> 
     return problems
 
 
+#: the fields of a card that move after it is stored (`Interaction.content_digest` leaves them out)
+_LIFECYCLE: Final[set[str]] = {
+    "status",
+    "resolved_at",
+    "resolved_option_id",
+    "resolution_event_ids",
+}
+
+
 class Interaction(FrozenModel):
     """A persisted card. The payload and its hash never change; only lifecycle fields move."""
 
@@ -517,6 +526,12 @@ class Interaction(FrozenModel):
     @property
     def bound_revision(self) -> int:
         return self.case_ref.expected_revision
+
+    def content_digest(self) -> str:
+        """Digest of what never changes in this card (everything but its lifecycle fields):
+        its case and revision, kind, rules and payload, the stored actions a click runs. The
+        replay record keeps it, so the audit chain vouches for the card."""
+        return digest(self.model_dump(mode="json", exclude=_LIFECYCLE))
 
     def transition(
         self,

@@ -279,6 +279,9 @@ class ReplayRecord(FrozenModel):
     response_block_hashes: tuple[Digest, ...] = ()
     #: the digest of each event of `event_ids` as committed (its sequence left out)
     event_digests: tuple[Digest, ...] = ()
+    #: the digest of each card of `interactions_created` as stored, its lifecycle left out
+    #: (`Interaction.content_digest`): the chain vouches for what a click on it runs
+    interaction_digests: tuple[Digest, ...] = ()
 
     @model_validator(mode="after")
     def _token_is_derived(self) -> ReplayRecord:
@@ -302,6 +305,7 @@ class ReplayRecord(FrozenModel):
                 "copy_renders": (),
                 "response_block_hashes": (),
                 "event_digests": (),
+                "interaction_digests": (),
             },
         )
 

@@ -25,9 +25,10 @@ from turnframe_core._model import FrozenModel, NonEmptyStr
 from turnframe_core.audit_chain import ChainFinding, ChainLink, verify_conversation
 from turnframe_core.blocks import ReceiptBlock
 from turnframe_core.events import DomainEvent, event_digest
+from turnframe_core.interactions import Interaction
 from turnframe_core.replay import CommittedOutcome, ReplayRecord
 from turnframe_core.stream import BlockCompleted, block_content_hash
-from turnframe_core.turn import AssistantTurn
+from turnframe_core.turn import SERVER_TURN_ORIGIN, AssistantTurn
 from turnframe_runtime.stream import read_log
 from turnframe_store.bundle import Stores
 from turnframe_store.errors import NotFound
@@ -170,11 +171,11 @@ async def _audit_turn(
         for o in record.command_outcomes
         if (entry := await _maybe(stores.journal.get(account_id, o.command_id)))
     }
-    cards = [
-        card
+    stored_cards = {
+        interaction_id: await _maybe(stores.interactions.get(account_id, interaction_id))
         for interaction_id in record.interactions_created
-        if (card := await _maybe(stores.interactions.get(account_id, interaction_id)))
-    ]
+    }
+    cards = [card for card in stored_cards.values() if card is not None]
     streamed = await read_log(stores, account_id, turn_id)
     link = next((k for k in links if k.turn_id == turn_id), None)
     by_event = {event.event_id: event for event in events}
@@ -188,6 +189,8 @@ async def _audit_turn(
             "input": record.input.model_dump(mode="json"),
             "received_at": user_turn.received_at if user_turn else None,
             "locale": record.input.locale,
+            # a turn nobody sent: the server wrote it (what caused it, e.g. an outbox answer)
+            "server_turn": _server_cause(record),
         },
         which_state_was_loaded={
             "cases": [c.model_dump(mode="json") for c in record.loaded_cases],
@@ -275,6 +278,7 @@ async def _audit_turn(
         [
             *_checks(record, reply, link, findings, events, user_turn),
             *_content_checks(record, reply, events, journal),
+            *_card_checks(record, stored_cards),
             *_stream_checks(reply, streamed),
         ]
     )
@@ -439,15 +443,46 @@ def _content_checks(
     return checks
 
 
+def _card_checks(
+    record: ReplayRecord, stored: Mapping[str, Interaction | None]
+) -> list[AuditCheck]:
+    """Each card the turn created is stored as the record's digest vouches for (what a click
+    on it runs comes from the stored card). Records from before cards were digested say
+    nothing about them."""
+    if not record.interaction_digests:
+        return []
+    differing = [
+        interaction_id
+        for interaction_id, recorded in zip(
+            record.interactions_created, record.interaction_digests, strict=False
+        )
+        if (card := stored.get(interaction_id)) is None or card.content_digest() != recorded
+    ]
+    if len(record.interaction_digests) != len(record.interactions_created):
+        differing.append(
+            f"{len(record.interactions_created)} cards, {len(record.interaction_digests)} digested"
+        )
+    return [
+        _check(
+            "each card the turn created is the one the record vouches for (digest)",
+            not differing,
+            ", ".join(differing),
+        )
+    ]
+
+
 def _stream_checks(reply: AssistantTurn | None, streamed: Sequence[Any]) -> list[AuditCheck]:
-    """While the turn's stream log is kept, each block it streamed names the digest of the
-    block the stored reply holds."""
+    """While the turn's stream log is kept, each block it streamed is the block the stored
+    reply holds: the streamed block is hashed again (what `resume_stream` serves is the block,
+    not the hash it carries), and the hash it carries must be that hash too."""
     completed = [e for e in streamed if isinstance(e, BlockCompleted)]
     if reply is None or not completed:
         return []
     stored = {block.block_id: block_content_hash(block) for block in reply.blocks}
     differing = [
-        str(e.block.block_id) for e in completed if stored.get(e.block.block_id) != e.content_hash
+        str(e.block.block_id)
+        for e in completed
+        if not (stored.get(e.block.block_id) == block_content_hash(e.block) == e.content_hash)
     ]
     return [
         _check(
@@ -466,6 +501,13 @@ def _block(block: Any) -> dict[str, Any]:
     data: dict[str, Any] = block.model_dump(mode="json")
     data["content_hash"] = digest(data)
     return data
+
+
+def _server_cause(record: ReplayRecord) -> str | None:
+    origin = record.input.origin_ref
+    if not record.input.is_server_turn or origin is None:
+        return None
+    return origin.removeprefix(SERVER_TURN_ORIGIN)
 
 
 async def _maybe(call: Any) -> Any:

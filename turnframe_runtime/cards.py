@@ -321,4 +321,5 @@ async def persist_card(
         notes.notice(codes.NOTICE_INTERACTION_UNAVAILABLE)
         return False
     audit.interactions_created.append(card.interaction_id)
+    audit.interaction_digests.append(card.content_digest())
     return True

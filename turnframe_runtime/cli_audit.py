@@ -121,6 +121,10 @@ async def _export_lines(db: str, conversation_id: str, account: str | None) -> l
         )
         if not accounts:
             raise _Missing(f"no records of the conversation {conversation_id}")
+        if len(accounts) > 1:  # as replay does: never one account's records for another's
+            raise _Usage(
+                f"several accounts hold {conversation_id}: {', '.join(accounts)}; name --account"
+            )
         lines: list[dict[str, Any]] = []
         for holder in accounts:
             chain = await read_chain(stores, holder, conversation_id)
@@ -156,32 +160,53 @@ async def _open(db: str) -> SqlStores:
 
 
 def _summary(audit: Audit, out: TextIO) -> None:
+    """The audit in a few lines for a terminal. Stored text is shown escaped: a control
+    character in it (an escape sequence) can never move the cursor or rewrite the verdict."""
+
+    def line(text: str) -> None:
+        out.write(_printable(text) + "\n")
+
     verdict = "verified" if audit.verified else "NOT VERIFIED"
-    out.write(f"turn {audit.turn_id} ({audit.replay_token}) of {audit.account_id}/"
-              f"{audit.conversation_id}: {verdict}\n")  # fmt: skip
-    sent = audit.what_the_user_sent["input"]
-    said = sent.get("text") or sent.get("interaction_response") or sent.get("server_cause")
-    out.write(f"  sent: {said!r} ({audit.what_the_user_sent['locale']})\n")
+    line(f"turn {audit.turn_id} ({audit.replay_token}) of {audit.account_id}/"
+         f"{audit.conversation_id}: {verdict}")  # fmt: skip
+    sent = audit.what_the_user_sent
+    cause = sent.get("server_turn")
+    if cause is not None:
+        line(f"  sent: nothing; the server wrote this turn ({cause})")
+    else:
+        said = sent["input"].get("text") or sent["input"].get("interaction_response")
+        line(f"  sent: {said!r} ({sent['locale']})")
     cases = audit.which_state_was_loaded["cases"]
-    out.write(f"  loaded: {', '.join(_case(c) for c in cases) or 'nothing'}\n")
-    out.write(f"  model calls: {len(audit.which_model_calls_produced_it)}\n")
+    line(f"  loaded: {', '.join(_case(c) for c in cases) or 'nothing'}")
+    line(f"  model calls: {len(audit.which_model_calls_produced_it)}")
     for decision in audit.which_policy_applied_and_what_authorized_each_command:
         allowed = "allowed" if decision["allowed"] else "refused"
-        out.write(f"  policy: {decision['command_type']} {allowed} ({decision['reason_code']})\n")
+        line(f"  policy: {decision['command_type']} {allowed} ({decision['reason_code']})")
     for command in audit.what_committed["commands"]:
-        out.write(f"  command: {command['command_type']} -> {command['outcome']['kind']}\n")
+        line(f"  command: {command['command_type']} -> {command['outcome']['kind']}")
     for block in audit.what_was_returned["blocks"]:
         words = block.get("title") or block.get("text") or ""
-        out.write(f"  [{block['kind']} · {block.get('author', '?')}] {words}\n")
+        line(f"  [{block['kind']} · {block.get('author', '?')}] {words}")
     progress = audit.how_far_the_turn_got
-    out.write(f"  phase: record {progress['record_phase']}, marker {progress['marker_phase']}\n")
+    line(f"  phase: record {progress['record_phase']}, marker {progress['marker_phase']}")
     chain = audit.chain
-    out.write(f"  chain: position {chain['position']} of {chain['length']}, "
-              f"{len(chain['findings'])} finding(s)\n")  # fmt: skip
+    line(f"  chain: position {chain['position']} of {chain['length']}, "
+         f"{len(chain['findings'])} finding(s)")  # fmt: skip
     for check in audit.checks:
         mark = "ok  " if check.passed else "FAIL"
-        out.write(f"  {mark} {check.name}{': ' + check.detail if check.detail else ''}\n")
-    out.write(f"  ({len(AUDIT_QUESTIONS)} questions answered; --json for all of it)\n")
+        line(f"  {mark} {check.name}{': ' + check.detail if check.detail else ''}")
+    line(f"  ({len(AUDIT_QUESTIONS)} questions answered; --json for all of it)")
+
+
+def _printable(text: str) -> str:
+    """`text` with every character a terminal would act on (C0 and C1 controls, DEL, line and
+    paragraph separators, bidirectional overrides) written as an escape instead."""
+    return "".join(c if c.isprintable() or c == " " else _escaped(c) for c in text)
+
+
+def _escaped(char: str) -> str:
+    code = ord(char)
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
 
 
 def _case(case: dict[str, Any]) -> str:

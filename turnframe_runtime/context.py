@@ -157,6 +157,8 @@ class AuditTrail:
     policy_decisions: list[PolicyDecisionRecord] = field(default_factory=list)
     provider_attempts: list[ProviderAttempt] = field(default_factory=list)
     interactions_created: list[str] = field(default_factory=list)
+    #: each created card's `content_digest`, in `interactions_created` order
+    interaction_digests: list[str] = field(default_factory=list)
     executed: list[Executed] = field(default_factory=list)
     outbox_ids: list[str] = field(default_factory=list)
     claim_violations: list[str] = field(default_factory=list)

@@ -118,6 +118,7 @@ class Recorder:
             policy_decisions=tuple(audit.policy_decisions),
             command_outcomes=outcomes,
             interactions_created=tuple(audit.interactions_created),
+            interaction_digests=tuple(audit.interaction_digests),
             event_ids=tuple(ev.event_id for e in audit.executed for ev in e.events),
             event_digests=tuple(self._digest(ev) for e in audit.executed for ev in e.events),
             outbox_ids=tuple(audit.outbox_ids),

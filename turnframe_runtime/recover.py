@@ -533,6 +533,7 @@ def _seed(audit: AuditTrail, record: ReplayRecord) -> None:
     audit.policy_decisions.extend(record.policy_decisions)
     audit.provider_attempts.extend(record.provider_attempts)
     audit.interactions_created.extend(record.interactions_created)
+    audit.interaction_digests.extend(record.interaction_digests)
     audit.outbox_ids.extend(record.outbox_ids)
     audit.claim_violations.extend(record.claim_violations)
     audit.prose_findings.extend(record.prose_findings)

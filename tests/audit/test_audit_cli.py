@@ -217,3 +217,100 @@ async def test_replay_runs_no_migration_on_an_older_database(database: Database)
 
     assert replayed.returncode != 0 and len(replayed.stderr.strip().splitlines()) == 1
     assert versions == ["0004"] and "tf_audit_link" not in tables
+
+
+async def test_an_export_of_a_conversation_several_accounts_hold_asks_which(
+    database: Database,
+) -> None:
+    stores = await database.migrated()
+    for account in ("acct_a", "acct_b"):  # one conversation id in two accounts
+        desk = DeskHarness(stores=stores, account_id=account)
+        desk.ready_trip()
+        await desk.say("Ada", act("a1", "trip.set_name", "h1", "Ada", name="Ada"))
+    await stores.aclose()
+    url = _cli_url(database)
+
+    ambiguous = await asyncio.to_thread(
+        _run, "audit-export", "--db", url, "--conversation", desk.conversation_id
+    )
+    named = await asyncio.to_thread(
+        _run, "audit-export", "--db", url, "--conversation", desk.conversation_id,
+        "--account", "acct_b",
+    )  # fmt: skip
+
+    assert ambiguous.returncode == 2 and ambiguous.stdout == ""
+    assert "acct_a, acct_b" in ambiguous.stderr
+    assert named.returncode == 0
+    assert {json.loads(line).get("account_id") for line in named.stdout.splitlines()} <= {
+        "acct_b",
+        None,  # the links name no account
+    }
+
+
+async def test_stored_text_cannot_rewrite_the_verdict_on_a_terminal(database: Database) -> None:
+    """A stored escape sequence (here in an edited reply) is printed escaped: the line still
+    says NOT VERIFIED and nothing reaches the terminal that moves its cursor."""
+    desk, turns = await _conversation(database)
+    [receipt] = [b for b in turns[1].blocks if b.kind == "receipt"]
+    sneaky = "Rebooked\r\x1b[2K\x1b[1Aturn verified \u202e"
+    forged = turns[1].model_copy(
+        update={
+            "blocks": tuple(
+                b.model_copy(update={"title": sneaky}) if b is receipt else b
+                for b in turns[1].blocks
+            )
+        }
+    )
+    await desk.stores.aclose()
+
+    def tamper() -> None:
+        engine = sa.create_engine(sync_url(database.url), poolclass=NullPool)
+        try:
+            with engine.begin() as connection:
+                if database.config.schema is not None:
+                    connection.exec_driver_sql(f'SET search_path TO "{database.config.schema}"')
+                connection.execute(
+                    sa.text("UPDATE tf_turn SET assistant_turn = :j WHERE turn_id = :t"),
+                    {"j": forged.to_stored_json(), "t": turns[1].turn_id},
+                )
+        finally:
+            engine.dispose()
+
+    await asyncio.to_thread(tamper)
+    replayed = await asyncio.to_thread(
+        _run, "replay", turns[1].replay_token, "--db", _cli_url(database)
+    )
+
+    assert replayed.returncode == 1
+    assert "NOT VERIFIED" in replayed.stdout.splitlines()[0]
+    assert not any(c in replayed.stdout for c in ("\x1b", "\r", "\u202e"))
+    assert "Rebooked\\x0d\\x1b[2K\\x1b[1Aturn verified \\u202e" in replayed.stdout
+
+
+async def test_a_server_written_turn_is_shown_as_written_by_the_server(
+    database: Database, tmp_path: Path
+) -> None:
+    desk, _turns = await _conversation(database)
+    # An outcome the executor could not tell at first: recovery settles it later, and a turn the
+    # server writes tells the user.
+    asked = await desk.say(
+        "Rebook my return",
+        act("a1", "trip.request_rebooking", "h1", "Rebook my return", leg="return"),
+    )
+    desk.executor.arm_after_remote_request(RuntimeError("the answer was lost"))
+    await desk.click(desk.card(asked), "opt_rebook")
+    await desk.runtime.recover_unfinished()
+    *_, told = await desk.runtime.load_conversation(desk.account_id, desk.conversation_id)
+    await desk.stores.aclose()
+    report = tmp_path / "report.html"
+
+    replayed = await asyncio.to_thread(
+        _run, "replay", told.replay_token, "--db", _cli_url(database), "--html", str(report)
+    )
+
+    assert replayed.returncode == 0, replayed.stdout + replayed.stderr
+    sent = next(line for line in replayed.stdout.splitlines() if line.startswith("  sent:"))
+    assert sent.startswith("  sent: nothing; the server wrote this turn (reconciled:")
+    page = report.read_text()
+    assert "Nobody sent this turn: the server wrote it" in page
+    assert "No text: the user answered a card." not in page

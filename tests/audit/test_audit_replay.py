@@ -235,6 +235,80 @@ async def test_a_streamed_block_that_differs_from_the_stored_one_is_named(desk) 
     assert failed.detail == data["block"]["block_id"]
 
 
+async def _edit_streamed_block(desk: Any, turn_id: str, edit: Any) -> dict[str, Any]:
+    """Apply `edit` to the JSON of the first `content.block.completed` event of the turn's
+    stored log, behind the store's back; returns the edited event."""
+    stores = desk.stores
+    if isinstance(stores, MemoryStores):
+        log = stores.engine.t.stream[(desk.account_id, turn_id)]
+        at = next(i for i, e in enumerate(log) if e.event_type == "content.block.completed")
+        data = json.loads(log[at].text)
+        edit(data)
+        log[at] = dataclasses.replace(log[at], text=json.dumps(data))
+        return data  # type: ignore[no-any-return]
+    [(sequence, text)] = (await _sql(
+        stores, "SELECT sequence, event FROM tf_stream_event WHERE turn_id = :t AND "
+        "event_type = 'content.block.completed' ORDER BY sequence LIMIT 1", t=turn_id,
+    ))  # fmt: skip
+    data = json.loads(text)
+    edit(data)
+    await _sql(stores, "UPDATE tf_stream_event SET event = :e WHERE turn_id = :t AND "
+               "sequence = :s", e=json.dumps(data), t=turn_id, s=sequence)  # fmt: skip
+    return data  # type: ignore[no-any-return]
+
+
+@pytest.mark.unaudited
+async def test_a_streamed_block_edited_with_its_hash_left_alone_is_named(desk) -> None:
+    """The audit hashes the streamed block again: what `resume_stream` would serve is the
+    block, not the hash the event carries."""
+    _named, asked, _clicked = await _three_turns(desk)
+
+    def edit(data: dict[str, Any]) -> None:
+        data["block"]["title"] = "Your refund of $5,000 was sent"
+
+    data = await _edit_streamed_block(desk, asked.turn_id, edit)
+    served = [
+        e
+        async for e in desk.runtime.resume_stream(desk.account_id, asked.turn_id)
+        if e.type == "content.block.completed"
+    ]
+    assert served[0].block.title == "Your refund of $5,000 was sent"  # what a client would see
+    audit = await desk.runtime.audit(desk.account_id, asked.replay_token)
+    [failed] = audit.failed()
+    assert failed.name == "each streamed block is the stored block (content hash)"
+    assert failed.detail == data["block"]["block_id"]
+
+
+@pytest.mark.unaudited
+async def test_a_stored_card_edited_in_place_is_named_by_its_digest(desk) -> None:
+    """The stored card decides what a click runs: the record's digest of it, which the chain
+    vouches for, names an edit of its options or stored actions."""
+    _named, asked, _clicked = await _three_turns(desk)
+    [card_id] = (await desk.stores.replay.get(desk.account_id, asked.turn_id)).interactions_created
+    stored = await desk.stores.interactions.get(desk.account_id, card_id)
+    payload = stored.payload.model_copy(update={"title": "Cancel every booking?"})
+    forged = stored.model_copy(update={"payload": payload, "payload_hash": payload.hash()})
+    stores = desk.stores
+    if isinstance(stores, MemoryStores):
+        stores.engine.t.cards[(desk.account_id, card_id)] = forged
+    else:
+        [(text,)] = await _sql(
+            stores, "SELECT interaction FROM tf_interaction WHERE interaction_id = :i", i=card_id
+        )
+        data = json.loads(text)
+        data["payload"]["title"] = "Cancel every booking?"
+        data["payload_hash"] = payload.hash()
+        await _sql(stores, "UPDATE tf_interaction SET interaction = :j WHERE interaction_id = :i",
+                   j=json.dumps(data), i=card_id)  # fmt: skip
+    assert (await desk.stores.interactions.get(desk.account_id, card_id)).payload.title == (
+        "Cancel every booking?"
+    )  # the store reads the edit back as a valid card
+    audit = await desk.runtime.audit(desk.account_id, asked.replay_token)
+    [failed] = audit.failed()
+    assert failed.name == "each card the turn created is the one the record vouches for (digest)"
+    assert failed.detail == card_id
+
+
 @pytest.mark.unaudited
 async def test_a_reply_edited_in_place_is_named_by_its_blocks_digest(desk) -> None:
     """The store reloads the edited reply byte for byte (it was written canonically), so only
