@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Final
 
 from turnframe_core import codes
 from turnframe_core._derive import derive_block_id, derive_receipt_id, derive_replay_token
@@ -30,7 +31,7 @@ from turnframe_core.blocks import (
 from turnframe_core.cases import CaseKey, CaseRef
 from turnframe_core.claims import ClaimGuardViolation, check_claims
 from turnframe_core.copytext import Localized, plain
-from turnframe_core.events import DomainEvent
+from turnframe_core.events import DomainEvent, ReceiptSeverity
 from turnframe_core.facts import (
     ActChangedNothing,
     ActRefused,
@@ -529,11 +530,11 @@ class Composer:
         done = [r for r in receipts if any(ev in result.readback for ev in r.event_ids)]
         executed = self.audit.executed
         unknown = any(_may_have_landed(e.outcome) for e in executed)
-        if done:
-            parts.append(
-                self._render("turnframe.transition.done", items="; ".join(r.title for r in done))
-            )
-        elif not unknown and (executed or result.plan.act_results):
+        for severity, template in _SAYS_BY_SEVERITY:
+            shown = [r.title for r in done if r.severity is severity]
+            if shown:
+                parts.append(self._render(template, items="; ".join(map(_unstopped, shown))))
+        if not done and not unknown and (executed or result.plan.act_results):
             parts.append(self._render("turnframe.transition.nothing_done"))
         if cards:
             parts.append(self._render("turnframe.transition.card", title=cards[0].title))
@@ -551,6 +552,21 @@ class Composer:
             facts_used=(*_outcomes(done), *_available(cards)),
             copy_ref=parts[-1].copy_ref,
         )
+
+
+#: what the server's transition says of the receipts of each severity, in this order: it never
+#: calls a refusal or a failure "done"
+_SAYS_BY_SEVERITY: Final = (
+    (ReceiptSeverity.SUCCESS, "turnframe.transition.done"),
+    (ReceiptSeverity.INFO, "turnframe.transition.recorded"),
+    (ReceiptSeverity.WARNING, "turnframe.transition.check"),
+    (ReceiptSeverity.ERROR, "turnframe.transition.not_done"),
+)
+
+
+def _unstopped(title: str) -> str:
+    """A receipt title without its closing full stop (the sentence it goes into ends with one)."""
+    return title.rstrip().rstrip(".。")
 
 
 def _outcomes(receipts: Sequence[ReceiptBlock]) -> list[NarratableFact]:

@@ -168,6 +168,11 @@ async def test_retryable_failures_back_off_and_the_last_one_is_final(
     )
     assert desk.receipt_codes(follow_up) == ["trip.rebooking_refused"]
     assert "airline.busy" in follow_up.blocks[0].title  # type: ignore[union-attr]
+    # The server's own words follow the receipt: a refusal is never called done.
+    [transition] = [b for b in follow_up.blocks if b.kind == "transition"]
+    assert transition.author == "server"
+    assert transition.text.startswith("Not done: The airline did not rebook")
+    assert "Done" not in transition.text
     assert _ledger(desk).requests == {}
 
 

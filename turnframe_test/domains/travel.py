@@ -51,6 +51,7 @@ from turnframe_core import (
     OptionStyle,
     PerCase,
     PhaseOwnership,
+    ReceiptSeverity,
     ReceiptSpec,
     ResolvedAct,
     RiskClass,
@@ -372,6 +373,10 @@ class TripWorkflow:
                 template_id=event.event_type,
                 params=dict(event.payload),
                 event_ids=(event.event_id,),
+                # the airline's refusal is recorded on the trip, and is not a success
+                severity=ReceiptSeverity.ERROR
+                if event.event_type == REBOOKING_REFUSED
+                else ReceiptSeverity.SUCCESS,
             )
             for event in events
         ]
