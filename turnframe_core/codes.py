@@ -133,6 +133,8 @@ EXECUTION_NOT_APPLIED = "turnframe.execution.not_applied"
 RUNTIME_CONVERSATION_NOT_FOUND = "turnframe.runtime.conversation_not_found"
 RUNTIME_TURN_IN_PROGRESS = "turnframe.runtime.turn_in_progress"
 RUNTIME_MISSING_COPY = "turnframe.runtime.missing_copy"
+#: a template that exists could not render with its parameters (the caller fell back)
+COPY_RENDER_FAILED = "turnframe.copy.render_failed"
 RUNTIME_UNKNOWN_WORKFLOW = "turnframe.runtime.unknown_workflow"
 RUNTIME_INTERPRETER_FAILED = "turnframe.runtime.interpreter_failed"
 RUNTIME_TURN_FAILED = "turnframe.runtime.turn_failed"

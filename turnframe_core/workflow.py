@@ -361,6 +361,19 @@ class DeclaresReceiptTemplates(Protocol):
 
 
 @runtime_checkable
+class DeclaresCopySamples(Protocol):
+    """A workflow that declares sample parameters for its templates: the runtime renders each
+    template with each set in every served locale before it starts, and refuses to start
+    naming a template that does not render (an undefined name, a template it includes that
+    no catalog holds). A catalog may declare them too (`samples.json` beside its templates)."""
+
+    def copy_samples(self) -> Mapping[str, Sequence[Mapping[str, Any]]]:
+        """Template id -> the sets of parameters it is rendered with (each as the runtime
+        would give it: a receipt's its `ReceiptSpec.params`)."""
+        ...
+
+
+@runtime_checkable
 class DeclaresCopy(Protocol):
     """A workflow that names every template its copy references may use, so a runtime refuses
     to start while a served locale lacks one of them or one of their messages.

@@ -21,6 +21,7 @@ from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 from types import MappingProxyType
+from typing import Any
 
 from turnframe_core import codes
 from turnframe_core.cases import CaseKey
@@ -37,6 +38,7 @@ from turnframe_core.understanding import Understanding
 from turnframe_core.wording import ClaimClass
 from turnframe_core.workflow import (
     DeclaresCopy,
+    DeclaresCopySamples,
     DeclaresFollowUps,
     DeclaresReceiptClaims,
     DeclaresReceiptTemplates,
@@ -186,7 +188,11 @@ class TurnRuntime:
                 for template in workflow.copy_templates()
             ),
         ]
-        missing = self._copy.missing(self._config.locales, required=required)
+        samples: dict[str, Sequence[Mapping[str, Any]]] = {}
+        for workflow in workflows:
+            if isinstance(workflow, DeclaresCopySamples):
+                samples.update(workflow.copy_samples())
+        missing = self._copy.missing(self._config.locales, required=required, samples=samples)
         if missing:
             raise MissingCopy(missing)
         self._outbox = OutboxDispatcher(self, senders or {}, outbox)

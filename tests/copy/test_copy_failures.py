@@ -1,12 +1,18 @@
-"""Copy that cannot be rendered never costs a turn its reply: the start check cannot see a
-workflow's parameters, so a sentence that fails to render after the commit is left out (a next
-step, a question), stands in with the generic words (a refusal) or leaves no card
+"""Copy that cannot be rendered never costs a turn its reply, and is never silent. The start check
+renders every template with the samples its catalog or workflow declares, and refuses one that
+cannot render. What it cannot see (the parameters a workflow gives at run time) is counted and
+logged as `copy.fallback` when it fails: a sentence that fails to render after the commit is left
+out (a next step, a question), stands in with the generic words (a refusal) or leaves no card
 (`interaction_unavailable`), and the conversation goes on."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any
+
+import pytest
 
 from turnframe_core import (
     DomainRefusal,
@@ -17,7 +23,10 @@ from turnframe_core import (
     ReceiptBlock,
     codes,
 )
-from turnframe_test.domains.travel import REQUEST_REBOOKING, TripWorkflow
+from turnframe_runtime import CopyCatalog, CopyRenderError, MissingCopy, TemplateCopy
+from turnframe_test.copykit import write_catalog
+from turnframe_test.domains.travel import REQUEST_REBOOKING, TRIP_COPY, TripWorkflow
+from turnframe_test.telemetry_kit import captured_telemetry
 from turnframe_test.understandings import act
 
 NAME = act("a1", "trip.set_name", "h1", "Grace Hopper", name="Grace Hopper")
@@ -79,3 +88,86 @@ async def test_a_refusal_whose_copy_cannot_be_rendered_says_the_generic_words(ma
     [notice] = [b for b in turn.blocks if isinstance(b, NoticeBlock)]
     assert notice.code == codes.NOTICE_COMMAND_FAILED
     assert notice.text == "Non è andato a buon fine, quindi non è cambiato nulla."
+
+
+# --- loud failures: counted and logged at run time, refused at start ---------------------------
+
+
+async def test_every_fallback_is_logged_and_counted_by_template_and_code(make_desk):
+    telemetry = captured_telemetry()
+    desk = await make_desk(workflow=_BrokenNextStep())
+    desk.ready_trip(name="Ada Lovelace")
+    await desk.say("Grace Hopper", NAME, locale="it")
+    counted = [
+        (attributes, value)
+        for metric, attributes, value in telemetry.metric_points()
+        if metric == "turnframe.copy.fallback"
+    ]
+    template = "trip.card.rebook.title"
+    assert counted == [
+        ({"turnframe.template": template, "turnframe.code": codes.COPY_RENDER_FAILED}, 1)
+    ]
+    [logged] = [r for r in telemetry.logs.records if r.getMessage() == "copy.fallback"]
+    assert logged.turnframe == {  # type: ignore[attr-defined]
+        "event": "copy.fallback",
+        "template_id": template,
+        "code": codes.COPY_RENDER_FAILED,
+    }
+
+
+def _catalog_with(
+    tmp_path: Path, templates: dict[str, str], samples: dict[str, Any] | None = None
+) -> CopyCatalog:
+    catalog = write_catalog(tmp_path / "broken", "broken", templates, {"it": {}, "de": {}})
+    if samples is not None:
+        (catalog.templates / "samples.json").write_text(json.dumps(samples))
+    return catalog
+
+
+async def test_a_template_that_includes_a_missing_one_refuses_the_start_naming_both(
+    make_desk, tmp_path: Path
+):
+    catalog = _catalog_with(tmp_path, {"trip.name_set.title": '{% include "trip.gone" %}'})
+    with pytest.raises(MissingCopy) as refused:
+        await make_desk(copy=TemplateCopy(catalog, TRIP_COPY))
+    gaps = {(g.template_id, g.problem, g.message) for g in refused.value.missing}
+    assert (
+        "trip.name_set.title",
+        "does not render",
+        "it includes 'trip.gone', which no catalog holds",
+    ) in gaps
+    assert "trip.gone" in str(refused.value)
+
+
+async def test_a_template_that_uses_an_undefined_name_refuses_the_start_with_its_samples(
+    make_desk, tmp_path: Path
+):
+    templates = {"trip.name_set.title": "Name set to {{ name }} by {{ agent_name }}"}
+    samples = {"trip.name_set.title": {"name": "Ada"}}
+    catalog = _catalog_with(tmp_path, templates, samples)
+    with pytest.raises(MissingCopy) as refused:
+        await make_desk(copy=TemplateCopy(catalog, TRIP_COPY))
+    [gap] = [
+        g for g in refused.value.missing if g.problem == "does not render" and g.locale == "en"
+    ]
+    assert gap.template_id == "trip.name_set.title" and "agent_name" in (gap.message or "")
+
+
+class _DeclaresSamples(TripWorkflow):
+    def copy_samples(self) -> Mapping[str, Sequence[Mapping[str, Any]]]:
+        return {"trip.rebooked.title": [{"leg": "outbound"}]}  # lacks `reference`
+
+
+async def test_a_workflows_own_samples_are_rendered_before_the_start(make_desk):
+    with pytest.raises(MissingCopy) as refused:
+        await make_desk(workflow=_DeclaresSamples())
+    rendered = {g.template_id for g in refused.value.missing if g.problem == "does not render"}
+    assert rendered == {"trip.rebooked.title"}
+
+
+def test_rendering_a_template_whose_include_is_missing_names_the_include(tmp_path: Path):
+    catalog = _catalog_with(tmp_path, {"trip.name_set.title": '{% include "trip.gone" %}'})
+    with pytest.raises(CopyRenderError, match=r"trip\.gone"):
+        TemplateCopy(catalog, TRIP_COPY).render("trip.name_set.title", "en", {})
+    with pytest.raises(MissingCopy, match=r"trip\.nowhere"):
+        TemplateCopy(catalog, TRIP_COPY).render("trip.nowhere", "en", {})

@@ -20,9 +20,10 @@ import decimal
 import functools
 import gettext
 import json
+import logging
 import re
 import unicodedata
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NamedTuple, Protocol
@@ -31,7 +32,7 @@ from babel import Locale, UnknownLocaleError
 from babel.dates import format_date, format_datetime
 from babel.numbers import format_currency, format_decimal, format_percent
 from babel.support import Translations
-from jinja2 import FunctionLoader, StrictUndefined, TemplateNotFound, TemplateSyntaxError
+from jinja2 import FunctionLoader, StrictUndefined, TemplateNotFound, TemplateSyntaxError, meta
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 
 from turnframe_core import codes
@@ -39,6 +40,7 @@ from turnframe_core._canonical import digest
 from turnframe_core.blocks import CopyRef
 from turnframe_core.errors import TurnframeError
 from turnframe_core.replay import CopyRender
+from turnframe_runtime import observe
 
 __all__ = [
     "LIBRARY_COPY",
@@ -60,6 +62,7 @@ __all__ = [
 ]
 
 _HERE = Path(__file__).resolve().parent
+_LOG = logging.getLogger(__name__)
 
 
 class RenderedCopy:
@@ -103,9 +106,10 @@ class MissingCopy(TurnframeError):
 
 class CopyRenderError(TurnframeError):
     """A template could not render with the parameters it was given (a missing or unusable
-    parameter); the caller falls back to copy that needs none."""
+    parameter, or a template it includes that no catalog holds); the caller falls back to copy
+    that needs none."""
 
-    code = codes.RUNTIME_MISSING_COPY
+    code = codes.COPY_RENDER_FAILED
 
 
 class ServerCopy(Protocol):
@@ -114,10 +118,18 @@ class ServerCopy(Protocol):
         no catalog has the template, `CopyRenderError` when `params` do not fit it."""
         ...
 
-    def missing(self, locales: Iterable[str], required: Iterable[str] = ()) -> list[CopyGap]:
+    def missing(
+        self,
+        locales: Iterable[str],
+        required: Iterable[str] = (),
+        samples: Mapping[str, Sequence[Mapping[str, Any]]] | None = None,
+    ) -> list[CopyGap]:
         """Every gap that rendering in a served locale could meet: a template that does not
-        exist (among every template the catalogs hold, and `required`) or a message of one that
-        the locale's catalogs do not translate."""
+        exist (among every template the catalogs hold, and `required`), a message of one that
+        the locale's catalogs do not translate, or a template that does not render: with each
+        set of sample parameters declared for it (its catalog's `samples.json`, and `samples`,
+        a workflow's), or, with none declared, one that includes or imports a template no
+        catalog holds."""
         ...
 
     def has(self, template_id: str) -> bool:
@@ -145,6 +157,19 @@ class CopyCatalog:
         return {
             path.name[: -len(".j2")]: path.read_text(encoding="utf-8")
             for path in sorted(self.templates.glob("*.j2"))
+        }
+
+    def samples(self) -> dict[str, Sequence[Mapping[str, Any]]]:
+        """The sample parameters this catalog declares for its templates, in
+        `<templates>/samples.json` (template id -> a set of parameters or a list of them): the
+        start check renders each template with each (`TemplateCopy.missing`)."""
+        path = self.templates / "samples.json"
+        if not path.is_file():
+            return {}
+        declared = json.loads(path.read_text(encoding="utf-8"))
+        return {
+            template_id: params if isinstance(params, list) else [params]
+            for template_id, params in declared.items()
         }
 
     def catalog_locales(self) -> set[str]:
@@ -220,6 +245,10 @@ class _Shared:
     refs: dict[tuple[str, str], CopyRef] = field(default_factory=dict)
     messages: dict[str, tuple[_Message, ...]] = field(default_factory=dict)
     negotiated: dict[tuple[str, frozenset[str]], str] = field(default_factory=dict)
+    #: the catalogs' declared sample parameters (read once)
+    samples: dict[str, Sequence[Mapping[str, Any]]] | None = None
+    #: why a template does not render, by locale, template and samples (None: it renders)
+    rendered: dict[tuple[str, str, str], str | None] = field(default_factory=dict)
 
 
 class TemplateCopy:
@@ -290,6 +319,10 @@ class TemplateCopy:
             if template is None:
                 template = copy.templates[template_id] = copy.env.get_template(template_id)
             text = template.render(dict(params))
+        except TemplateNotFound as exc:
+            raise CopyRenderError(
+                f"template {template_id!r} includes {exc.name!r}, which no catalog holds"
+            ) from exc
         except Exception as exc:  # a template's failure is the caller's to fall back from
             raise CopyRenderError(
                 f"template {template_id!r} cannot render with {sorted(params)}: "
@@ -324,8 +357,14 @@ class TemplateCopy:
             self._shared.messages[template_id] = found
         return found
 
-    def missing(self, locales: Iterable[str], required: Iterable[str] = ()) -> list[CopyGap]:
+    def missing(
+        self,
+        locales: Iterable[str],
+        required: Iterable[str] = (),
+        samples: Mapping[str, Sequence[Mapping[str, Any]]] | None = None,
+    ) -> list[CopyGap]:
         gaps: set[CopyGap] = set()
+        declared = {**self._declared_samples(), **(samples or {})}
         wanted = sorted({*self._shared.sources, *required})
         for locale in sorted({self._default, *(_tag(x) for x in locales)}):
             chain = locale_chain(locale, locale)
@@ -338,10 +377,53 @@ class TemplateCopy:
                 except TemplateSyntaxError as error:
                     gaps.add(CopyGap(locale, template_id, str(error), "syntax error"))
                     continue
+                unrendered = self._unrendered(locale, template_id, declared.get(template_id))
+                if unrendered is not None:
+                    gaps.add(CopyGap(locale, template_id, unrendered, "does not render"))
                 if self._shared.written_in[template_id] in chain:
                     continue  # the template's own language (a region may override, not lack)
                 gaps.update(self._untranslated(locale, template_id, messages))
         return sorted(gaps)
+
+    def _declared_samples(self) -> dict[str, Sequence[Mapping[str, Any]]]:
+        """The sample parameters the catalogs declare (`<templates>/samples.json`: template id
+        -> one set of parameters or a list of them), the first catalog's over the others'."""
+        found = self._shared.samples
+        if found is None:
+            found = {}
+            for catalog in reversed(self._catalogs):
+                found.update(catalog.samples())
+            self._shared.samples = found
+        return found
+
+    def _unrendered(
+        self, locale: str, template_id: str, samples: Sequence[Mapping[str, Any]] | None
+    ) -> str | None:
+        """Why the template does not render in `locale` (None: it does): with each of
+        `samples`; without any, with a plain value for each name it uses, where only a
+        template it includes or imports that no catalog holds counts (the types of its
+        parameters are unknown). Judged once per locale, template and samples."""
+        key = (locale, template_id, json.dumps(samples, sort_keys=True, default=str))
+        if key in self._shared.rendered:
+            return self._shared.rendered[key]
+        copy = self._locale(locale)
+        env: Any = copy.env
+        found: str | None = None
+        try:
+            template = env.get_template(template_id)
+            if samples is None:
+                names = meta.find_undeclared_variables(env.parse(self._shared.sources[template_id]))
+                template.render(dict.fromkeys(names, "sample"))
+            else:
+                for params in samples:
+                    template.render(as_params(params))
+        except TemplateNotFound as missing:
+            found = f"it includes {missing.name!r}, which no catalog holds"
+        except Exception as error:
+            if samples is not None or isinstance(error, TemplateSyntaxError):
+                found = f"{type(error).__name__}: {error}"[:300]
+        self._shared.rendered[key] = found
+        return found
 
     def _untranslated(
         self, locale: str, template_id: str, messages: Iterable[_Message]
@@ -620,7 +702,16 @@ class RecordingCopy:
         self._record = record
 
     def render(self, template_id: str, locale: str, params: Mapping[str, Any]) -> RenderedCopy:
-        rendered = self._copy.render(template_id, locale, params)
+        """As the copy renders it; a failure is logged and counted (`copy.fallback`, by
+        template id and code) before it reaches the caller, which falls back from it."""
+        try:
+            rendered = self._copy.render(template_id, locale, params)
+        except (MissingCopy, CopyRenderError) as failure:
+            observe.count("copy.fallback", template=template_id, code=failure.code)
+            observe.event(
+                _LOG, "copy.fallback", logging.WARNING, template_id=template_id, code=failure.code
+            )
+            raise
         self._record(
             CopyRender(
                 template_id=template_id,
@@ -631,8 +722,13 @@ class RecordingCopy:
         )
         return rendered
 
-    def missing(self, locales: Iterable[str], required: Iterable[str] = ()) -> list[CopyGap]:
-        return self._copy.missing(locales, required)
+    def missing(
+        self,
+        locales: Iterable[str],
+        required: Iterable[str] = (),
+        samples: Mapping[str, Sequence[Mapping[str, Any]]] | None = None,
+    ) -> list[CopyGap]:
+        return self._copy.missing(locales, required, samples)
 
     def has(self, template_id: str) -> bool:
         return self._copy.has(template_id)
