@@ -84,7 +84,12 @@ def canonical_json(value: Any) -> str:
 
 
 def canonical_bytes(value: Any) -> bytes:
-    return canonical_json(value).encode("utf-8")
+    """The canonical JSON of `value` as UTF-8; `CanonicalJsonError` for text that has no UTF-8
+    form (a lone surrogate)."""
+    try:
+        return canonical_json(value).encode("utf-8")
+    except UnicodeEncodeError:
+        raise CanonicalJsonError("value has no canonical JSON form (a lone surrogate)") from None
 
 
 def digest_bytes(data: bytes) -> str:

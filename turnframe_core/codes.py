@@ -174,6 +174,11 @@ STREAM_TOO_MANY_FOLLOWERS = "turnframe.stream.too_many_followers"
 UNDERSTANDING_UNKNOWN_WORKFLOW = "turnframe.understanding.unknown_workflow"
 UNDERSTANDING_DUPLICATE_ARGUMENT = "turnframe.understanding.duplicate_argument"
 
+# --- outbox -------------------------------------------------------------------------------------
+#: a destination's answer could not be recorded (a code or reference no store can hold, or a
+#: workflow's `external_answer` that raised): the row ends `failed`, the user is told once
+OUTBOX_ANSWER_UNRECORDABLE = "turnframe.outbox.answer_unrecordable"
+
 # --- store --------------------------------------------------------------------------------------
 STORE_ERROR = "turnframe.store.error"
 STORE_NOT_FOUND = "turnframe.store.not_found"

@@ -25,7 +25,7 @@ import contextlib
 import logging
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from enum import StrEnum
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from turnframe_core import codes
 from turnframe_core.cases import CaseKey
@@ -50,7 +50,7 @@ from turnframe_runtime.outbox.ports import (
 )
 from turnframe_runtime.reduce import CaseInView, Plan, PlannedCommand, envelope_for
 from turnframe_store.bundle import Stores
-from turnframe_store.errors import Conflict, NotFound
+from turnframe_store.errors import Conflict, InvalidRecord, NotFound, StoreError
 from turnframe_store.records import OUTBOX_CLAIM_EXPIRED, OutboxEntry, OutboxStatus
 
 if TYPE_CHECKING:
@@ -198,11 +198,21 @@ class OutboxDispatcher:
         call: Callable[[OutboxRequest], Awaitable[SendResult | NotReceived]],
         request: OutboxRequest,
     ) -> SendResult | NotReceived:
-        """The sender's answer within the send timeout; silence or an error is unknown."""
+        """The sender's answer within the send timeout; silence or an error is unknown. At the
+        timeout the sender's task is cancelled and left behind, never awaited: a sender that
+        ignores its cancellation cannot hold this attempt (or a worker's thread) past it."""
+        sending = asyncio.ensure_future(call(request))
         try:
-            answer = await asyncio.wait_for(call(request), self.config.send_timeout_ms / 1000)
-        except TimeoutError:
+            done, _ = await asyncio.wait({sending}, timeout=self.config.send_timeout_ms / 1000)
+        except BaseException:  # this attempt itself was cancelled: so is the sender's call
+            sending.cancel()
+            raise
+        if not done:
+            sending.cancel()
+            sending.add_done_callback(_forget)
             return SendUnknown("timeout")
+        try:
+            answer = sending.result()
         except Exception as error:
             return SendUnknown(f"sender_error:{type(error).__name__}")
         if not isinstance(answer, SendCompleted | SendFailed | SendUnknown | NotReceived):
@@ -225,7 +235,12 @@ class OutboxDispatcher:
                 await self._tell(tx, t, codes.NOTICE_VERIFICATION_IN_PROGRESS)
             return True
 
-        recorded = await self._follow_up(row, "unknown", record)
+        try:
+            recorded = await self._follow_up(row, "unknown", record)
+        except _Unrecordable:  # e.g. a reference no store can hold: the outcome stays unknown
+            if result.reference is None:
+                raise
+            return await self._unknown(row, SendUnknown(result.reason))
         return DispatchOutcome.UNKNOWN if recorded else DispatchOutcome.DUPLICATE
 
     async def _answer(
@@ -250,12 +265,38 @@ class OutboxDispatcher:
             return True
 
         # The case is read before the transaction (the domain's I/O holds no store transaction).
-        recorded = await self._follow_up(
-            row, "answer", record, load=request.case_ref.key, finish=True
-        )
+        try:
+            recorded = await self._follow_up(
+                row, "answer", record, load=request.case_ref.key, finish=True
+            )
+        except _Unrecordable:
+            return await self._poisoned(row)
         if not recorded:
             return DispatchOutcome.DUPLICATE
         return DispatchOutcome.COMPLETED if completed else DispatchOutcome.FAILED
+
+    async def _poisoned(self, row: OutboxEntry) -> DispatchOutcome:
+        """An answer that can never be recorded ends the row `failed` with a stable code, and
+        the conversation is told once that the result could not be confirmed (nothing is shown
+        as done); it is counted (`outbox.poisoned`) for a person to check with the
+        destination. Were even that impossible, the row alone ends failed."""
+        code = codes.OUTBOX_ANSWER_UNRECORDABLE
+
+        async def settle(tx: Stores, t: _Turn | None) -> bool:
+            await tx.outbox.mark_failed(row.outbox_id, code, None, row.attempt_count)
+            if t is not None and not await _told(tx, t):
+                await self._tell(tx, t, codes.NOTICE_RESULT_UNCONFIRMED)
+            return True
+
+        try:
+            recorded = await self._follow_up(row, "answer", settle)
+        except _Unrecordable:
+            recorded = await self._recorded(settle, None)
+        if not recorded:
+            return DispatchOutcome.DUPLICATE
+        observe.count("outbox.poisoned", code=code)
+        observe.event(_LOG, "outbox.poisoned", logging.WARNING, outbox_id=row.outbox_id, code=code)
+        return DispatchOutcome.FAILED
 
     def _answer_command(
         self,
@@ -322,10 +363,7 @@ class OutboxDispatcher:
         recorded the row (this transaction wrote nothing)."""
         where = await self._conversation_of(row)
         if where is None:  # only the row moves: one write needs no transaction of its own
-            try:
-                return await record(self.stores, None)
-            except Conflict:
-                return False
+            return await self._recorded(record, None)
         account_id, conversation_id, locale = where
         turn_id = follow_up_turn_id(account_id, row.outbox_id, purpose)
         cause = f"outbox:{row.outbox_id}:{purpose}"
@@ -350,15 +388,29 @@ class OutboxDispatcher:
         return recorded
 
     async def _recorded(
-        self, record: Callable[[Stores, _Turn | None], Awaitable[bool]], t: _Turn
+        self, record: Callable[[Stores, _Turn | None], Awaitable[bool]], t: _Turn | None
     ) -> bool:
+        """`record` in one transaction (the follow-up turn's, when there is one). False when
+        another worker recorded the row first; `_Unrecordable` when the answer can never be
+        recorded; a store that is unavailable or timed out raises as it is (a later attempt
+        may succeed)."""
         try:
+            if t is None:
+                return await record(self.stores, None)
             async with t.events.transaction(self.stores) as tx:
                 return await record(tx, t)
+        except PreviousTurnUnfinished:
+            raise
+        except InvalidRecord as refused:
+            raise _Unrecordable(refused.code) from refused
         except Conflict:
             # The row moved, or the follow-up turn exists, between the reads and the writes:
             # another worker recorded it.
             return False
+        except StoreError:
+            raise
+        except Exception as broken:  # a value with no canonical form, a workflow that raised
+            raise _Unrecordable(type(broken).__name__) from broken
 
     async def _conversation_of(self, row: OutboxEntry) -> tuple[str, str, str] | None:
         """The account, conversation and locale of the turn that enqueued the row; None for a
@@ -377,6 +429,17 @@ class OutboxDispatcher:
         except NotFound:
             return None
         return account_id, user.conversation_id, user.input.locale
+
+
+def _forget(task: asyncio.Future[Any]) -> None:
+    """A sender's call abandoned at its timeout ended (or will): its outcome is not read."""
+    if not task.cancelled():
+        task.exception()
+
+
+class _Unrecordable(Exception):
+    """An answer that cannot be recorded however often it is tried: a store refused a value in
+    it (`InvalidRecord`), it has no canonical form, or the workflow's `external_answer` raised."""
 
 
 async def _told(tx: Stores, t: _Turn) -> bool:

@@ -165,7 +165,14 @@ class OutboxWorker:
         future: concurrent.futures.Future[DispatchOutcome] = asyncio.run_coroutine_threadsafe(
             work, loop
         )
-        future.result()  # an error fails the message; the row's claim stays for the reaper
+        # An error fails the message; the row's claim stays for the reaper. An attempt ends by
+        # the send timeout whatever its sender does; one still running when its claim's lease
+        # ran out is given up here too, so this thread always comes back.
+        try:
+            future.result(timeout=self.config.claim_lease_ms / 1000)
+        except concurrent.futures.TimeoutError:
+            future.cancel()
+            raise
 
     def _dispatch_sync(self, outbox_id: str, attempt: int) -> None:
         self._run(self._runtime.outbox.dispatch(outbox_id, attempt))
