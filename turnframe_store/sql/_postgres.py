@@ -33,6 +33,11 @@ __all__ = ["PostgresBackend"]
 
 _EPOCH: Final = datetime(1970, 1, 1, tzinfo=UTC)
 _SNAPSHOT: Final = "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"
+#: how a conversation lock another process holds is tried again: soon, then less often
+_FIRST_PAUSE_S: Final = 0.002
+_LONGEST_PAUSE_S: Final = 0.05
+#: the least a lock connection is waited for (a deadline already past still tries once)
+_LEAST_WAIT_S: Final = 0.001
 _MS: Final = timedelta(milliseconds=1)
 
 
@@ -339,39 +344,71 @@ class PostgresBackend(Backend):
     @contextlib.asynccontextmanager
     async def advisory_lock(self, key: int, timeout_s: float) -> AsyncIterator[None]:
         """Hold `pg_advisory_xact_lock(key)` in a transaction of its own until the block ends
-        (then rolled back: it wrote nothing, and ending it releases the lock). `Busy` when the
-        lock is not free within `timeout_s`."""
+        (then rolled back: it wrote nothing, and ending it releases the lock). Waiting holds no
+        connection: the lock is tried (`pg_try_advisory_xact_lock`), and while another process
+        holds it the connection goes back to the pool until the next try, backing off. `Busy`
+        when the lock is not free by `timeout_s`; `Unavailable` when no lock connection comes
+        free by then. Everything, the wait for a connection included, ends by `timeout_s`."""
         self.on_own_loop()
         assert self.locks is not None
-        try:
-            raw = await self.locks.getconn()
-        except (PoolTimeout, psycopg.Error) as exc:
-            raise errors.from_postgres(exc) from None
-        wait_ms = max(1, int(timeout_s * 1000))
-        try:
+        clock = asyncio.get_running_loop().time
+        deadline = clock() + timeout_s
+        pause = _FIRST_PAUSE_S
+        while True:
+            raw = await self._lock_connection(deadline - clock())
             try:
-                await raw.execute(
-                    f"BEGIN; SET LOCAL lock_timeout = {wait_ms};"
-                    f" SET LOCAL statement_timeout = {wait_ms + 1000};"
-                    " SET LOCAL idle_in_transaction_session_timeout = 0;"
-                    f" SELECT pg_advisory_xact_lock({int(key)})",
-                    prepare=False,
-                )
-            except (psycopg.errors.LockNotAvailable, psycopg.errors.QueryCanceled):
-                raise Busy("another turn of this conversation is running") from None
-            except psycopg.Error as exc:
-                raise errors.from_postgres(exc) from None
+                taken = await self._try_lock(raw, key)
+            except BaseException:
+                await self._end_lock(raw)
+                raise
+            if taken:
+                break
+            await self._end_lock(raw)
+            left = deadline - clock()
+            if left <= 0:
+                raise Busy("another turn of this conversation is running")
+            await asyncio.sleep(min(pause, left))
+            pause = min(pause * 2, _LONGEST_PAUSE_S)
+        try:
             yield
         finally:
-            try:
-                await raw.execute("ROLLBACK", prepare=False)
-            except psycopg.Error:
-                raw.pgconn.finish()  # the pool replaces it; the server released the lock
-            except BaseException:
-                raw.pgconn.finish()
-                raise
-            finally:
-                await self.locks.putconn(raw)
+            await self._end_lock(raw)
+
+    async def _lock_connection(self, left_s: float) -> psycopg.AsyncConnection[Any]:
+        assert self.locks is not None
+        try:
+            return await self.locks.getconn(timeout=max(left_s, _LEAST_WAIT_S))
+        except (PoolTimeout, psycopg.Error) as exc:
+            raise errors.from_postgres(exc) from None
+
+    @staticmethod
+    async def _try_lock(raw: psycopg.AsyncConnection[Any], key: int) -> bool:
+        """Begin the lock's transaction and try the lock, in one round trip."""
+        try:
+            cursor = await raw.execute(
+                "BEGIN; SET LOCAL idle_in_transaction_session_timeout = 0;"
+                f" SELECT pg_try_advisory_xact_lock({int(key)})",
+                prepare=False,
+            )
+            while cursor.nextset():  # the SELECT's result is the last
+                pass
+            row = await cursor.fetchone()
+        except psycopg.Error as exc:
+            raise errors.from_postgres(exc) from None
+        return bool(row and row[0])
+
+    async def _end_lock(self, raw: psycopg.AsyncConnection[Any]) -> None:
+        """Roll the lock's transaction back (releasing the lock) and return the connection."""
+        assert self.locks is not None
+        try:
+            await raw.execute("ROLLBACK", prepare=False)
+        except psycopg.Error:
+            raw.pgconn.finish()  # the pool replaces it; the server released the lock
+        except BaseException:
+            raw.pgconn.finish()
+            raise
+        finally:
+            await self.locks.putconn(raw)
 
     async def aclose(self) -> None:
         self.on_own_loop()

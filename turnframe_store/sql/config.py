@@ -27,7 +27,9 @@ class SqlConfig:
     - `read_only`: nothing can be written through these stores (see the field).
     - `lock_pool_size`: PostgreSQL connections that hold conversation locks at most (each
       running turn holds one for its whole length, model calls included: size it for the turns
-      that run at once; they are opened as needed and closed when idle).
+      that run at once; they are opened as needed and closed when idle). A turn waiting for its
+      conversation holds none: a process's turns of one conversation queue within it, and the
+      first tries the advisory lock, giving its connection back between tries.
     """
 
     pool_size: int = 10

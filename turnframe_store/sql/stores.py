@@ -177,9 +177,24 @@ class SqlStores(Stores):
         advisory = getattr(self.engine.backend, "advisory_lock", None)
         if advisory is not None:  # PostgreSQL
             key = _lock_key(self.config.schema, account_id, conversation_id)
-            lock: contextlib.AbstractAsyncContextManager[None] = advisory(key, timeout_s)
-            return lock
+            return self._queued_advisory(advisory, key, account_id, conversation_id, timeout_s)
         return self._locks.hold(account_id, conversation_id, timeout_s)
+
+    @contextlib.asynccontextmanager
+    async def _queued_advisory(
+        self, advisory: Any, key: int, account_id: str, conversation_id: str, timeout_s: float
+    ) -> AsyncIterator[None]:
+        """This process's turns of one conversation queue within it first (holding no
+        connection), so one busy conversation takes one lock connection however many of its
+        turns wait, and every other conversation keeps its own; the first in line then takes
+        the advisory lock. The whole wait ends by `timeout_s`."""
+        clock = asyncio.get_running_loop().time
+        deadline = clock() + timeout_s
+        async with (
+            self._locks.hold(account_id, conversation_id, timeout_s),
+            advisory(key, max(deadline - clock(), 0.0)),
+        ):
+            yield
 
     def outbox_wakeups(self) -> contextlib.AbstractAsyncContextManager[OutboxWakeups]:
         """On PostgreSQL a LISTEN on `turnframe_outbox` (the tf_outbox insert trigger notifies
