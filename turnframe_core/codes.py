@@ -7,6 +7,9 @@ well formed.
 
 from __future__ import annotations
 
+#: the code of a `TurnframeError` that names none of its own
+ERROR = "turnframe.error"
+
 # --- notices (server-authored blocks) -----------------------------------------------------------
 NOTICE_COMMAND_FAILED = "turnframe.notice.command_failed"
 NOTICE_VERIFICATION_IN_PROGRESS = "turnframe.notice.verification_in_progress"
@@ -179,6 +182,11 @@ UNDERSTANDING_DUPLICATE_ARGUMENT = "turnframe.understanding.duplicate_argument"
 #: workflow's `external_answer` that raised): the row ends `failed`, the user is told once
 OUTBOX_ANSWER_UNRECORDABLE = "turnframe.outbox.answer_unrecordable"
 
+# --- providers ----------------------------------------------------------------------------------
+#: a failure whose own code is not one of the library's (a provider's, an adopter's: it may
+#: echo anything, so it is never shown)
+PROVIDER_ERROR = "turnframe.provider.error"
+
 # --- store --------------------------------------------------------------------------------------
 STORE_ERROR = "turnframe.store.error"
 STORE_NOT_FOUND = "turnframe.store.not_found"
@@ -203,3 +211,17 @@ def _collect() -> tuple[str, ...]:
 
 
 ALL_CODES: tuple[str, ...] = _collect()
+_KNOWN: frozenset[str] = frozenset(ALL_CODES)
+
+
+def code_of(failure: BaseException, default: str | None = None) -> str:
+    """How a failure may be named outside the process (a metric label, a span's status, a log
+    field, the replay record, a stream's `turn.failed`): its code when that is one of the
+    library's own (`ALL_CODES`); a code of any other origin, which may echo a user's words, as
+    `default` or else `PROVIDER_ERROR`; a failure without a code as `default` or else its type."""
+    code = getattr(failure, "code", None)
+    if isinstance(code, str) and code in _KNOWN:
+        return code
+    if default is not None:
+        return default
+    return PROVIDER_ERROR if code is not None else type(failure).__name__

@@ -14,7 +14,7 @@ class TurnframeError(Exception):
     raw payloads or another account's identifiers.
     """
 
-    code: ClassVar[str] = "turnframe.error"
+    code: ClassVar[str] = "turnframe.error"  # codes.ERROR (codes imports nothing of ours)
 
     def __init__(self, message: str = "") -> None:
         super().__init__(message or self.code)

@@ -241,8 +241,6 @@ def _label(text: str) -> str:
 
 
 def failure_code(failure: BaseException) -> str:
-    """A Turnframe error's code; otherwise (a provider's own `code` may be anything) its type."""
-    code = getattr(failure, "code", None)
-    if isinstance(code, str) and code:
-        return _label(code)
-    return type(failure).__name__
+    """A failure as the record and telemetry name it (`codes.code_of`): a library code, else
+    `turnframe.provider.error` for a code of other origin, else its type."""
+    return codes.code_of(failure)

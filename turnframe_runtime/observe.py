@@ -20,6 +20,7 @@ import time
 from collections.abc import Iterator, Mapping
 from typing import Any
 
+from turnframe_core import codes
 from turnframe_core.blocks import AnswerBlock, AnswerStatus, NoticeBlock, ReceiptBlock
 from turnframe_core.replay import (
     CommittedOutcome,
@@ -105,11 +106,9 @@ def _span(name: str, attributes: dict[str, Any]) -> Iterator[Any]:
 
 
 def _reason(failure: BaseException) -> str:
-    """A failure as telemetry may name it: its code when that is a code, else its type."""
-    code = getattr(failure, "code", None)
-    if isinstance(code, str) and _ID_OR_CODE.fullmatch(code):
-        return code
-    return type(failure).__name__
+    """A failure as telemetry may name it (`codes.code_of`): a library code; a code of another
+    origin as `turnframe.provider.error`; no code, its type."""
+    return codes.code_of(failure)
 
 
 def stage(letters: str, name: str, **attributes: Any) -> contextlib.AbstractContextManager[Any]:

@@ -810,7 +810,7 @@ class TurnRuntime:
         """A turn that failed before any command could run ends `failed`; one that may have
         effects is left at its phase for recovery to finish by idempotency key."""
         turn = t.ctx
-        code = str(getattr(failure, "code", codes.RUNTIME_TURN_FAILED))
+        code = codes.code_of(failure, codes.RUNTIME_TURN_FAILED)
         try:
             async with t.events.transaction(self._stores) as tx:
                 if await tx.journal.unsettled_for_turn(turn.account_id, turn.turn_id):

@@ -4,6 +4,7 @@ records hold, and a check that none of it holds a user's words, a model's output
 from __future__ import annotations
 
 import logging
+import traceback
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -71,6 +72,8 @@ class Captured:
         for record in self.logs.records:
             yield record.getMessage()
             yield from (str(v) for v in record.__dict__.values())
+            if record.exc_info and record.exc_info[1] is not None:  # what a formatter prints
+                yield "".join(traceback.format_exception(record.exc_info[1]))
 
     def assert_free_of(self, secrets: Iterable[str]) -> None:
         wanted = {s for s in secrets if len(s.strip()) >= 4}
@@ -96,7 +99,8 @@ def captured_telemetry() -> Captured:
 
 def capture_telemetry() -> Captured:
     """Install in-memory span and metric exporters as the global OpenTelemetry providers and a
-    log handler on the turnframe loggers (at DEBUG). OpenTelemetry takes its providers once per
+    log handler on the root logger, so every logger of the process is watched (the turnframe
+    loggers at DEBUG). OpenTelemetry takes its providers once per
     process: use `captured_telemetry`."""
     from opentelemetry import metrics, trace
     from opentelemetry.sdk.metrics import Counter, Histogram, MeterProvider
@@ -118,8 +122,9 @@ def capture_telemetry() -> Captured:
     metrics.set_meter_provider(MeterProvider(metric_readers=[reader]))
     handler = _Records()
     captured = Captured(spans=spans, metrics=reader, logs=handler)
+    # Every logger of the process reaches the root's handlers (dramatiq's, psycopg's, asyncio's
+    # at the levels they log at); the library's own log at DEBUG.
+    logging.getLogger().addHandler(handler)
     for name in captured.loggers:
-        logger = logging.getLogger(name)
-        logger.addHandler(handler)
-        logger.setLevel(logging.DEBUG)
+        logging.getLogger(name).setLevel(logging.DEBUG)
     return captured

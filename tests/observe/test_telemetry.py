@@ -5,20 +5,23 @@ nor a secret."""
 
 from __future__ import annotations
 
+import asyncio
 import io
 import json
 import logging
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 from opentelemetry import trace
 
-from turnframe_core import TurnInput
-from turnframe_runtime import observe
+from turnframe_core import TurnInput, codes
+from turnframe_runtime import OutboxConfig, OutboxWorker, connect_broker, observe
 from turnframe_store import SqlStores, Unavailable
 from turnframe_test.demo import EMBEDDED, run_demo
+from turnframe_test.domains.travel import TripWorkflow
 from turnframe_test.harness import DeskHarness
 from turnframe_test.postgres import PrivateDatabase
 from turnframe_test.telemetry_kit import TelemetryLeak, captured_telemetry
@@ -195,7 +198,7 @@ def test_a_failure_is_named_by_a_code_only_when_it_is_one() -> None:
     with pytest.raises(Odd), observe.span("odd"):
         raise Odd("Grace Hopper's passport X1234567")
     [span] = [s for s in TELEMETRY.finished_spans() if s.name == "turnframe.odd"]
-    assert span.status.description == "Odd" and span.events == ()
+    assert span.status.description == codes.PROVIDER_ERROR and span.events == ()
     observe.failure(logging.getLogger("turnframe_runtime.test"), "odd.failed", Odd("X1234567"))
     TELEMETRY.assert_free_of(["Grace Hopper", "X1234567"])
 
@@ -211,3 +214,58 @@ def test_the_console_example_prints_spans_metrics_and_json_logs() -> None:
     logged = [json.loads(line) for line in ran.stderr.splitlines() if line.startswith("{")]
     assert {"turn.delivered", "outbox.dispatched"} <= {line["event"] for line in logged}
     assert all(line["logger"].startswith("turnframe_") for line in logged)
+
+
+async def test_a_provider_code_that_echoes_the_user_is_never_a_label(desk) -> None:
+    """A code need only look like one to pass a pattern; only the library's own codes are
+    labels, a span's status or a log field: any other is `turnframe.provider.error`."""
+    said = "Grace Hopper, passport X1234567"
+
+    class ProviderFailure(Exception):
+        code = "invalid_request:grace.hopper:X1234567"  # looks like a code, quotes the user
+
+    desk.ready_trip()
+    desk.interpreter.then(ProviderFailure("rejected"))
+    await desk.runtime.handle_turn(
+        TurnInput(account_id=desk.account_id, conversation_id=desk.conversation_id, text=said)
+    )
+    [call] = [s for s in TELEMETRY.finished_spans() if s.name == "turnframe.model.understand"]
+    assert call.status.description == codes.PROVIDER_ERROR
+    failed = [attributes for attributes, _ in _points("turnframe.provider.failed")]
+    assert failed and all(a["turnframe.code"] == codes.PROVIDER_ERROR for a in failed)
+    TELEMETRY.assert_free_of(["X1234567", "grace.hopper"])
+
+
+async def test_an_actors_failure_reaches_dramatiqs_log_by_its_code_only(make_desk) -> None:
+    """The follow-up turn of an airline's answer fails in a workflow whose words quote the
+    traveller: dramatiq logs what the actor raised, which names the failure's type alone."""
+    secret = "Grace Hopper's passport X1234567"
+
+    class Quoting(TripWorkflow):
+        def receipts(self, events: Any) -> Any:
+            if any(e.event_type == "trip.rebooked" for e in events):
+                raise RuntimeError(f"cannot word this for {secret}")
+            return super().receipts(events)
+
+    desk = await make_desk(workflow=Quoting(), outbox=OutboxConfig(poll_ms=10))
+    desk.ready_trip()
+    said = "Rebook the outbound"
+    asked = await desk.say(said, act("a1", "trip.request_rebooking", "h1", said, leg="outbound"))
+    await desk.click(desk.card(asked), "opt_rebook")
+    worker = OutboxWorker(desk.runtime, connect_broker("stub://"), threads=1)
+    await worker.start()
+
+    async def dramatiq_logged() -> logging.LogRecord:
+        while True:
+            for record in TELEMETRY.logs.records:
+                if record.name.startswith("dramatiq") and record.levelno >= logging.ERROR:
+                    return record
+            await asyncio.sleep(0.01)
+
+    try:
+        logged = await asyncio.wait_for(dramatiq_logged(), 30)
+    finally:
+        await worker.stop()
+    assert logged.exc_info is not None and type(logged.exc_info[1]).__name__ == "AttemptFailed"
+    assert str(logged.exc_info[1]) == "RuntimeError"
+    TELEMETRY.assert_free_of([secret, "X1234567"])

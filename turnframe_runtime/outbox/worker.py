@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any, Final
 import dramatiq
 from dramatiq.brokers.stub import StubBroker
 
+from turnframe_core import codes
 from turnframe_runtime import observe
 from turnframe_runtime.config import OutboxConfig
 from turnframe_runtime.outbox.dispatch import DispatchOutcome
@@ -68,6 +69,11 @@ def connect_broker(url: str, *, heartbeat_timeout_ms: int | None = None) -> dram
     if scheme == "stub":
         return StubBroker()
     raise ValueError(f"no broker for {scheme!r} URLs (redis://, amqp:// or stub://)")
+
+
+class AttemptFailed(Exception):
+    """An outbox attempt failed in an actor (its row's claim stays for the reaper); named by the
+    failure's code or type only, since dramatiq logs it."""
 
 
 class OutboxWorker:
@@ -172,7 +178,11 @@ class OutboxWorker:
             future.result(timeout=self.config.claim_lease_ms / 1000)
         except concurrent.futures.TimeoutError:
             future.cancel()
-            raise
+            raise AttemptFailed(codes.STORE_TIMEOUT) from None
+        except Exception as failure:
+            # dramatiq logs what an actor raises, message and traceback: it gets the failure's
+            # code (or type) alone, never a message that may quote a user or a secret.
+            raise AttemptFailed(codes.code_of(failure)) from None
 
     def _dispatch_sync(self, outbox_id: str, attempt: int) -> None:
         self._run(self._runtime.outbox.dispatch(outbox_id, attempt))
