@@ -155,10 +155,16 @@ def run_gates(
     workdir: Path,
     pytest_args: tuple[str, ...] = (),
     echo: bool = True,
+    tests_report: Path | None = None,
 ) -> GatesReport:
-    """Run every piece of evidence the gates name, once, and judge each gate."""
+    """Run every piece of evidence the gates name, once, and judge each gate. With
+    `tests_report` (what a pytest session recorded with `--turnframe-gates-report`), the tests'
+    outcomes are read from it instead of running them again."""
     started = time.monotonic()
-    tests, exit_code, why = _run_tests(root, gates, extra_tests, workdir, pytest_args, echo)
+    if tests_report is not None:
+        tests, exit_code, why = _recorded_tests(tests_report, echo)
+    else:
+        tests, exit_code, why = _run_tests(root, gates, extra_tests, workdir, pytest_args, echo)
     runs = _run_runs(gates, database, broker, workdir, echo)
     results = []
     for gate in gates:
@@ -243,6 +249,25 @@ def _run_tests(
         return {}, finished.returncode, f"pytest exited {finished.returncode} before any test ran"
     recorded: dict[str, dict[str, Any]] = json.loads(report.read_text())["tests"]
     return recorded, finished.returncode, "no such test was collected"
+
+
+def _recorded_tests(report: Path, echo: bool) -> tuple[dict[str, dict[str, Any]], int | None, str]:
+    """The outcomes an earlier pytest session recorded (`--turnframe-gates-report`): a named
+    test it did not run is missing, as in a run of our own."""
+    try:
+        recorded = json.loads(report.read_text())
+        tests: dict[str, dict[str, Any]] = recorded["tests"]
+        exit_code = int(recorded["exit"])
+    except (OSError, ValueError, KeyError, TypeError) as unreadable:
+        why = f"no test outcomes could be read from {report} ({type(unreadable).__name__})"
+        if echo:
+            print(f"turnframe gates: {why}")
+        return {}, None, why
+    if echo:
+        print(
+            f"turnframe gates: {len(tests)} test outcomes from {report} (pytest exited {exit_code})"
+        )
+    return tests, exit_code, f"the session that wrote {report} did not run it"
 
 
 def _run_runs(
@@ -347,6 +372,13 @@ def register(commands: Any) -> None:
         default=[],
         help="judge only these gates (the exit status then speaks for them alone)",
     )
+    parser.add_argument(
+        "--tests-report",
+        metavar="FILE",
+        default=None,
+        help="judge the tests from what a pytest session recorded with --turnframe-gates-report "
+        "FILE (e.g. the suite CI just ran) instead of running them again",
+    )
     parser.add_argument("--json", metavar="FILE", default="turnframe-gates.json")
     parser.add_argument(
         "--db",
@@ -385,6 +417,7 @@ def _run(args: argparse.Namespace) -> int:
         database=database,
         broker=broker,
         workdir=workdir,
+        tests_report=Path(args.tests_report) if args.tests_report else None,
     )
     print(report.table())
     Path(args.json).write_text(json.dumps(report.as_json(), indent=2))

@@ -199,3 +199,44 @@ def test_without_pytest_every_test_is_missing_and_says_why(
     (evidence,) = report.gates[0].evidence
     assert (evidence.outcome, report.gates[0].verdict) == ("missing", "unproven")
     assert "pytest is not installed" in evidence.detail
+
+
+def test_a_suites_recorded_outcomes_judge_the_gates_without_running_a_test_again(
+    tmp_path: Path,
+) -> None:
+    """CI runs the suite once with `--turnframe-gates-report`; `turnframe gates --tests-report`
+    judges from that record: the same verdicts as a run of its own, and no test runs twice."""
+    (tmp_path / "tests").mkdir()
+    (tmp_path / "tests" / "test_project.py").write_text(PROJECT_TESTS.replace(
+        'raise AssertionError("the runner must not run tests no gate names")', "pass"
+    ))  # fmt: skip
+    recorded = tmp_path / "suite.json"
+    suite = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests",
+         f"--turnframe-gates-report={recorded}"],
+        cwd=tmp_path, capture_output=True, text=True,
+    )  # fmt: skip
+    assert suite.returncode == 1, suite.stdout  # test_breaks_once[2] fails
+    t = "tests/test_project.py::"
+    gates = (
+        Gate(1, "safety", "met by tests", tests=(t + "test_holds", t + "test_holds_twice")),
+        Gate(2, "safety", "one parametrization fails", tests=(t + "test_breaks_once",)),
+        Gate(3, "safety", "skipped evidence", tests=(t + "test_skipped",)),
+        Gate(6, "safety", "a test the suite never ran", tests=(t + "test_gone",)),
+        Gate(7, "safety", "an adopter's marked test"),
+    )
+    (tmp_path / "tests" / "test_project.py").write_text("raise SystemExit('not run again')")
+    work = tmp_path / "work"
+    work.mkdir()
+    report = run_gates(
+        root=tmp_path, gates=gates, database=None, broker=None, workdir=work, echo=False,
+        tests_report=recorded,
+    )  # fmt: skip
+    verdicts = {r.gate.number: r.verdict for r in report.gates}
+    assert verdicts == {1: "met", 2: "failed", 3: "unproven", 6: "unproven", 7: "met"}
+    assert not (work / "tests.json").exists()  # no pytest session of its own
+    unreadable = run_gates(
+        root=tmp_path, gates=gates[:1], database=None, broker=None, workdir=work, echo=False,
+        tests_report=tmp_path / "nothing.json",
+    )  # fmt: skip
+    assert unreadable.gates[0].verdict == "unproven"
