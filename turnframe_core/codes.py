@@ -218,10 +218,11 @@ def code_of(failure: BaseException, default: str | None = None) -> str:
     """How a failure may be named outside the process (a metric label, a span's status, a log
     field, the replay record, a stream's `turn.failed`): its code when that is one of the
     library's own (`ALL_CODES`); a code of any other origin, which may echo a user's words, as
-    `default` or else `PROVIDER_ERROR`; a failure without a code as `default` or else its type."""
+    `default` or else `PROVIDER_ERROR`; a failure without a text code (none, or an HTTP
+    library's number) as `default` or else its type."""
     code = getattr(failure, "code", None)
     if isinstance(code, str) and code in _KNOWN:
         return code
     if default is not None:
         return default
-    return PROVIDER_ERROR if code is not None else type(failure).__name__
+    return PROVIDER_ERROR if isinstance(code, str) and code else type(failure).__name__

@@ -247,8 +247,8 @@ class _Shared:
     negotiated: dict[tuple[str, frozenset[str]], str] = field(default_factory=dict)
     #: the catalogs' declared sample parameters (read once)
     samples: dict[str, Sequence[Mapping[str, Any]]] | None = None
-    #: why a template does not render, by locale, template and samples (None: it renders)
-    rendered: dict[tuple[str, str, str], str | None] = field(default_factory=dict)
+    #: a digest of every template source (what an include or import may reach)
+    sources_digest: str = ""
 
 
 class TemplateCopy:
@@ -272,7 +272,12 @@ class TemplateCopy:
             sources.update(own)
             written_in.update(dict.fromkeys(own, _tag(catalog.source_locale)))
         versions = {tid: digest(src).split(":")[1][:16] for tid, src in sources.items()}
-        self._shared = _Shared(sources=sources, written_in=written_in, versions=versions)
+        self._shared = _Shared(
+            sources=sources,
+            written_in=written_in,
+            versions=versions,
+            sources_digest=digest(versions),
+        )
         self._served = self._available() if locales is None else self._restricted(locales)
 
     def _available(self) -> frozenset[str]:
@@ -402,11 +407,12 @@ class TemplateCopy:
         """Why the template does not render in `locale` (None: it does): with each of
         `samples`; without any, with a plain value for each name it uses, where only a
         template it includes or imports that no catalog holds counts (the types of its
-        parameters are unknown). Judged once per locale, template and samples."""
-        key = (locale, template_id, json.dumps(samples, sort_keys=True, default=str))
-        if key in self._shared.rendered:
-            return self._shared.rendered[key]
+        parameters are unknown). Judged once per process for the same inputs."""
         copy = self._locale(locale)
+        samples_key = json.dumps(samples, sort_keys=True, default=str)
+        key = (self._shared.sources_digest, template_id, locale, copy.catalog_digest, samples_key)
+        if key in _RENDER_CHECKS:
+            return _RENDER_CHECKS[key]
         env: Any = copy.env
         found: str | None = None
         try:
@@ -422,7 +428,7 @@ class TemplateCopy:
         except Exception as error:
             if samples is not None or isinstance(error, TemplateSyntaxError):
                 found = f"{type(error).__name__}: {error}"[:300]
-        self._shared.rendered[key] = found
+        _RENDER_CHECKS[key] = found
         return found
 
     def _untranslated(
@@ -508,6 +514,10 @@ class TemplateCopy:
 
 
 _ASCII_SPACE = re.compile(r"[ \t\r\n\f\v]+")
+
+#: the start check's verdicts, for every copy of the process: by the sources every template
+#: reaches, template, locale, catalog and samples (the same inputs render the same way)
+_RENDER_CHECKS: dict[tuple[str, str, str, str, str], str | None] = {}
 _PLACEHOLDER = re.compile(r"%\((\w+)\)s")
 _PLURALS = re.compile(r"nplurals\s*=\s*(\d+)")
 
