@@ -236,8 +236,9 @@ class Recovery:
             stream.transaction(self.stores) if stream is not None else self.stores.transaction()
         ) as tx:
             if follow_up is not None:
+                enqueued = len(audit.outbox_ids)
                 readback = await execution.commit(tx, claimed, record=False)
-                await follow_up.tell(tx, settled_now, readback)
+                await follow_up.tell(tx, settled_now, readback, audit.outbox_ids[enqueued:])
             if not unknown:
                 await tx.conversations.set_phase(ctx.account_id, ctx.turn_id, TurnPhase.DELIVERED)
         return RecoveredTurn(ctx.account_id, ctx.turn_id, RecoveryOutcome.RECONCILED, unknown)
@@ -568,13 +569,19 @@ class _SettledLater:
         return self.recorder.events
 
     async def tell(
-        self, tx: Stores, settled: Sequence[Executed], readback: Mapping[str, DomainEvent]
+        self,
+        tx: Stores,
+        settled: Sequence[Executed],
+        readback: Mapping[str, DomainEvent],
+        outbox_ids: Sequence[str],
     ) -> None:
         """Accept, compose (receipts for what committed, notices for the rest) and deliver the
-        turn, in the caller's transaction."""
+        turn, in the caller's transaction; its record names what the settlement committed (the
+        events, and the outbox rows it enqueued)."""
         user_turn, self.recorder.record = await accept_turn(tx, self.ctx, ())
         await tx.commits.commit(self.recorder.accepted(user_turn))
         self.audit.executed.extend(settled)
+        self.audit.outbox_ids.extend(outbox_ids)
         for executed in settled:
             tell_outcome(self.notes, executed.planned.envelope.case_ref, executed.outcome)
         result = TurnResult(

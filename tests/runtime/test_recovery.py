@@ -170,8 +170,10 @@ async def test_an_unknown_outcome_is_asked_of_the_executor_and_settled(
     assert desk.receipt_codes(told) == ["trip.rebooking_sent"]
     record = await desk.runtime.replay("acct_1", told.replay_token)
     assert record.input.is_server_turn
-    sent = [e.event_id for e in await desk.events() if e.event_type == "trip.rebooking_sent"]
-    assert list(record.event_ids) == sent
+    sent = [e for e in await desk.events() if e.event_type == "trip.rebooking_sent"]
+    assert list(record.event_ids) == [e.event_id for e in sent]
+    rows = await desk.stores.outbox.list_for_command(sent[0].command_id)
+    assert list(record.outbox_ids) == [r.outbox_id for r in rows] != []  # the airline's row
 
 
 async def test_an_outcome_the_executor_cannot_tell_stays_unknown_and_unfinished(
