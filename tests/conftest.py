@@ -11,9 +11,9 @@ from typing import Any
 import pytest
 
 from turnframe_test.audit_kit import assert_conversation_audited
-from turnframe_test.invariants import unreceipted_events
 from turnframe_test.backends import StoreBackend, require_services
 from turnframe_test.harness import DeskHarness
+from turnframe_test.invariants import unreceipted_events
 from turnframe_test.telemetry_kit import captured_telemetry
 
 pytest_plugins = ("turnframe_test.pytest_plugin", "services")
@@ -48,8 +48,8 @@ async def make_desk(
     When the test is done, every turn of each harness's conversation must replay verified with
     its audit chain intact (`assert_conversation_audited`), so each scenario is also an audit
     test; once every turn ended, every event a turn committed is cited by a receipt of its reply
-    (`unreceipted_events`); and none of its words may have reached telemetry; a test that breaks stored data on
-    purpose says so with `@pytest.mark.unaudited` and is checked for neither."""
+    (`unreceipted_events`); and none of its words may have reached telemetry. A test that breaks
+    stored data on purpose says so with `@pytest.mark.unaudited` and is checked for none of it."""
     made: list[DeskHarness] = []
 
     async def factory(**kwargs: Any) -> DeskHarness:
@@ -63,7 +63,9 @@ async def make_desk(
     for desk in made:
         await assert_conversation_audited(desk.stores, desk.account_id, desk.conversation_id)
         if await _at_rest(desk):
-            assert await unreceipted_events(desk.stores, desk.account_id, desk.conversation_id) == []
+            assert (
+                await unreceipted_events(desk.stores, desk.account_id, desk.conversation_id) == []
+            )
     TELEMETRY.assert_free_of([text for desk in made for text in await _private_words(desk)])
 
 
