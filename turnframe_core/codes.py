@@ -181,6 +181,8 @@ UNDERSTANDING_DUPLICATE_ARGUMENT = "turnframe.understanding.duplicate_argument"
 #: a destination's answer could not be recorded (a code or reference no store can hold, or a
 #: workflow's `external_answer` that raised): the row ends `failed`, the user is told once
 OUTBOX_ANSWER_UNRECORDABLE = "turnframe.outbox.answer_unrecordable"
+#: an attempt still ran when its claim's lease ended: its actor stopped waiting for it
+OUTBOX_ATTEMPT_OVERRAN = "turnframe.outbox.attempt_overran"
 
 # --- providers ----------------------------------------------------------------------------------
 #: a failure whose own code is not one of the library's (a provider's, an adopter's: it may
@@ -197,6 +199,7 @@ STORE_UNAVAILABLE = "turnframe.store.unavailable"
 STORE_CORRUPT = "turnframe.store.corrupt"
 STORE_BUSY = "turnframe.store.busy"
 STORE_MISSING_ROLE = "turnframe.store.missing_role"
+STORE_NO_SNAPSHOT = "turnframe.store.no_snapshot"
 STORE_MISSING_EXTRA = "turnframe.store.missing_extra"
 STORE_INVALID_DATABASE_URL = "turnframe.store.invalid_database_url"
 STORE_FOREIGN_EVENT_LOOP = "turnframe.store.foreign_event_loop"

@@ -27,7 +27,16 @@ from turnframe_core.blocks import ReceiptBlock
 from turnframe_core.events import DomainEvent, event_digest
 from turnframe_core.interactions import Interaction
 from turnframe_core.replay import CommittedOutcome, ReplayRecord
-from turnframe_core.stream import BlockCompleted, block_content_hash
+from turnframe_core.stream import (
+    BlockCompleted,
+    BlockDelta,
+    BlockStarted,
+    StreamMode,
+    TurnCompleted,
+    TurnPhaseEvent,
+    block_content_hash,
+    block_events,
+)
 from turnframe_core.turn import SERVER_TURN_ORIGIN, AssistantTurn
 from turnframe_runtime.stream import read_log
 from turnframe_store.bundle import Stores
@@ -447,21 +456,20 @@ def _card_checks(
     record: ReplayRecord, stored: Mapping[str, Interaction | None]
 ) -> list[AuditCheck]:
     """Each card the turn created is stored as the record's digest vouches for (what a click
-    on it runs comes from the stored card). Records from before cards were digested say
-    nothing about them."""
-    if not record.interaction_digests:
+    on it runs comes from the stored card). A record begun before cards were digested and
+    finished after (by recovery) digests only its last cards: the digests stand for the last
+    ids; a record that digests none says nothing about its cards."""
+    digests = record.interaction_digests
+    if not digests:
         return []
+    ids = record.interactions_created[len(record.interactions_created) - len(digests) :]
     differing = [
         interaction_id
-        for interaction_id, recorded in zip(
-            record.interactions_created, record.interaction_digests, strict=False
-        )
+        for interaction_id, recorded in zip(ids, digests, strict=False)
         if (card := stored.get(interaction_id)) is None or card.content_digest() != recorded
     ]
-    if len(record.interaction_digests) != len(record.interactions_created):
-        differing.append(
-            f"{len(record.interactions_created)} cards, {len(record.interaction_digests)} digested"
-        )
+    if len(digests) > len(record.interactions_created):
+        differing.append(f"{len(record.interactions_created)} cards, {len(digests)} digested")
     return [
         _check(
             "each card the turn created is the one the record vouches for (digest)",
@@ -472,18 +480,37 @@ def _card_checks(
 
 
 def _stream_checks(reply: AssistantTurn | None, streamed: Sequence[Any]) -> list[AuditCheck]:
-    """While the turn's stream log is kept, each block it streamed is the block the stored
-    reply holds: the streamed block is hashed again (what `resume_stream` serves is the block,
-    not the hash it carries), and the hash it carries must be that hash too."""
-    completed = [e for e in streamed if isinstance(e, BlockCompleted)]
-    if reply is None or not completed:
+    """While the turn's stream log is kept, what it serves (`resume_stream`) is the stored reply:
+    each block's events (started with its fields, its deltas, completed with the block and its
+    hash) are the events the stored block gives in the log's mode, and `turn.completed` holds
+    the stored turn. Every event is compared by its content, never by a hash it carries."""
+    blocks = [e for e in streamed if isinstance(e, _BLOCK_EVENTS)]
+    ends = [e for e in streamed if isinstance(e, TurnCompleted)]
+    if reply is None or not (blocks or ends):
         return []
-    stored = {block.block_id: block_content_hash(block) for block in reply.blocks}
+    mode = next(
+        (e.mode for e in streamed if isinstance(e, TurnPhaseEvent) and e.mode is not None),
+        StreamMode.WHOLE,
+    )
+    expected: dict[str, list[dict[str, Any]]] = {}
+    for index, block in enumerate(reply.blocks):
+        for event in block_events(
+            block,
+            index,
+            turn_id=reply.turn_id,
+            first_sequence=1,
+            at=0,
+            mode=mode,
+            content_hash=block_content_hash(block),
+        ):
+            expected.setdefault(str(block.block_id), []).append(_content(event))
+    served: dict[str, list[dict[str, Any]]] = {}
+    for event in blocks:
+        served.setdefault(str(event.block_id), []).append(_content(event))
     differing = [
-        str(e.block.block_id)
-        for e in completed
-        if not (stored.get(e.block.block_id) == block_content_hash(e.block) == e.content_hash)
+        block_id for block_id, events in served.items() if events != expected.get(block_id)
     ]
+    differing += ["turn.completed" for e in ends if e.turn != reply]
     return [
         _check(
             "each streamed block is the stored block (content hash)",
@@ -491,6 +518,15 @@ def _stream_checks(reply: AssistantTurn | None, streamed: Sequence[Any]) -> list
             ", ".join(differing),
         )
     ]
+
+
+_BLOCK_EVENTS = (BlockStarted, BlockDelta, BlockCompleted)
+
+
+def _content(event: Any) -> dict[str, Any]:
+    """A stream event's content: everything but when and where in the log it was written."""
+    data: dict[str, Any] = event.model_dump(mode="json", exclude={"sequence", "at", "turn_id"})
+    return data
 
 
 def _check(name: str, passed: bool, detail: str) -> AuditCheck:

@@ -174,7 +174,7 @@ class Execution:
         except ExecutionTimeout:  # the executor says it sent the request
             return OutcomeUnknown(attempt_id=batch.batch_id, reason="execution_timeout")
         except ExecutionFailed as failed:
-            return FailedOutcome(code=failed.message or codes.EXECUTION_FAILED)
+            return FailedOutcome(code=codes.code_of(failed, codes.EXECUTION_FAILED))
         except Exception as error:  # it may have landed: not a failure, and nothing was "sent"
             return OutcomeUnknown(
                 attempt_id=batch.batch_id, reason="executor_error", error=_described(error)

@@ -8,8 +8,10 @@ The rules:
 - in this process a turn's writer wakes its followers at once; a turn running elsewhere is read
   again every `stream_poll_ms`, doubling up to `stream_poll_max_ms` while the log stays still,
   so the followers of a turn nobody runs cost a read every few seconds, not four a second;
-- at most `stream_followers_per_turn` followers read one turn at a time in this process; one
-  more is refused with `TooManyFollowers` before it reads anything.
+- at most `stream_followers_per_turn` followers read one turn at a time in this process (the
+  caller that started the turn with `stream_turn` is not one of them); one more is refused
+  with `TooManyFollowers` before it reads anything. The bound is a process's: each process
+  serving readers bounds its own.
 """
 
 from __future__ import annotations
@@ -57,9 +59,11 @@ class Followers:
         follow: bool = True,
     ) -> AsyncIterator[StreamEvent]:
         """The log read from `after` on, until its terminal event; with `task` (the turn running
-        here), until the task ended, raising its failure when the log did not end; without
-        `follow`, only what is logged now."""
-        with self._counted(account_id, turn_id):
+        here, read by the caller that started it, which is never refused nor counted), until
+        the task ended, raising its failure when the log did not end; without `follow`, only
+        what is logged now."""
+        counted = self._counted(account_id, turn_id) if task is None else contextlib.nullcontext()
+        with counted:
             async for event in self._read(account_id, turn_id, after, task, follow):
                 yield event
 

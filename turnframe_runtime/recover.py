@@ -19,7 +19,7 @@ Recovery takes the conversation's lock, so it never runs beside a turn still in 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 
@@ -88,6 +88,8 @@ class RecoveredTurn:
     outcome: RecoveryOutcome
     #: commands of the turn whose outcome is still unknown (the executor could not tell)
     unknown: int = 0
+    #: turns of the conversation finished first, so this turn's follow-up went after them
+    earlier: tuple[RecoveredTurn, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -222,6 +224,7 @@ class Recovery:
         if claimed is not None and _still_unknown(claimed, entries, audit):
             claimed = None  # a command of the card may still take effect: it stays resolving
         follow_up = None
+        earlier: tuple[RecoveredTurn, ...] = ()
         if settled_now:
             # The follow-up turn goes last in the conversation, after any turn a crash left
             # unfinished there (finished first: the caller holds the conversation's lock).
@@ -229,7 +232,7 @@ class Recovery:
                 ctx.account_id, ctx.conversation_id
             )
             if last is not None and not last.phase.is_terminal and last.turn_id != ctx.turn_id:
-                await self.turn(ctx.account_id, last.turn_id)
+                earlier = (await self.turn(ctx.account_id, last.turn_id),)
             follow_up = self._follow_up_turn(ctx, record, told)
         stream = follow_up.events if follow_up is not None else None
         async with (
@@ -241,7 +244,9 @@ class Recovery:
                 await follow_up.tell(tx, settled_now, readback, audit.outbox_ids[enqueued:])
             if not unknown:
                 await tx.conversations.set_phase(ctx.account_id, ctx.turn_id, TurnPhase.DELIVERED)
-        return RecoveredTurn(ctx.account_id, ctx.turn_id, RecoveryOutcome.RECONCILED, unknown)
+        return RecoveredTurn(
+            ctx.account_id, ctx.turn_id, RecoveryOutcome.RECONCILED, unknown, earlier
+        )
 
     def _follow_up_turn(
         self, ctx: TurnContext, record: ReplayRecord, told: set[str]
@@ -290,7 +295,16 @@ class Recovery:
         """The commands this turn started, from what it wrote: every command its record allowed
         (the start bundle records the decision with the journal's move to `executing`, so a
         card's commands journaled by the turn that raised it are found too, whatever the card's
-        status is now), then any other entry journaled under this turn's id."""
+        status is now), then any other entry journaled under this turn's id. A command a card
+        authorizes counts only when this turn won that card (the turn that raised a card, or
+        one that lost it, started none of its commands); any other only when this turn
+        journaled it."""
+        response = ctx.input.interaction_response
+        won = (
+            response.interaction_id
+            if response is not None and _claimed_by(record, response.interaction_id)
+            else None
+        )
         found: dict[str, JournalEntry] = {}
         for decision in record.policy_decisions:
             if not decision.allowed or decision.command_id in found:
@@ -302,7 +316,7 @@ class Recovery:
             except NotFound:
                 continue
         own = await self.stores.journal.for_turn(ctx.account_id, ctx.turn_id)
-        return _ran([*found.values(), *own])
+        return _ran(e for e in (*found.values(), *own) if _started_by(e, ctx.turn_id, won))
 
     @staticmethod
     def _claim(
@@ -504,7 +518,16 @@ def _still_unknown(card: ClaimedCard, entries: Sequence[JournalEntry], audit: Au
     return any(c.envelope.command_id in unknown for c in card.commands)
 
 
-def _ran(entries: Sequence[JournalEntry]) -> list[JournalEntry]:
+def _started_by(entry: JournalEntry, turn_id: str, won: str | None) -> bool:
+    """Whether the turn `turn_id` (which won the card `won`, if any) started `entry`: a command
+    a card authorizes is started by the turn that won the card, any other by its own turn."""
+    via = getattr(entry.origin, "interaction_id", None)
+    if via is not None:
+        return bool(via == won)
+    return entry.turn_id == turn_id
+
+
+def _ran(entries: Iterable[JournalEntry]) -> list[JournalEntry]:
     """The commands the turn started (a command still awaiting its card never ran), once each,
     in the order given."""
     seen: dict[str, JournalEntry] = {}

@@ -374,16 +374,20 @@ class TurnRuntime:
             return RecoveryReport((await self.recover_turn(account_id, turn_id),))
         markers = await self._stores.conversations.list_unfinished_turns(limit)
         cutoff = None if older_than_ms is None else self._clock() - older_than_ms
-        turns: list[RecoveredTurn] = []
+        turns: dict[tuple[str, str], RecoveredTurn] = {}
         failed: list[tuple[str, str, str]] = []
         for marker in markers:
-            if cutoff is not None and marker.updated_at > cutoff:
-                continue
+            key = (marker.account_id, marker.turn_id)
+            if key in turns or (cutoff is not None and marker.updated_at > cutoff):
+                continue  # (a turn another one finished first is reported as it ended)
             try:
-                turns.append(await self.recover_turn(marker.account_id, marker.turn_id))
+                recovered = await self.recover_turn(marker.account_id, marker.turn_id)
             except Exception as failure:  # this turn waits for the next sweep; the others go on
                 failed.append((marker.account_id, marker.turn_id, failure_code(failure)))
-        return RecoveryReport(tuple(turns), tuple(failed))
+                continue
+            for turn in (*recovered.earlier, recovered):
+                turns[(turn.account_id, turn.turn_id)] = turn
+        return RecoveryReport(tuple(turns.values()), tuple(failed))
 
     async def recover_turn(self, account_id: str, turn_id: str) -> RecoveredTurn:
         """Finish one interrupted turn (see `recover_unfinished`); a finished turn is left as

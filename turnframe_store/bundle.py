@@ -7,7 +7,7 @@ import contextlib
 from collections.abc import AsyncIterator
 from typing import Any, Final, TypeVar, cast
 
-from turnframe_store.errors import MissingRole
+from turnframe_store.errors import MissingRole, NoSnapshot
 from turnframe_store.locks import ConversationLocks
 from turnframe_store.protocols import (
     CommandJournal,
@@ -170,9 +170,12 @@ class Stores:
         """Reads as of one moment: every read made through the stores it yields sees the same
         committed state, whatever commits meanwhile, and nothing is written through them (an
         audit reads this way, so a turn finishing while it reads is never a break). Inside a
-        transaction it is that transaction. `MemoryStores` and `SqlStores` keep this contract;
-        a plain bundle of role objects has no snapshot, so here each read sees what is there
-        when it runs."""
+        transaction it is that transaction. `MemoryStores` and `SqlStores` keep this contract
+        (the conformance suite checks it); transactional stores that do not override it raise
+        `NoSnapshot`. A plain bundle of role objects, which shares no transaction either, reads
+        each call as it comes."""
+        if self.transactional:
+            raise NoSnapshot(f"{type(self).__name__} is transactional and gives no snapshot()")
         yield self
 
     def conversation_lock(

@@ -100,6 +100,13 @@ class MissingRole(TurnframeError):
         self.role = role
 
 
+class NoSnapshot(TurnframeError, NotImplementedError):
+    """Transactional stores that offer no `snapshot()`: reads as of one moment cannot be had, so
+    an audit refuses rather than report a break that is only its reading."""
+
+    code = codes.STORE_NO_SNAPSHOT
+
+
 # --- wiring errors of the SQL store: how it was set up, never what a call found -----------------
 
 

@@ -34,7 +34,14 @@ class Captured:
     spans: Any
     metrics: Any
     logs: _Records
-    loggers: tuple[str, ...] = ("turnframe_runtime", "turnframe_store", "turnframe_core")
+    #: loggers watched at DEBUG: the library's own, and dramatiq's (the outbox hands it work);
+    #: every other logger is watched at the level it logs at
+    loggers: tuple[str, ...] = (
+        "turnframe_runtime",
+        "turnframe_store",
+        "turnframe_core",
+        "dramatiq",
+    )
     #: data points collected so far (the reader hands each delta out once)
     _points: list[tuple[str, dict[str, Any], Any]] = field(default_factory=list)
 
@@ -122,8 +129,8 @@ def capture_telemetry() -> Captured:
     metrics.set_meter_provider(MeterProvider(metric_readers=[reader]))
     handler = _Records()
     captured = Captured(spans=spans, metrics=reader, logs=handler)
-    # Every logger of the process reaches the root's handlers (dramatiq's, psycopg's, asyncio's
-    # at the levels they log at); the library's own log at DEBUG.
+    # Every logger of the process reaches the root's handlers (psycopg's, asyncio's … at the
+    # levels they log at); the library's own and dramatiq's log at DEBUG.
     logging.getLogger().addHandler(handler)
     for name in captured.loggers:
         logging.getLogger(name).setLevel(logging.DEBUG)

@@ -235,26 +235,42 @@ async def test_a_streamed_block_that_differs_from_the_stored_one_is_named(desk) 
     assert failed.detail == data["block"]["block_id"]
 
 
-async def _edit_streamed_block(desk: Any, turn_id: str, edit: Any) -> dict[str, Any]:
-    """Apply `edit` to the JSON of the first `content.block.completed` event of the turn's
-    stored log, behind the store's back; returns the edited event."""
+async def _edit_logged(
+    desk: Any, turn_id: str, edit: Any, event_type: str = "content.block.completed"
+) -> dict[str, Any]:
+    """Apply `edit` to the JSON of the first `event_type` event of the turn's stored log,
+    behind the store's back; returns the edited event."""
     stores = desk.stores
     if isinstance(stores, MemoryStores):
         log = stores.engine.t.stream[(desk.account_id, turn_id)]
-        at = next(i for i, e in enumerate(log) if e.event_type == "content.block.completed")
+        at = next(i for i, e in enumerate(log) if e.event_type == event_type)
         data = json.loads(log[at].text)
         edit(data)
         log[at] = dataclasses.replace(log[at], text=json.dumps(data))
         return data  # type: ignore[no-any-return]
     [(sequence, text)] = (await _sql(
         stores, "SELECT sequence, event FROM tf_stream_event WHERE turn_id = :t AND "
-        "event_type = 'content.block.completed' ORDER BY sequence LIMIT 1", t=turn_id,
+        "event_type = :k ORDER BY sequence LIMIT 1", t=turn_id, k=event_type,
     ))  # fmt: skip
     data = json.loads(text)
     edit(data)
     await _sql(stores, "UPDATE tf_stream_event SET event = :e WHERE turn_id = :t AND "
                "sequence = :s", e=json.dumps(data), t=turn_id, s=sequence)  # fmt: skip
     return data  # type: ignore[no-any-return]
+
+
+@pytest.mark.unaudited
+async def test_a_logged_turn_completed_that_differs_from_the_stored_turn_is_named(desk) -> None:
+    _named, asked, _clicked = await _three_turns(desk)
+
+    def edit(data: dict[str, Any]) -> None:
+        data["turn"]["blocks"][0]["title"] = "Your refund of $5,000 was sent"
+
+    await _edit_logged(desk, asked.turn_id, edit, "turn.completed")
+    audit = await desk.runtime.audit(desk.account_id, asked.replay_token)
+    [failed] = audit.failed()
+    assert failed.name == "each streamed block is the stored block (content hash)"
+    assert failed.detail == "turn.completed"
 
 
 @pytest.mark.unaudited
@@ -266,7 +282,7 @@ async def test_a_streamed_block_edited_with_its_hash_left_alone_is_named(desk) -
     def edit(data: dict[str, Any]) -> None:
         data["block"]["title"] = "Your refund of $5,000 was sent"
 
-    data = await _edit_streamed_block(desk, asked.turn_id, edit)
+    data = await _edit_logged(desk, asked.turn_id, edit)
     served = [
         e
         async for e in desk.runtime.resume_stream(desk.account_id, asked.turn_id)

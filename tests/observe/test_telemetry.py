@@ -269,3 +269,20 @@ async def test_an_actors_failure_reaches_dramatiqs_log_by_its_code_only(make_des
     assert logged.exc_info is not None and type(logged.exc_info[1]).__name__ == "AttemptFailed"
     assert str(logged.exc_info[1]) == "RuntimeError"
     TELEMETRY.assert_free_of([secret, "X1234567"])
+
+
+async def test_an_executors_failure_message_is_never_a_code(desk) -> None:
+    from turnframe_runtime import ExecutionFailed
+
+    desk.ready_trip()
+    desk.executor.arm_before_remote_request(ExecutionFailed("Grace.Hopper:X1234567"))
+    said = "Name Grace Hopper"
+    turn = await desk.say(said, act("a1", "trip.set_name", "h1", "Grace", name="Grace Hopper"))
+    record = await desk.runtime.replay(desk.account_id, turn.replay_token)
+    [outcome] = record.command_outcomes
+    assert outcome.outcome.code == codes.EXECUTION_FAILED  # type: ignore[union-attr]
+    failed = [attributes for attributes, _ in _points("turnframe.command.failed")]
+    assert failed == [
+        {"turnframe.code": codes.EXECUTION_FAILED, "turnframe.command_type": "trip.set_name"}
+    ]
+    TELEMETRY.assert_free_of(["X1234567"])

@@ -308,11 +308,12 @@ async def test_a_turn_that_lost_the_card_never_releases_the_winners_claim(
     report = await desk.runtime.recover_unfinished()
     # The winner is reconciled (a follow-up turn tells of it, after the loser); the loser ran
     # nothing, so it ends interrupted, and leaves the card to its winner.
-    winner, loser = report.turns
+    loser, winner = report.turns  # the loser was finished first, for the follow-up to follow it
     assert (winner.outcome, loser.outcome) == (
         RecoveryOutcome.RECONCILED,
-        RecoveryOutcome.FINISHED,  # finished first, for the follow-up to go after it
+        RecoveryOutcome.INTERRUPTED,
     )
+    assert winner.earlier == (loser,)
     ended = await desk.runtime.load_turn("acct_1", loser.turn_id)
     assert ended.status is TurnStatus.INTERRUPTED
     *_, told = await desk.runtime.load_conversation("acct_1", "conv_1")

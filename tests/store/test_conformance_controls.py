@@ -1402,8 +1402,9 @@ class HollowSavepoints(MemoryStores):
 class LiveSnapshots(MemoryStores):
     """A snapshot that reads the live state: a commit made while it reads shows up in it."""
 
-    def snapshot(self) -> Any:  # type: ignore[override]
-        return Stores.snapshot(self)
+    @contextlib.asynccontextmanager
+    async def snapshot(self) -> AsyncIterator[Stores]:
+        yield self
 
 
 TRANSACTION_CONTROLS: dict[str, tuple[type[MemoryStores], str]] = {

@@ -126,3 +126,35 @@ async def test_a_memory_role_swapped_in_serves_as_given_and_keeps_transactions()
 def test_a_foreign_role_makes_a_plain_bundle_without_transactions() -> None:
     memory, other = MemoryStores(), MemoryStores()
     assert not memory.replace(outbox=other.outbox).transactional
+
+
+async def test_transactional_stores_without_a_snapshot_refuse_one() -> None:
+    """An audit through them would read live data and could report a break that is only its
+    reading: they say so instead."""
+    import pytest
+
+    from turnframe_store import MemoryStores, NoSnapshot, Stores
+
+    class Transactional(Stores):
+        @property
+        def transactional(self) -> bool:
+            return True
+
+    memory = MemoryStores()
+    roles = {
+        role: getattr(memory, role)
+        for role in (
+            "conversations",
+            "interactions",
+            "journal",
+            "events",
+            "outbox",
+            "replay",
+            "commits",
+        )
+    }
+    with pytest.raises(NoSnapshot):
+        async with Transactional(**roles).snapshot():
+            pass
+    async with Stores(**roles).snapshot() as plain:  # a plain bundle reads as it goes
+        assert plain is not None

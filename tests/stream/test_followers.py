@@ -159,3 +159,28 @@ async def test_a_follower_of_a_turn_nobody_runs_reads_less_and_less_often(make_d
         conversations.stream_events = real  # type: ignore[method-assign]
     # 1+2+4+...+32 ms, then one read each 50 ms: about 16 reads; at a fixed 1 ms, hundreds.
     assert 5 <= reads <= 40, reads
+
+
+async def test_the_caller_that_started_a_turn_is_never_refused_its_stream(make_desk) -> None:
+    desk: DeskHarness = await make_desk(
+        config=RuntimeConfig(stream_followers_per_turn=1, stream_poll_ms=5)
+    )
+    desk.ready_trip()
+    gate = asyncio.Event()
+    real = desk.interpreter.understand
+
+    async def held(brief: Any) -> Any:
+        await gate.wait()
+        return await real(brief)
+
+    desk.interpreter.understand = held  # type: ignore[method-assign]
+    _script_name(desk)
+    stream = desk.runtime.stream_turn(_name())
+    first = await anext(stream)  # accepted: the turn waits for its model call
+    follower = asyncio.ensure_future(_collect(desk.runtime.resume_stream("acct_1", "turn_f1")))
+    while desk.runtime.stream_followers("acct_1", "turn_f1") < 1:
+        await asyncio.sleep(0)
+    gate.set()
+    rest = await _collect(stream)  # the bound is full, and the turn's own caller reads on
+    followed = await asyncio.wait_for(follower, 30)
+    assert is_terminal(rest[-1]) and followed == [first, *rest]

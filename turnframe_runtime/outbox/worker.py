@@ -178,7 +178,7 @@ class OutboxWorker:
             future.result(timeout=self.config.claim_lease_ms / 1000)
         except concurrent.futures.TimeoutError:
             future.cancel()
-            raise AttemptFailed(codes.STORE_TIMEOUT) from None
+            raise AttemptFailed(codes.OUTBOX_ATTEMPT_OVERRAN) from None
         except Exception as failure:
             # dramatiq logs what an actor raises, message and traceback: it gets the failure's
             # code (or type) alone, never a message that may quote a user or a secret.
