@@ -95,7 +95,16 @@ def gate_marks(item: pytest.Item) -> list[int]:
     return sorted({int(n) for mark in item.iter_markers("gate") for n in mark.args})
 
 
+_GATES_PROPERTY = "turnframe_gates"
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    # Each test's gate marks travel with its reports (under pytest-xdist the session that
+    # records them collects nothing itself).
+    for item in items:
+        marks = gate_marks(item)
+        if marks:
+            item.user_properties.append((_GATES_PROPERTY, marks))
     select = config.getoption("turnframe_gates_select", default=None)
     if not select:
         return
@@ -117,7 +126,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 class GateRecorder:
     """Each test's outcome (its worst phase: failed, then skipped, then passed), its seconds
-    (every phase) and its gate marks, written when the session ends."""
+    (every phase) and its gate marks, written when the session ends. Under pytest-xdist it runs
+    in the controlling session, from the reports the workers send."""
 
     _RANK: ClassVar[dict[str, int]] = {"passed": 0, "skipped": 1, "failed": 2}  # others: failed
 
@@ -137,6 +147,9 @@ class GateRecorder:
         test = self.tests.setdefault(
             report.nodeid, {"outcome": "not run", "seconds": 0.0, "gates": []}
         )
+        for name, value in report.user_properties:
+            if name == _GATES_PROPERTY and isinstance(value, list | tuple):
+                test["gates"] = sorted({*test["gates"], *(int(n) for n in value)})
         test["seconds"] += report.duration
         outcome = report.outcome
         if outcome not in self._RANK:  # an outcome another plugin invented proves nothing

@@ -204,8 +204,9 @@ def test_without_pytest_every_test_is_missing_and_says_why(
 def test_a_suites_recorded_outcomes_judge_the_gates_without_running_a_test_again(
     tmp_path: Path,
 ) -> None:
-    """CI runs the suite once with `--turnframe-gates-report`; `turnframe gates --tests-report`
-    judges from that record: the same verdicts as a run of its own, and no test runs twice."""
+    """CI runs the suite once (on two processes) with `--turnframe-gates-report`; `turnframe
+    gates --tests-report` judges from that record: the same verdicts as a run of its own, gate
+    marks included, and no test runs twice."""
     (tmp_path / "tests").mkdir()
     (tmp_path / "tests" / "test_project.py").write_text(PROJECT_TESTS.replace(
         'raise AssertionError("the runner must not run tests no gate names")', "pass"
@@ -213,7 +214,7 @@ def test_a_suites_recorded_outcomes_judge_the_gates_without_running_a_test_again
     recorded = tmp_path / "suite.json"
     suite = subprocess.run(
         [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests",
-         f"--turnframe-gates-report={recorded}"],
+         "-n", "2", f"--turnframe-gates-report={recorded}"],  # on two processes, as CI's
         cwd=tmp_path, capture_output=True, text=True,
     )  # fmt: skip
     assert suite.returncode == 1, suite.stdout  # test_breaks_once[2] fails

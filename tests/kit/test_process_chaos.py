@@ -21,7 +21,8 @@ from turnframe_test.process_chaos import (
     check_database,
 )
 
-pytestmark = pytest.mark.slow
+#: it empties (and restarts) the shared Redis broker: never beside another test that uses it
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("redis")]
 
 SHORT = dataclasses.replace(
     PLANS["chaos-runtime-kill"],

@@ -34,7 +34,8 @@ from turnframe_test.domains.travel_pg import PostgresTripDesk
 from turnframe_test.outbox_app import desk_runtime
 from turnframe_test.postgres import PrivateDatabase
 
-pytestmark = pytest.mark.slow
+#: it empties (and restarts) the shared Redis broker: never beside another test that uses it
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("redis")]
 
 ACCOUNT = "acct_w"
 WORKER_ENV = {"TURNFRAME_TEST_OUTBOX": "claim_lease_ms=3000,poll_ms=200,send_timeout_ms=2000"}
