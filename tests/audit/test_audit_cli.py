@@ -61,6 +61,22 @@ def _snapshot(database: Database) -> str:
     return seen.hexdigest()
 
 
+async def _tamper(database: Database, statement: str, **params: Any) -> None:
+    """Run `statement` on the database behind the store's back (what a tamperer does)."""
+
+    def run() -> None:
+        engine = sa.create_engine(sync_url(database.url), poolclass=NullPool)
+        try:
+            with engine.begin() as connection:
+                if database.config.schema is not None:
+                    connection.exec_driver_sql(f'SET search_path TO "{database.config.schema}"')
+                connection.execute(sa.text(statement), params)
+        finally:
+            engine.dispose()
+
+    await asyncio.to_thread(run)
+
+
 def _run(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [TURNFRAME, *args], capture_output=True, text=True, timeout=120, check=False
@@ -131,20 +147,12 @@ async def test_a_tampered_database_fails_replay_and_export(database: Database) -
     edited = record.model_copy(update={"failure_code": "edited"}).model_dump_json()
     await desk.stores.aclose()
 
-    def tamper() -> None:
-        engine = sa.create_engine(sync_url(database.url), poolclass=NullPool)
-        try:
-            with engine.begin() as connection:
-                if database.config.schema is not None:
-                    connection.exec_driver_sql(f'SET search_path TO "{database.config.schema}"')
-                connection.execute(
-                    sa.text("UPDATE tf_replay SET record = :r WHERE turn_id = :t"),
-                    {"r": edited, "t": turns[1].turn_id},
-                )
-        finally:
-            engine.dispose()
-
-    await asyncio.to_thread(tamper)
+    await _tamper(
+        database,
+        "UPDATE tf_replay SET record = :r WHERE turn_id = :t",
+        r=edited,
+        t=turns[1].turn_id,
+    )
     url = _cli_url(database)
     replayed = await asyncio.to_thread(_run, "replay", turns[1].replay_token, "--db", url)
     exported = await asyncio.to_thread(
@@ -263,20 +271,12 @@ async def test_stored_text_cannot_rewrite_the_verdict_on_a_terminal(database: Da
     )
     await desk.stores.aclose()
 
-    def tamper() -> None:
-        engine = sa.create_engine(sync_url(database.url), poolclass=NullPool)
-        try:
-            with engine.begin() as connection:
-                if database.config.schema is not None:
-                    connection.exec_driver_sql(f'SET search_path TO "{database.config.schema}"')
-                connection.execute(
-                    sa.text("UPDATE tf_turn SET assistant_turn = :j WHERE turn_id = :t"),
-                    {"j": forged.to_stored_json(), "t": turns[1].turn_id},
-                )
-        finally:
-            engine.dispose()
-
-    await asyncio.to_thread(tamper)
+    await _tamper(
+        database,
+        "UPDATE tf_turn SET assistant_turn = :j WHERE turn_id = :t",
+        j=forged.to_stored_json(),
+        t=turns[1].turn_id,
+    )
     replayed = await asyncio.to_thread(
         _run, "replay", turns[1].replay_token, "--db", _cli_url(database)
     )
