@@ -1,7 +1,8 @@
 """`turnframe worker --db URL --broker URL`: the outbox relay and a dramatiq worker.
 
-It runs the adopter's runtime (`--app MODULE:FACTORY`, as `turnframe recover`; default
-`$TURNFRAME_APP`, else the sample travel desk on PostgreSQL) with its senders: the relay claims
+It runs the adopter's runtime (`--app MODULE:FACTORY`, as `turnframe recover`, or
+`$TURNFRAME_APP`; one of them is required: a worker never guesses whose outbox it carries out)
+with its senders: the relay claims
 due rows and publishes them, the actors carry them out. Run as many as you like on one
 database and one broker; SIGTERM or SIGINT stops fetching, finishes the messages in hand and
 exits.
@@ -21,8 +22,6 @@ from turnframe_runtime.outbox.worker import OutboxWorker, connect_broker
 
 __all__ = ["register"]
 
-_DEFAULT_APP = "turnframe_test.outbox_app:desk_runtime"
-
 
 def register(commands: Any) -> None:
     parser = commands.add_parser("worker", help="run the outbox relay and a dramatiq worker")
@@ -36,9 +35,9 @@ def register(commands: Any) -> None:
     parser.add_argument(
         "--app",
         metavar="MODULE:FACTORY",
-        default=os.environ.get("TURNFRAME_APP") or _DEFAULT_APP,
-        help="builds your TurnRuntime, with its senders, on the database URL "
-        f"(default: $TURNFRAME_APP, else {_DEFAULT_APP})",
+        default=os.environ.get("TURNFRAME_APP"),
+        help="builds your TurnRuntime, with its senders, on the database URL (default: "
+        "$TURNFRAME_APP; one of the two is required)",
     )
     parser.add_argument("--threads", type=int, default=8, help="actor threads (default 8)")
     parser.add_argument(
@@ -54,6 +53,11 @@ def register(commands: Any) -> None:
 
 
 def _run(args: argparse.Namespace) -> int:
+    if not args.app or ":" not in args.app:
+        print(
+            "turnframe worker: --app MODULE:FACTORY (or TURNFRAME_APP) is needed", file=sys.stderr
+        )
+        return 2
     try:
         asyncio.run(_work(args))
     except Unusable as unusable:

@@ -378,7 +378,12 @@ class ProcessChaos:
     async def _start_worker(self) -> asyncio.subprocess.Process:
         command = [str(Path(sys.executable).parent / "turnframe"), "worker"]
         command += ["--db", self.database_url, "--broker", self.broker_url, "--threads", "4"]
-        command += ["--heartbeat-timeout-ms", "2000"]
+        command += [
+            "--heartbeat-timeout-ms",
+            "2000",
+            "--app",
+            "turnframe_test.outbox_app:desk_runtime",
+        ]
         with self.log("worker").open("ab") as log:
             worker = await asyncio.create_subprocess_exec(
                 *command, env={**os.environ, **WORKER_ENV}, stdout=log, stderr=log

@@ -54,7 +54,12 @@ class Shared:
     def start_worker(self, **env: str) -> subprocess.Popen[bytes]:
         command = [str(Path(sys.executable).parent / "turnframe"), "worker"]
         command += ["--db", self.url, "--broker", self.broker_url, "--threads", "4"]
-        command += ["--heartbeat-timeout-ms", "2000"]
+        command += [
+            "--heartbeat-timeout-ms",
+            "2000",
+            "--app",
+            "turnframe_test.outbox_app:desk_runtime",
+        ]
         with self.log.open("ab") as log:
             worker = subprocess.Popen(
                 command, env={**os.environ, **WORKER_ENV, **env}, stdout=log, stderr=log

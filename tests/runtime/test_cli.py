@@ -97,3 +97,22 @@ def test_a_worker_given_a_broker_it_cannot_use_exits_2(
     assert main(["worker", "--db", url, "--app", app, "--broker", "carrier-pigeon://x"]) == 2
     [line] = capsys.readouterr().err.strip().splitlines()
     assert line.startswith("turnframe worker: ") and "carrier-pigeon" in line
+
+
+@pytest.mark.parametrize("command", ["worker", "recover"])
+def test_a_command_given_no_app_says_so_and_runs_nothing(
+    command: str,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Neither runs the sample travel desk, or anything else, against the database it is
+    handed unless told which runtime is yours."""
+    monkeypatch.delenv("TURNFRAME_APP", raising=False)
+    url = f"sqlite+aiosqlite:///{tmp_path / 'w.db'}"
+    args = [command, "--db", url] + (["--broker", "stub://"] if command == "worker" else [])
+    assert main(args) == 2
+    assert capsys.readouterr().err.strip() == (
+        f"turnframe {command}: --app MODULE:FACTORY (or TURNFRAME_APP) is needed"
+    )
+    assert not (tmp_path / "w.db").exists()
