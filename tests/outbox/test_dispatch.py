@@ -376,8 +376,10 @@ class _HeldAirline(FakeAirline):
     def __init__(self) -> None:
         super().__init__()
         self.release = asyncio.Event()
+        self.sending = asyncio.Event()
 
     async def send(self, request: OutboxRequest) -> SendResult:
+        self.sending.set()
         await self.release.wait()
         return SendFailed("airline.busy", retryable=True)
 
@@ -391,7 +393,7 @@ async def test_a_worker_whose_claim_was_reaped_cannot_settle_the_next_attempt(
     relay = _relay(desk, _Published())
     await relay.round()
     slow = asyncio.create_task(desk.runtime.outbox.dispatch(row.outbox_id, 1))
-    await asyncio.sleep(0.05)  # attempt 1 began and waits on the airline
+    await asyncio.wait_for(airline.sending.wait(), 10)  # attempt 1 began and waits on the airline
     desk.clock.advance(desk.runtime.outbox.config.claim_lease_ms + 1)
     done = await relay.round()
     assert (done.reaped, done.published) == (1, 1)  # attempt 2 is claimed

@@ -26,12 +26,20 @@ def _turn(n: int, conversation_id: str = "conv_1") -> TurnInput:
     )
 
 
-def _slow_interpreter(desk: DeskHarness, log: list[str], gate: asyncio.Event | None = None) -> None:
-    """Each call logs its start and end and (with `gate`) waits for it in between."""
+def _slow_interpreter(
+    desk: DeskHarness,
+    log: list[str],
+    gate: asyncio.Event | None = None,
+    started: asyncio.Event | None = None,
+) -> None:
+    """Each call logs its start and end and (with `gate`) waits for it in between; `started` is
+    set once a call began (its turn holds the conversation)."""
 
     async def understand(brief: Brief) -> Understanding:
         label = brief.text or ""
         log.append(f"start {label}")
+        if started is not None:
+            started.set()
         if gate is not None:
             await gate.wait()
         await asyncio.sleep(0.01)
@@ -57,10 +65,10 @@ async def test_a_turn_that_waits_too_long_is_refused_and_writes_nothing(make_des
         config=RuntimeConfig(locales=("en", "it"), conversation_wait_ms=100)
     )
     desk.ready_trip()
-    gate = asyncio.Event()
-    _slow_interpreter(desk, [], gate)
+    gate, started = asyncio.Event(), asyncio.Event()
+    _slow_interpreter(desk, [], gate, started)
     first = asyncio.create_task(desk.runtime.handle_turn(_turn(1)))
-    await asyncio.sleep(0.05)
+    await asyncio.wait_for(started.wait(), 10)  # the first turn holds the conversation
     with pytest.raises(ConversationBusy):
         await desk.runtime.handle_turn(_turn(2))
     with pytest.raises(NotFound):
@@ -75,11 +83,11 @@ async def test_other_conversations_are_not_held_up(desk: DeskHarness) -> None:
     desk.ready_trip()
     desk.conversation_id = "conv_2"
     desk.ready_trip("T-200")
-    gate = asyncio.Event()
+    gate, started = asyncio.Event(), asyncio.Event()
     log: list[str] = []
-    _slow_interpreter(desk, log, gate)
+    _slow_interpreter(desk, log, gate, started)
     blocked = asyncio.create_task(desk.runtime.handle_turn(_turn(1, "conv_1")))
-    await asyncio.sleep(0.05)
+    await asyncio.wait_for(started.wait(), 10)  # conv_1's turn holds its conversation
 
     async def other(brief: Any) -> Understanding:
         return understanding(act("a1", NAME, "h1", "Grace", name="Grace Hopper"))

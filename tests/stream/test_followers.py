@@ -158,7 +158,7 @@ async def test_a_follower_of_a_turn_nobody_runs_reads_less_and_less_often(make_d
     finally:
         conversations.stream_events = real  # type: ignore[method-assign]
     # 1+2+4+...+32 ms, then one read each 50 ms: about 16 reads; at a fixed 1 ms, hundreds.
-    assert 5 <= reads <= 40, reads
+    assert 2 <= reads <= 40, reads  # it keeps reading, but a few dozen times at most
 
 
 async def test_the_caller_that_started_a_turn_is_never_refused_its_stream(make_desk) -> None:

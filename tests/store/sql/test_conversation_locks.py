@@ -21,8 +21,16 @@ async def _stores(databases: Databases, **config: Any) -> SqlStores:
     return await databases.new(**config).migrated()
 
 
-async def _hold(stores: SqlStores, account: str, conversation: str, release: asyncio.Event) -> None:
+async def _hold(
+    stores: SqlStores,
+    account: str,
+    conversation: str,
+    release: asyncio.Event,
+    held: asyncio.Event | None = None,
+) -> None:
     async with stores.conversation_lock(account, conversation, 5.0):
+        if held is not None:
+            held.set()
         await release.wait()
 
 
@@ -30,8 +38,9 @@ async def test_waiters_for_one_conversation_leave_lock_connections_to_the_others
     postgres_databases: Databases,
 ) -> None:
     stores = await _stores(postgres_databases, lock_pool_size=2, acquire_timeout_s=1.0)
-    release = asyncio.Event()
-    holder = asyncio.create_task(_hold(stores, "acct_a", "conv_busy", release))
+    release, held = asyncio.Event(), asyncio.Event()
+    holder = asyncio.create_task(_hold(stores, "acct_a", "conv_busy", release, held))
+    await asyncio.wait_for(held.wait(), 10)
     waiters = [
         asyncio.create_task(_hold(stores, "acct_a", "conv_busy", release)) for _ in range(10)
     ]
@@ -53,9 +62,9 @@ async def test_a_wait_for_a_busy_conversation_ends_by_its_timeout(
     database = postgres_databases.new(lock_pool_size=1, acquire_timeout_s=5.0)
     stores = await database.migrated()
     other = stores if where == "this process" else await database.stores()
-    release = asyncio.Event()
-    holder = asyncio.create_task(_hold(stores, "acct_a", "conv_1", release))
-    await asyncio.sleep(0.1)
+    release, held = asyncio.Event(), asyncio.Event()
+    holder = asyncio.create_task(_hold(stores, "acct_a", "conv_1", release, held))
+    await asyncio.wait_for(held.wait(), 10)
     started = time.monotonic()
     try:
         with pytest.raises(Busy):
