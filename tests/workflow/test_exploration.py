@@ -97,12 +97,13 @@ class _WithdrawingDeletes(TripModel):
 
 
 class _RefusalScribbles(TripModel):
+    """Refuses the airline's answer on a withdrawn trip, and scribbles on the state as it does."""
+
     def apply(self, state: Mapping[str, Any], command: CompiledCommand) -> Mapping[str, Any] | None:
-        try:
-            return super().apply(state, command)
-        except ExecutionRejected:
+        if state.get("status") == "withdrawn":
             state["attempts"] = state.get("attempts", 0) + 1  # type: ignore[index]
-            raise
+            raise ExecutionRejected("trip.closed", "This trip is closed.")
+        return super().apply(state, command)
 
 
 CONTROLS: dict[str, Any] = {

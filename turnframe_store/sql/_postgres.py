@@ -33,9 +33,6 @@ __all__ = ["PostgresBackend"]
 
 _EPOCH: Final = datetime(1970, 1, 1, tzinfo=UTC)
 _SNAPSHOT: Final = "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"
-#: how a conversation lock another process holds is tried again: soon, then less often
-_FIRST_PAUSE_S: Final = 0.002
-_LONGEST_PAUSE_S: Final = 0.05
 #: the least a lock connection is waited for (a deadline already past still tries once)
 _LEAST_WAIT_S: Final = 0.001
 _MS: Final = timedelta(milliseconds=1)
@@ -344,31 +341,34 @@ class PostgresBackend(Backend):
     @contextlib.asynccontextmanager
     async def advisory_lock(self, key: int, timeout_s: float) -> AsyncIterator[None]:
         """Hold `pg_advisory_xact_lock(key)` in a transaction of its own until the block ends
-        (then rolled back: it wrote nothing, and ending it releases the lock). Waiting holds no
-        connection: the lock is tried (`pg_try_advisory_xact_lock`), and while another process
-        holds it the connection goes back to the pool until the next try, backing off. `Busy`
+        (then rolled back: it wrote nothing, and ending it releases the lock). The server
+        queues the waiters of one key in order; the caller queues a process's own waiters first
+        (`SqlStores.conversation_lock`), so one connection per process waits for a key. `Busy`
         when the lock is not free by `timeout_s`; `Unavailable` when no lock connection comes
         free by then. Everything, the wait for a connection included, ends by `timeout_s`."""
         self.on_own_loop()
         assert self.locks is not None
         clock = asyncio.get_running_loop().time
         deadline = clock() + timeout_s
-        pause = _FIRST_PAUSE_S
-        while True:
-            raw = await self._lock_connection(deadline - clock())
-            try:
-                taken = await self._try_lock(raw, key)
-            except BaseException:
-                await self._end_lock(raw)
-                raise
-            if taken:
-                break
+        raw = await self._lock_connection(deadline - clock())
+        try:
+            wait_ms = max(1, int((deadline - clock()) * 1000))
+            await raw.execute(
+                f"BEGIN; SET LOCAL lock_timeout = {wait_ms};"
+                f" SET LOCAL statement_timeout = {wait_ms + 1000};"
+                " SET LOCAL idle_in_transaction_session_timeout = 0;"
+                f" SELECT pg_advisory_xact_lock({int(key)})",
+                prepare=False,
+            )
+        except (psycopg.errors.LockNotAvailable, psycopg.errors.QueryCanceled):
             await self._end_lock(raw)
-            left = deadline - clock()
-            if left <= 0:
-                raise Busy("another turn of this conversation is running")
-            await asyncio.sleep(min(pause, left))
-            pause = min(pause * 2, _LONGEST_PAUSE_S)
+            raise Busy("another turn of this conversation is running") from None
+        except psycopg.Error as exc:
+            await self._end_lock(raw)
+            raise errors.from_postgres(exc) from None
+        except BaseException:
+            await self._end_lock(raw)
+            raise
         try:
             yield
         finally:
@@ -380,22 +380,6 @@ class PostgresBackend(Backend):
             return await self.locks.getconn(timeout=max(left_s, _LEAST_WAIT_S))
         except (PoolTimeout, psycopg.Error) as exc:
             raise errors.from_postgres(exc) from None
-
-    @staticmethod
-    async def _try_lock(raw: psycopg.AsyncConnection[Any], key: int) -> bool:
-        """Begin the lock's transaction and try the lock, in one round trip."""
-        try:
-            cursor = await raw.execute(
-                "BEGIN; SET LOCAL idle_in_transaction_session_timeout = 0;"
-                f" SELECT pg_try_advisory_xact_lock({int(key)})",
-                prepare=False,
-            )
-            while cursor.nextset():  # the SELECT's result is the last
-                pass
-            row = await cursor.fetchone()
-        except psycopg.Error as exc:
-            raise errors.from_postgres(exc) from None
-        return bool(row and row[0])
 
     async def _end_lock(self, raw: psycopg.AsyncConnection[Any]) -> None:
         """Roll the lock's transaction back (releasing the lock) and return the connection."""

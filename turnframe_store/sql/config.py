@@ -29,7 +29,7 @@ class SqlConfig:
       running turn holds one for its whole length, model calls included: size it for the turns
       that run at once; they are opened as needed and closed when idle). A turn waiting for its
       conversation holds none: a process's turns of one conversation queue within it, and the
-      first tries the advisory lock, giving its connection back between tries.
+      first waits on the server for the advisory lock.
     """
 
     pool_size: int = 10

@@ -185,9 +185,10 @@ class SqlStores(Stores):
         self, advisory: Any, key: int, account_id: str, conversation_id: str, timeout_s: float
     ) -> AsyncIterator[None]:
         """This process's turns of one conversation queue within it first (holding no
-        connection), so one busy conversation takes one lock connection however many of its
-        turns wait, and every other conversation keeps its own; the first in line then takes
-        the advisory lock. The whole wait ends by `timeout_s`."""
+        connection), so one busy conversation takes one lock connection per process however
+        many of its turns wait, and every other conversation keeps its own; the first in line
+        then waits on the server for the advisory lock, which the server grants in order. The
+        whole wait ends by `timeout_s`."""
         clock = asyncio.get_running_loop().time
         deadline = clock() + timeout_s
         async with (

@@ -674,8 +674,10 @@ class TripExecutor:
 def apply_trip_command(
     state: dict[str, Any], command_type: str, payload: Mapping[str, Any]
 ) -> None:
-    """One command applied to a trip's state (the executor's rule, shared by both desks)."""
-    if state.get("status") == "withdrawn":
+    """One command applied to a trip's state (the executor's rule, shared by both desks). A
+    withdrawn trip takes no change from its traveller, but the airline's answer to a rebooking
+    sent before is a fact from outside: it is recorded there too, never lost."""
+    if state.get("status") == "withdrawn" and command_type != RECORD_AIRLINE_ANSWER:
         raise ExecutionRejected("trip.closed", "This trip is closed.")
     if command_type in (SET_NAME, SET_EMAIL, SET_TRAVEL_DATE):
         state.update(payload)
