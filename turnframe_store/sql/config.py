@@ -27,9 +27,9 @@ class SqlConfig:
     - `read_only`: nothing can be written through these stores (see the field).
     - `lock_pool_size`: PostgreSQL connections that hold conversation locks at most (each
       running turn holds one for its whole length, model calls included: size it for the turns
-      that run at once; they are opened as needed and closed when idle). A turn waiting for its
-      conversation holds none: a process's turns of one conversation queue within it, and the
-      first waits on the server for the advisory lock.
+      that run at once; they are opened as needed and closed when idle). Of a process's turns
+      waiting for one conversation only the first holds one (it waits on the server for the
+      advisory lock); the others queue within the process.
     """
 
     pool_size: int = 10
