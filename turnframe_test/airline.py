@@ -77,11 +77,16 @@ class PostgresAirlineLedger:
             kwargs={"autocommit": True},
         )
         await self._pool.open()
+        from turnframe_test.postgres import create_tables
+
         async with self._pool.connection() as connection:
-            await connection.execute(
-                "CREATE TABLE IF NOT EXISTS fake_airline_request ("
-                " idempotency_key text PRIMARY KEY, outbox_id text NOT NULL,"
-                " reference text NOT NULL, requests integer NOT NULL)"
+            await create_tables(
+                connection,
+                [
+                    "CREATE TABLE IF NOT EXISTS fake_airline_request ("
+                    " idempotency_key text PRIMARY KEY, outbox_id text NOT NULL,"
+                    " reference text NOT NULL, requests integer NOT NULL)"
+                ],
             )
         return self
 

@@ -5,14 +5,31 @@ from __future__ import annotations
 
 import asyncio
 import uuid
+from collections.abc import Sequence
 from types import TracebackType
+from typing import Any
 
 import psycopg
 from sqlalchemy.engine import make_url
 
 from turnframe_store.sql._url import parse_url
 
-__all__ = ["PrivateDatabase"]
+__all__ = ["PrivateDatabase", "create_tables"]
+
+#: the advisory lock key the test kit's own tables are created under (any constant will do)
+_DDL_LOCK = 0x7475726E_6B697421
+
+
+async def create_tables(
+    connection: psycopg.AsyncConnection[Any], statements: Sequence[str]
+) -> None:
+    """Run `CREATE TABLE IF NOT EXISTS …` statements as one transaction under an advisory lock:
+    PostgreSQL's IF NOT EXISTS is not safe against another process creating the same table at
+    the same moment (it fails on pg_type's unique index), and processes of a run start together."""
+    async with connection.transaction():
+        await connection.execute("SELECT pg_advisory_xact_lock(%s)", (_DDL_LOCK,))
+        for statement in statements:
+            await connection.execute(statement)
 
 
 class PrivateDatabase:

@@ -27,6 +27,7 @@ from turnframe_runtime import (
     RevisionConflict,
 )
 from turnframe_test.domains.travel import TRIP, apply_trip_command, new_trip_state, trip_event
+from turnframe_test.postgres import create_tables
 
 __all__ = ["PostgresTripDesk"]
 
@@ -60,8 +61,7 @@ class PostgresTripDesk:
         )
         await self._pool.open()
         async with self._pool.connection() as connection:
-            for statement in _TABLES:
-                await connection.execute(statement)
+            await create_tables(connection, _TABLES)
         return self
 
     @property
