@@ -33,7 +33,7 @@ from turnframe_core.workflow import DomainRefusal
 from turnframe_runtime.copy import CopyRenderError, MissingCopy, ServerCopy, as_params
 from turnframe_runtime.reduce import Plan, PlannedCommand
 
-__all__ = ["AuditTrail", "Executed", "Notes", "Notice", "Purpose", "TurnContext", "failure_code"]
+__all__ = ["AuditTrail", "Executed", "Notes", "Notice", "Purpose", "TurnContext"]
 
 
 @dataclass(frozen=True)
@@ -209,7 +209,7 @@ class AuditTrail:
                 provider=type(port).__name__,
                 model=_label(model) if isinstance(model, str) else "unspecified",
                 outcome="failed" if failure is not None else "succeeded",
-                code=None if failure is None else failure_code(failure),
+                code=None if failure is None else codes.code_of(failure),
                 latency_ms=max(0, now - started),
             )
         )
@@ -238,9 +238,3 @@ def _label(text: str) -> str:
     "unspecified" when nothing is left."""
     kept = text.replace("\x00", "").encode("utf-8", "ignore").decode("utf-8").strip()[:200]
     return kept or "unspecified"
-
-
-def failure_code(failure: BaseException) -> str:
-    """A failure as the record and telemetry name it (`codes.code_of`): a library code, else
-    `turnframe.provider.error` for a code of other origin, else its type."""
-    return codes.code_of(failure)

@@ -27,7 +27,7 @@ from turnframe_core.blocks import (
 from turnframe_core.replay import ProseFinding
 from turnframe_core.wording import ClaimClass, TurnBacking, WordingFinding, check_wording
 from turnframe_runtime import observe
-from turnframe_runtime.context import AuditTrail, Purpose, TurnContext, failure_code
+from turnframe_runtime.context import AuditTrail, Purpose, TurnContext
 from turnframe_runtime.ports import (
     AnswerRequest,
     ClaimReviewer,
@@ -175,7 +175,7 @@ class Narration:
                     )
                 )
             except Exception as rejected:  # whatever a model sent: never the turn's failure
-                audit.discard_attempt(drafted, failure_code(rejected))
+                audit.discard_attempt(drafted, codes.code_of(rejected))
                 findings = (f"the reply was not a single {kind} draft",)
                 continue
             if not _facts_within(block.facts_used, allowed):

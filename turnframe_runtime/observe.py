@@ -99,16 +99,10 @@ def _span(name: str, attributes: dict[str, Any]) -> Iterator[Any]:
         try:
             yield current
         except BaseException as failure:
-            reason = _reason(failure)
+            reason = codes.code_of(failure)
             current.set_status(_trace.Status(_trace.StatusCode.ERROR, reason))
             current.set_attributes(_safe({"error": reason}))
             raise
-
-
-def _reason(failure: BaseException) -> str:
-    """A failure as telemetry may name it (`codes.code_of`): a library code; a code of another
-    origin as `turnframe.provider.error`; no code, its type."""
-    return codes.code_of(failure)
 
 
 def stage(letters: str, name: str, **attributes: Any) -> contextlib.AbstractContextManager[Any]:
@@ -162,7 +156,7 @@ def failure(
 ) -> None:
     """A failure as a log record: the event, the failure's code or type; never its message or
     traceback, which may quote a user or a secret."""
-    event(logger, name, level, error=_reason(failed))
+    event(logger, name, level, error=codes.code_of(failed))
 
 
 def event(logger: logging.Logger, name: str, level: int = logging.INFO, **fields: Any) -> None:

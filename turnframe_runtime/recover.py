@@ -216,11 +216,7 @@ class Recovery:
         says so. The turn is finished once no outcome is unknown."""
         settled_now = list(audit.executed)
         told = {e.planned.envelope.command_id for e in settled_now}
-        unknown = sum(
-            1
-            for e in entries
-            if e.status is JournalStatus.OUTCOME_UNKNOWN and e.command_id not in told
-        )
+        unknown = len(_unknown(entries, audit))
         if claimed is not None and _still_unknown(claimed, entries, audit):
             claimed = None  # a command of the card may still take effect: it stays resolving
         follow_up = None
@@ -507,14 +503,19 @@ def _claimed_by(record: ReplayRecord, interaction_id: str) -> bool:
     )
 
 
-def _still_unknown(card: ClaimedCard, entries: Sequence[JournalEntry], audit: AuditTrail) -> bool:
-    """Whether a command of the card has an outcome nobody could tell yet."""
+def _unknown(entries: Sequence[JournalEntry], audit: AuditTrail) -> set[str]:
+    """The commands whose outcome nobody could tell yet (reconciliation settled none of them)."""
     told = {e.planned.envelope.command_id for e in audit.executed}
-    unknown = {
+    return {
         e.command_id
         for e in entries
         if e.status is JournalStatus.OUTCOME_UNKNOWN and e.command_id not in told
     }
+
+
+def _still_unknown(card: ClaimedCard, entries: Sequence[JournalEntry], audit: AuditTrail) -> bool:
+    """Whether a command of the card has an outcome nobody could tell yet."""
+    unknown = _unknown(entries, audit)
     return any(c.envelope.command_id in unknown for c in card.commands)
 
 

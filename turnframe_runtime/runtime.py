@@ -62,7 +62,7 @@ from turnframe_runtime.cards import CardFactory, RaisedCard, persist_card
 from turnframe_runtime.cases import CaseBook
 from turnframe_runtime.compose import Composer, TurnResult
 from turnframe_runtime.config import OutboxConfig, RuntimeConfig
-from turnframe_runtime.context import AuditTrail, Notes, Purpose, TurnContext, failure_code
+from turnframe_runtime.context import AuditTrail, Notes, Purpose, TurnContext
 from turnframe_runtime.copy import (
     CopyDrift,
     MissingCopy,
@@ -383,7 +383,7 @@ class TurnRuntime:
             try:
                 recovered = await self.recover_turn(marker.account_id, marker.turn_id)
             except Exception as failure:  # this turn waits for the next sweep; the others go on
-                failed.append((marker.account_id, marker.turn_id, failure_code(failure)))
+                failed.append((marker.account_id, marker.turn_id, codes.code_of(failure)))
                 continue
             for turn in (*recovered.earlier, recovered):
                 turns[(turn.account_id, turn.turn_id)] = turn

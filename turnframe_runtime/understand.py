@@ -22,7 +22,7 @@ from turnframe_core.understanding import (
     validate_understanding,
 )
 from turnframe_runtime import observe
-from turnframe_runtime.context import AuditTrail, Notes, Purpose, TurnContext, failure_code
+from turnframe_runtime.context import AuditTrail, Notes, Purpose, TurnContext
 from turnframe_runtime.ports import Interpreter
 from turnframe_runtime.reduce import CaseInView
 
@@ -96,7 +96,7 @@ async def understand(
         notes.notice(codes.NOTICE_NOT_UNDERSTOOD)
         return Understanding()
     except Exception as unjudged:  # a proposal no rule could even read: never an effect
-        code = failure_code(unjudged)
+        code = codes.code_of(unjudged)
         audit.discard_last_attempt(code)
         audit.understanding_problems.append(Problem(code=code, path="understanding"))
         notes.notice(codes.NOTICE_NOT_UNDERSTOOD)
