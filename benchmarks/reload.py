@@ -28,9 +28,9 @@ from datetime import UTC, datetime, timedelta
 import psycopg
 
 from turnframe_core import TurnInput, UlidIdSource
-from turnframe_core._derive import derive_replay_token
+from turnframe_core.derive import derive_replay_token
 from turnframe_store import SqlStores
-from turnframe_store.sql._url import parse_url
+from turnframe_store.sql.url import parse_url
 from turnframe_test import DeskHarness, act
 from turnframe_test.postgres import PrivateDatabase
 

@@ -34,7 +34,7 @@ from datetime import UTC, datetime, timedelta
 import psycopg
 
 from turnframe_core import CommittedOutcome, ReplayRecord, TurnInput, TurnPhase, canonical_json
-from turnframe_core._derive import derive_replay_token
+from turnframe_core.derive import derive_replay_token
 from turnframe_store import (
     CommitBundle,
     JournalCompletion,
@@ -44,7 +44,7 @@ from turnframe_store import (
     UserTurnRecord,
 )
 from turnframe_store.sql import SqlConfig
-from turnframe_store.sql._url import parse_url
+from turnframe_store.sql.url import parse_url
 from turnframe_test.builders import envelope, event
 
 ACCOUNT = "acct_bench"

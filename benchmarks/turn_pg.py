@@ -35,7 +35,7 @@ import psycopg
 from turnframe_core import InteractionBlock, InteractionResponse, TurnInput, UlidIdSource
 from turnframe_runtime import RuntimeConfig
 from turnframe_store import SqlConfig, SqlStores
-from turnframe_store.sql._url import parse_url
+from turnframe_store.sql.url import parse_url
 from turnframe_test import DeskHarness, act, question, understanding
 from turnframe_test.postgres import PrivateDatabase
 

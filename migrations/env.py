@@ -15,8 +15,8 @@ from alembic import context
 from sqlalchemy.pool import NullPool
 
 from turnframe_store.sql._migrate import VERSION_TABLE
-from turnframe_store.sql._url import sync_url
 from turnframe_store.sql.tables import metadata
+from turnframe_store.sql.url import sync_url
 
 config = context.config
 

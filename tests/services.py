@@ -53,7 +53,7 @@ def _docker_engine() -> bool:
 def _postgres_logs_in(url: str) -> bool:
     import psycopg
 
-    from turnframe_store.sql._url import parse_url
+    from turnframe_store.sql.url import parse_url
 
     try:
         with psycopg.connect(parse_url(url)[1], connect_timeout=3):

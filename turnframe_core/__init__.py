@@ -7,7 +7,6 @@ from here. Modules whose names start with `_` are internal (canonical JSON, deri
 """
 
 from turnframe_core import codes
-from turnframe_core._canonical import Digest, canonical_json, digest
 from turnframe_core.blocks import (
     BLOCK_ORDER,
     MODEL_KINDS,
@@ -31,6 +30,7 @@ from turnframe_core.blocks import (
     UnsafeUri,
     parse_model_output,
 )
+from turnframe_core.canonical import Digest, canonical_json, digest
 from turnframe_core.cases import (
     CaseId,
     CaseKey,

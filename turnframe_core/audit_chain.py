@@ -15,8 +15,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from turnframe_core import codes
-from turnframe_core._canonical import Digest, digest
 from turnframe_core._model import FrozenModel, Millis, NonEmptyStr, Whole
+from turnframe_core.canonical import Digest, digest
 from turnframe_core.ids import AccountId, ConversationId, TurnId
 from turnframe_core.replay import ReplayRecord, verify_chain
 

@@ -29,13 +29,13 @@ from pydantic import (
 )
 
 from turnframe_core import codes
-from turnframe_core._canonical import Digest
-from turnframe_core._derive import derive_block_id, derive_receipt_id
 from turnframe_core._fit import (
     MAX_MODEL_OUTPUT_CHARS,
     json_value_problem,
 )
 from turnframe_core._model import FrozenModel, Millis, NonEmptyStr, Revision
+from turnframe_core.canonical import Digest
+from turnframe_core.derive import derive_block_id, derive_receipt_id
 from turnframe_core.errors import TurnframeError
 from turnframe_core.events import ReceiptSeverity
 from turnframe_core.facts import NarratableFact

@@ -12,8 +12,8 @@ from typing import Annotated, Any, Literal
 from pydantic import Field, ValidationInfo, model_validator
 
 from turnframe_core import codes
-from turnframe_core._canonical import Digest, digest
 from turnframe_core._model import FrozenModel, NonEmptyStr
+from turnframe_core.canonical import Digest, digest
 from turnframe_core.cases import CaseRef
 from turnframe_core.errors import TurnframeError
 from turnframe_core.ids import AccountId, BatchId, CommandId, InteractionId, TurnId

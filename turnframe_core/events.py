@@ -8,8 +8,8 @@ from typing import Any
 
 from pydantic import Field
 
-from turnframe_core._canonical import digest
 from turnframe_core._model import FrozenModel, Millis, NonEmptyStr, Revision
+from turnframe_core.canonical import digest
 from turnframe_core.cases import CaseId, CaseKey, WorkflowKey
 from turnframe_core.ids import AccountId, CommandId, EventId
 

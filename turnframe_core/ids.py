@@ -18,7 +18,7 @@ from typing import Annotated, Any, Final, Literal, Protocol
 
 from pydantic import StringConstraints
 
-from turnframe_core._canonical import canonical_bytes
+from turnframe_core.canonical import canonical_bytes
 from turnframe_core.codes import ID_INVALID
 from turnframe_core.errors import TurnframeError
 

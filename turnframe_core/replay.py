@@ -14,12 +14,12 @@ from typing import Annotated, Any, Literal
 from pydantic import Field, SerializerFunctionWrapHandler, model_serializer, model_validator
 
 from turnframe_core import codes
-from turnframe_core._canonical import Digest, digest
-from turnframe_core._derive import derive_replay_token
 from turnframe_core._model import FrozenModel, Millis, NonEmptyStr, Revision
 from turnframe_core.blocks import CopyRef
+from turnframe_core.canonical import Digest, digest
 from turnframe_core.cases import CaseRef
 from turnframe_core.commands import CommandOrigin, CommandPolicy
+from turnframe_core.derive import derive_replay_token
 from turnframe_core.errors import TurnframeError
 from turnframe_core.ids import (
     AccountId,

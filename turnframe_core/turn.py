@@ -29,8 +29,6 @@ from pydantic import (
 )
 
 from turnframe_core import codes
-from turnframe_core._canonical import canonical_json
-from turnframe_core._derive import derive_replay_token
 from turnframe_core._input import InputModel, InvalidTurnInput, LocaleTag
 from turnframe_core._model import FrozenModel, Millis, NonEmptyStr, Whole
 from turnframe_core.blocks import (
@@ -41,7 +39,9 @@ from turnframe_core.blocks import (
     block_rank,
     mislabelled_prose,
 )
+from turnframe_core.canonical import canonical_json
 from turnframe_core.cases import CaseRef
+from turnframe_core.derive import derive_replay_token
 from turnframe_core.errors import TurnframeError
 from turnframe_core.ids import (
     AccountId,

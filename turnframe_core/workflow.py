@@ -18,9 +18,9 @@ from typing import Annotated, Any, Protocol, runtime_checkable
 from pydantic import Field, StringConstraints, model_validator
 
 from turnframe_core import codes
-from turnframe_core._canonical import Digest, canonical_json
 from turnframe_core._model import FrozenModel, NonEmptyStr
 from turnframe_core.blocks import NoticeSeverity
+from turnframe_core.canonical import Digest, canonical_json
 from turnframe_core.cases import CaseRef
 from turnframe_core.commands import CommandPolicy, RiskClass
 from turnframe_core.copytext import Localized

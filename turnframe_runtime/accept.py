@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from turnframe_core._canonical import digest
-from turnframe_core._derive import derive_replay_token
+from turnframe_core.canonical import digest
+from turnframe_core.derive import derive_replay_token
 from turnframe_core.replay import ReplayRecord, TurnPhase, WorkflowVersion
 from turnframe_core.turn import AssistantTurn, TurnInput
 from turnframe_runtime.context import TurnContext

@@ -20,10 +20,10 @@ from typing import Any
 from pydantic import Field
 
 from turnframe_core import codes
-from turnframe_core._canonical import digest
 from turnframe_core._model import FrozenModel, NonEmptyStr
 from turnframe_core.audit_chain import ChainFinding, ChainLink, verify_conversation
 from turnframe_core.blocks import ReceiptBlock
+from turnframe_core.canonical import digest
 from turnframe_core.events import DomainEvent, event_digest
 from turnframe_core.interactions import Interaction
 from turnframe_core.replay import CommittedOutcome, ReplayRecord

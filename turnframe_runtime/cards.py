@@ -15,8 +15,8 @@ from typing import Any
 from pydantic import ValidationError
 
 from turnframe_core import codes
-from turnframe_core._derive import derive_interaction_id
 from turnframe_core.commands import ConfirmationPolicy
+from turnframe_core.derive import derive_interaction_id
 from turnframe_core.errors import TurnframeError
 from turnframe_core.interactions import (
     CardPurpose,

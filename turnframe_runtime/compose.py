@@ -16,7 +16,6 @@ from dataclasses import dataclass, field
 from typing import Final
 
 from turnframe_core import codes
-from turnframe_core._derive import derive_block_id, derive_receipt_id, derive_replay_token
 from turnframe_core.blocks import (
     AnswerBasis,
     AnswerBlock,
@@ -31,6 +30,7 @@ from turnframe_core.blocks import (
 from turnframe_core.cases import CaseKey, CaseRef
 from turnframe_core.claims import ClaimGuardViolation, check_claims
 from turnframe_core.copytext import Localized, plain
+from turnframe_core.derive import derive_block_id, derive_receipt_id, derive_replay_token
 from turnframe_core.events import DomainEvent, ReceiptSeverity
 from turnframe_core.facts import (
     ActChangedNothing,

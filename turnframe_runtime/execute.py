@@ -17,9 +17,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from turnframe_core import codes
-from turnframe_core._derive import derive_batch_id, derive_outbox_id
 from turnframe_core.cases import CaseKey, CaseRef
 from turnframe_core.commands import CommandBatch, ExternalSaga, PerCase, scope_key
+from turnframe_core.derive import derive_batch_id, derive_outbox_id
 from turnframe_core.events import DomainEvent
 from turnframe_core.interactions import InteractionStatus
 from turnframe_core.replay import (

@@ -16,14 +16,14 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from turnframe_core import codes
-from turnframe_core._canonical import digest
-from turnframe_core._derive import derive_block_id
 from turnframe_core.blocks import (
     AnswerBlock,
     MalformedModelOutput,
     TransitionBlock,
     parse_model_output,
 )
+from turnframe_core.canonical import digest
+from turnframe_core.derive import derive_block_id
 from turnframe_core.replay import ProseFinding
 from turnframe_core.wording import ClaimClass, TurnBacking, WordingFinding, check_wording
 from turnframe_runtime import observe

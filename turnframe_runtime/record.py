@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from turnframe_core._canonical import digest
+from turnframe_core.canonical import digest
 from turnframe_core.events import DomainEvent, event_digest
 from turnframe_core.replay import CommandOutcomeRecord, ReplayRecord, TurnPhase
 from turnframe_core.stream import block_content_hash

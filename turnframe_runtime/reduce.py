@@ -23,8 +23,7 @@ from enum import StrEnum
 from typing import Any, Protocol
 
 from turnframe_core import codes
-from turnframe_core._canonical import digest
-from turnframe_core._derive import derive_command_id
+from turnframe_core.canonical import digest
 from turnframe_core.cases import CaseKey, CaseRef
 from turnframe_core.commands import (
     CommandEnvelope,
@@ -37,6 +36,7 @@ from turnframe_core.commands import (
     RiskClass,
     origin_satisfies,
 )
+from turnframe_core.derive import derive_command_id
 from turnframe_core.interactions import (
     ActionClass,
     Interaction,

@@ -25,9 +25,9 @@ from typing import Final, Protocol, TypeVar, get_args
 from pydantic import ValidationError
 from pydantic_core import PydanticSerializationError
 
-from turnframe_core._canonical import CanonicalJsonError, canonical_json
-from turnframe_core._derive import derive_replay_token
+from turnframe_core.canonical import CanonicalJsonError, canonical_json
 from turnframe_core.cases import CaseKey, CaseRef
+from turnframe_core.derive import derive_replay_token
 from turnframe_core.events import DomainEvent
 from turnframe_core.interactions import Interaction, InteractionStatus, can_transition
 from turnframe_core.replay import CommandOutcome, ReplayRecord, TurnPhase

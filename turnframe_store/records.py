@@ -13,7 +13,7 @@ from typing import Annotated, Any, ClassVar, Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from turnframe_core._canonical import Digest
+from turnframe_core.canonical import Digest
 from turnframe_core.cases import CaseKey, CaseRef, WorkflowKey
 from turnframe_core.commands import CommandEnvelope, CommandOrigin
 from turnframe_core.events import DomainEvent

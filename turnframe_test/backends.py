@@ -122,7 +122,7 @@ class Databases:
         if self.schemas:
             import psycopg
 
-            from turnframe_store.sql._url import parse_url
+            from turnframe_store.sql.url import parse_url
 
             assert self.server is not None
             async with await psycopg.AsyncConnection.connect(

@@ -20,7 +20,7 @@ from turnframe_core import (
     ReceiptBlock,
     digest,
 )
-from turnframe_core._derive import derive_block_id, derive_receipt_id
+from turnframe_core.derive import derive_block_id, derive_receipt_id
 
 __all__ = ["card_payload", "case", "confirm_card", "copy_ref", "envelope", "event", "receipt_block"]
 

@@ -28,7 +28,7 @@ import psycopg
 
 from turnframe_core import InteractionBlock, InteractionStatus, ReceiptBlock, TurnPhase, TurnStatus
 from turnframe_store import JournalStatus, NotFound, SqlStores
-from turnframe_store.sql._url import parse_url
+from turnframe_store.sql.url import parse_url
 from turnframe_test.audit_kit import audit_problems
 from turnframe_test.invariants import resolution_runs_commands, unreceipted_events
 

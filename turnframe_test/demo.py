@@ -28,7 +28,7 @@ from turnframe_core import (
     UlidIdSource,
     verify_chain,
 )
-from turnframe_core._canonical import digest_bytes
+from turnframe_core.canonical import digest_bytes
 from turnframe_runtime import (
     OutboxConfig,
     OutboxWorker,

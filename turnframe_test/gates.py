@@ -320,7 +320,7 @@ def find_database() -> str | None:
     """`TURNFRAME_TEST_DATABASE_URL`, else a local PostgreSQL that lets us log in."""
     import psycopg
 
-    from turnframe_store.sql._url import parse_url
+    from turnframe_store.sql.url import parse_url
 
     given = os.environ.get("TURNFRAME_TEST_DATABASE_URL")
     for url in (given,) if given else LOCAL_POSTGRES:

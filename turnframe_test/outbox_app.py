@@ -20,7 +20,7 @@ from typing import Any
 
 from turnframe_runtime import OutboxConfig, RuntimeConfig, TemplateCopy, TurnRuntime
 from turnframe_store import SqlConfig, SqlStores
-from turnframe_store.sql._url import parse_url
+from turnframe_store.sql.url import parse_url
 from turnframe_test.airline import FakeAirline, PostgresAirlineLedger
 from turnframe_test.domains.travel import TRIP_COPY, TripWorkflow
 from turnframe_test.domains.travel_pg import PostgresTripDesk

@@ -12,7 +12,7 @@ from typing import Any
 import psycopg
 from sqlalchemy.engine import make_url
 
-from turnframe_store.sql._url import parse_url
+from turnframe_store.sql.url import parse_url
 
 __all__ = ["PrivateDatabase", "create_tables"]
 

@@ -45,7 +45,7 @@ from turnframe_core import (
     TurnInput,
 )
 from turnframe_store import NotFound, SqlStores
-from turnframe_store.sql._url import parse_url
+from turnframe_store.sql.url import parse_url
 from turnframe_test.chaos_checks import check_database, rows
 from turnframe_test.domains.travel_pg import PostgresTripDesk
 from turnframe_test.sayings import SAYINGS

@@ -19,8 +19,8 @@ from turnframe_core import UlidIdSource
 from turnframe_runtime import AUDIT_QUESTIONS, audit_turn
 from turnframe_store import SqlConfig, SqlStores
 from turnframe_store.sql._migrate import VERSION_TABLE
-from turnframe_store.sql._url import sync_url
 from turnframe_store.sql.tables import metadata
+from turnframe_store.sql.url import sync_url
 from turnframe_test.harness import DeskHarness
 from turnframe_test.understandings import act
 

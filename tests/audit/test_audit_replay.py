@@ -19,7 +19,7 @@ from turnframe_core.audit_chain import verify_conversation
 from turnframe_runtime import AUDIT_QUESTIONS
 from turnframe_runtime.audit import read_chain
 from turnframe_store import MemoryStores, SqlStores
-from turnframe_store.sql._url import sync_url
+from turnframe_store.sql.url import sync_url
 from turnframe_test.understandings import act, question
 
 NAME = act("a1", "trip.set_name", "h1", "Grace Hopper", name="Grace Hopper")

@@ -10,7 +10,6 @@ import pytest
 from pydantic import ValidationError
 
 from turnframe_core import AssistantTurn, TurnStatus, codes
-from turnframe_core._derive import derive_block_id, derive_replay_token
 from turnframe_core.blocks import (
     STORED_CONTEXT,
     AnswerBlock,
@@ -19,6 +18,7 @@ from turnframe_core.blocks import (
     parse_model_output,
 )
 from turnframe_core.claims import check_claims
+from turnframe_core.derive import derive_block_id, derive_replay_token
 from turnframe_core.facts import OperationalOutcome
 from turnframe_test.builders import copy_ref, receipt_block
 

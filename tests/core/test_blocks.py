@@ -2,7 +2,6 @@ import pytest
 from pydantic import TypeAdapter, ValidationError
 
 from turnframe_core import codes
-from turnframe_core._derive import derive_receipt_id
 from turnframe_core.blocks import (
     STORED_CONTEXT,
     AnswerBlock,
@@ -17,6 +16,7 @@ from turnframe_core.blocks import (
     UnknownBlock,
     parse_model_output,
 )
+from turnframe_core.derive import derive_receipt_id
 from turnframe_test.builders import confirm_card, copy_ref, receipt_block
 
 blocks = TypeAdapter(ResponseBlock)

@@ -5,8 +5,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from turnframe_core._canonical import CanonicalJsonError, canonical_json, digest
-from turnframe_core._derive import (
+from turnframe_core.canonical import CanonicalJsonError, canonical_json, digest
+from turnframe_core.derive import (
     derive_block_id,
     derive_command_id,
     derive_interaction_id,
@@ -138,7 +138,7 @@ def test_a_malformed_id_is_refused():
 
 
 def test_every_derived_id_that_keys_a_record_changes_with_the_account() -> None:
-    from turnframe_core._derive import (
+    from turnframe_core.derive import (
         derive_batch_id,
         derive_block_id,
         derive_command_id,

@@ -2,7 +2,7 @@ import pytest
 from pydantic import TypeAdapter, ValidationError
 
 from turnframe_core import ReplayRecord, TurnInput, TurnPhase, codes, verify_chain
-from turnframe_core._derive import derive_replay_token
+from turnframe_core.derive import derive_replay_token
 from turnframe_core.stream import BlockDelta, StreamEvent, TurnFailed, publishes_outcomes
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from turnframe_core._canonical import canonical_json, digest
+from turnframe_core.canonical import canonical_json, digest
 from turnframe_core.replay import OutcomeUnknown, ReplayRecord, verify_chain
 
 GOLDEN = Path(__file__).resolve().parents[1] / "data" / "replay_records_1_0.jsonl"

@@ -17,9 +17,9 @@ from turnframe_core import (
     TurnStatus,
     digest,
 )
-from turnframe_core._derive import derive_block_id, derive_replay_token
 from turnframe_core.blocks import AnswerBlock, AnswerStatus, ReceiptBlock, TransitionBlock
 from turnframe_core.commands import ConfirmedInteraction, DirectSafeUserAct, InternalPolicy
+from turnframe_core.derive import derive_block_id, derive_replay_token
 from turnframe_core.facts import InteractionAvailable, OperationalOutcome, StateValue
 from turnframe_core.interactions import ActionClass, InteractionKind, ResolutionChannel
 from turnframe_core.replay import CommandOutcomeRecord, CommittedOutcome, OutcomeUnknown

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from turnframe_core import InvalidTurnInput, TurnInput
-from turnframe_core._canonical import canonical_json
 from turnframe_core.blocks import STORED_CONTEXT
+from turnframe_core.canonical import canonical_json
 from turnframe_core.replay import ReplayRecord, verify_chain
 
 GOLDEN = Path(__file__).resolve().parents[1] / "data" / "inputs_before_strict_rules.json"

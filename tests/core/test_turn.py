@@ -2,8 +2,8 @@ import pytest
 from pydantic import ValidationError
 
 from turnframe_core import AssistantTurn, TurnInput, TurnStatus
-from turnframe_core._derive import derive_block_id
 from turnframe_core.blocks import InteractionBlock, NoticeBlock, TransitionBlock
+from turnframe_core.derive import derive_block_id
 from turnframe_core.interactions import InteractionResponse
 from turnframe_core.turn import InvalidTurnInput, TerminalStatus
 from turnframe_test.builders import confirm_card, copy_ref, receipt_block
@@ -101,7 +101,7 @@ def test_a_stored_turn_with_an_unknown_block_kind_round_trips_unchanged():
     stored["blocks"].insert(0, {"kind": "poll", "block_id": "blk_future", "choices": ["a", "b"]})
     import json
 
-    from turnframe_core._canonical import canonical_json
+    from turnframe_core.canonical import canonical_json
 
     text = canonical_json(stored)
     turn = AssistantTurn.from_stored_json(text)

@@ -11,7 +11,7 @@ import pytest
 from pydantic import ValidationError
 
 from turnframe_core import AssistantTurn, TurnStatus, codes
-from turnframe_core._canonical import canonical_json
+from turnframe_core.canonical import canonical_json
 from turnframe_core.errors import TurnframeError
 from turnframe_core.turn import TURN_SCHEMA_VERSION, UnsupportedSchemaVersion
 

@@ -9,7 +9,7 @@ import pytest
 from pydantic import ValidationError
 
 from turnframe_core import codes
-from turnframe_core._canonical import CanonicalJsonError
+from turnframe_core.canonical import CanonicalJsonError
 from turnframe_core.cases import CaseRef
 from turnframe_core.commands import CommandPolicy
 from turnframe_core.events import DomainEvent, ReceiptSpec

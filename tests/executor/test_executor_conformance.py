@@ -11,7 +11,7 @@ import pytest
 
 from turnframe_core import CaseKey, CommandBatch
 from turnframe_runtime import ExecutionRejected, ExecutionResult
-from turnframe_store.sql._url import parse_url
+from turnframe_store.sql.url import parse_url
 from turnframe_test.domains.travel import TripDesk, TripExecutor
 from turnframe_test.domains.travel_pg import PostgresTripDesk
 from turnframe_test.executor_conformance import (

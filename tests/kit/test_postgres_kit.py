@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import asyncio
 
-from turnframe_store.sql._url import parse_url
+from turnframe_store.sql.url import parse_url
 from turnframe_test.airline import PostgresAirlineLedger
 from turnframe_test.domains.travel_pg import PostgresTripDesk
 from turnframe_test.postgres import PrivateDatabase

@@ -12,7 +12,7 @@ import psycopg
 import pytest
 
 from turnframe_runtime import connect_broker
-from turnframe_store.sql._url import parse_url
+from turnframe_store.sql.url import parse_url
 from turnframe_test.postgres import PrivateDatabase
 from turnframe_test.process_chaos import (
     PLANS,

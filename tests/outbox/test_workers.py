@@ -26,10 +26,10 @@ import psycopg
 import pytest
 
 from turnframe_core import derive_id
-from turnframe_core._derive import derive_outbox_id
+from turnframe_core.derive import derive_outbox_id
 from turnframe_runtime import TurnRuntime, connect_broker
 from turnframe_store import OutboxEntry, OutboxStatus
-from turnframe_store.sql._url import parse_url
+from turnframe_store.sql.url import parse_url
 from turnframe_test.domains.travel_pg import PostgresTripDesk
 from turnframe_test.outbox_app import desk_runtime
 from turnframe_test.postgres import PrivateDatabase

@@ -19,8 +19,8 @@ from typing import Any
 
 import pytest
 
-from turnframe_core._canonical import canonical_json
 from turnframe_core.audit_chain import ChainLink
+from turnframe_core.canonical import canonical_json
 from turnframe_core.cases import CaseKey
 from turnframe_core.events import DomainEvent
 from turnframe_core.interactions import Interaction, InteractionStatus

@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from turnframe_core._derive import derive_block_id
 from turnframe_core.blocks import AnswerBlock
 from turnframe_core.cases import CaseRef
 from turnframe_core.commands import CommandEnvelope, InternalPolicy
+from turnframe_core.derive import derive_block_id
 from turnframe_core.events import DomainEvent
 from turnframe_core.interactions import (
     Interaction,

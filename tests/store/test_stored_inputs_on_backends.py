@@ -7,8 +7,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from turnframe_core._canonical import canonical_json
 from turnframe_core.blocks import STORED_CONTEXT
+from turnframe_core.canonical import canonical_json
 from turnframe_core.replay import ReplayRecord, verify_chain
 from turnframe_core.turn import TurnInput
 from turnframe_store import UserTurnRecord

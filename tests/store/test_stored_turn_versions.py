@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from turnframe_core import TurnInput
-from turnframe_core._canonical import canonical_json
+from turnframe_core.canonical import canonical_json
 from turnframe_core.turn import UnsupportedSchemaVersion
 from turnframe_store import MemoryStores, SqlStores, Stores
 from turnframe_store.records import UserTurnRecord

@@ -36,8 +36,8 @@ from jinja2 import FunctionLoader, StrictUndefined, TemplateNotFound, TemplateSy
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 
 from turnframe_core import codes
-from turnframe_core._canonical import digest
 from turnframe_core.blocks import CopyRef
+from turnframe_core.canonical import digest
 from turnframe_core.errors import TurnframeError
 from turnframe_core.replay import CopyRender
 from turnframe_runtime import observe

@@ -5,10 +5,10 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any, Final
 
-from turnframe_core._derive import derive_block_id, derive_replay_token
 from turnframe_core.blocks import AnswerBlock
 from turnframe_core.cases import CaseRef
 from turnframe_core.commands import CommandEnvelope, InternalPolicy
+from turnframe_core.derive import derive_block_id, derive_replay_token
 from turnframe_core.events import DomainEvent
 from turnframe_core.interactions import (
     Interaction,

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Sequence
 
 from turnframe_core import codes
-from turnframe_core._derive import derive_replay_token
+from turnframe_core.derive import derive_replay_token
 from turnframe_core.errors import TurnframeError
 from turnframe_core.interactions import InteractionStatus
 from turnframe_core.replay import FailedOutcome, TurnPhase

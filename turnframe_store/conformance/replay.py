@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from turnframe_core._derive import derive_replay_token
 from turnframe_core.audit_chain import verify_links
+from turnframe_core.derive import derive_replay_token
 from turnframe_core.replay import TurnPhase
 from turnframe_store.bundle import Stores
 from turnframe_store.conformance._data import _A, _T0, _assistant_turn, _replay, _start_turn

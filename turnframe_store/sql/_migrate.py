@@ -26,8 +26,8 @@ from sqlalchemy.pool import NullPool, StaticPool
 
 from turnframe_store.errors import StoreError, Unavailable
 from turnframe_store.sql import errors
-from turnframe_store.sql._url import parse_url, sync_url
 from turnframe_store.sql.config import SCHEMA_NAME
+from turnframe_store.sql.url import parse_url, sync_url
 
 __all__ = ["MIGRATION_LOCK_KEY", "VERSION_TABLE", "script_location", "upgrade"]
 

@@ -7,8 +7,8 @@ from typing import Any
 
 import sqlalchemy as sa
 
-from turnframe_core._canonical import digest_bytes
 from turnframe_core.audit_chain import ChainLink
+from turnframe_core.canonical import digest_bytes
 from turnframe_core.replay import ReplayRecord
 from turnframe_store import _rules as rules
 from turnframe_store._roles import ReplayRole

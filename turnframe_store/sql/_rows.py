@@ -14,9 +14,9 @@ from typing import Any, Final, TypeVar
 
 from pydantic import TypeAdapter, ValidationError
 
-from turnframe_core._canonical import CanonicalJsonError, canonical_json
 from turnframe_core.audit_chain import ChainLink
 from turnframe_core.blocks import STORED_CONTEXT
+from turnframe_core.canonical import CanonicalJsonError, canonical_json
 from turnframe_core.errors import TurnframeError
 from turnframe_core.events import DomainEvent
 from turnframe_core.interactions import Interaction, InteractionStatus

@@ -40,8 +40,8 @@ from turnframe_store.sql._journal import SqlJournal
 from turnframe_store.sql._outbox import SqlOutbox
 from turnframe_store.sql._replay import SqlReplay
 from turnframe_store.sql._statements import compiler_for
-from turnframe_store.sql._url import parse_url
 from turnframe_store.sql.config import SqlConfig
+from turnframe_store.sql.url import parse_url
 
 __all__ = ["SqlStores"]
 

@@ -27,7 +27,7 @@ from turnframe_store import (
     SqlStores,
     UserTurnRecord,
 )
-from turnframe_store.sql._url import parse_url
+from turnframe_store.sql.url import parse_url
 
 A = "acct_a"
 T0 = 1_700_000_000_000

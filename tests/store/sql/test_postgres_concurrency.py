@@ -16,9 +16,9 @@ import psycopg
 import pytest
 from services import Database, Databases
 
-from turnframe_core._derive import derive_replay_token
 from turnframe_core.cases import CaseRef
 from turnframe_core.commands import CommandEnvelope, InternalPolicy
+from turnframe_core.derive import derive_replay_token
 from turnframe_core.events import DomainEvent
 from turnframe_core.interactions import (
     Interaction,
@@ -46,7 +46,7 @@ from turnframe_store import (
     Unavailable,
     UserTurnRecord,
 )
-from turnframe_store.sql._url import parse_url
+from turnframe_store.sql.url import parse_url
 
 A = "acct_a"
 T0 = 1_700_000_000_000

@@ -9,7 +9,7 @@ import psycopg
 import pytest
 from services import Databases
 
-from turnframe_store.sql._url import parse_url
+from turnframe_store.sql.url import parse_url
 
 
 async def test_schemas_are_dropped_even_when_a_store_fails_to_close(

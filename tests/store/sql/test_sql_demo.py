@@ -12,7 +12,7 @@ import pytest
 from services import Databases
 
 from turnframe_runtime.cli import main
-from turnframe_store.sql._url import parse_url
+from turnframe_store.sql.url import parse_url
 from turnframe_test.demo import DEMO_DB_FILE, run_demo
 
 STORED = re.compile(r"stored bytes (sha256:[0-9a-f]{64})")

@@ -14,13 +14,13 @@ from alembic.migration import MigrationContext
 from services import Database
 from sqlalchemy.pool import NullPool
 
-from turnframe_core._derive import derive_replay_token
+from turnframe_core.derive import derive_replay_token
 from turnframe_core.replay import ReplayRecord, TurnPhase
 from turnframe_core.turn import TurnInput
 from turnframe_store import UserTurnRecord
 from turnframe_store.sql._migrate import VERSION_TABLE
-from turnframe_store.sql._url import sync_url
 from turnframe_store.sql.tables import metadata
+from turnframe_store.sql.url import sync_url
 
 TABLES = {
     "tf_conversation",

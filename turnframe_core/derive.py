@@ -1,6 +1,7 @@
 """Derived ids: the ids replay must reproduce (blocks, receipts, commands, batches, cards, outbox
 rows, replay tokens), each a domain string and the canonical JSON of its inputs, hashed
-(DESIGN §3). Internal: the runtime and the stores derive them; adopters never need to.
+(DESIGN §3). Public: the runtime, the stores, the test kit and an auditor re-deriving an id use
+the same functions.
 
 Every id that keys or names a record includes the account (decision 0010): two accounts may use
 the same client turn id and the same case ids without ever sharing a command, a card or an
