@@ -1,13 +1,15 @@
-"""The conformance suite itself: MemoryStores passes it, and the runner reports, never raises."""
+"""The conformance suite: every store passes each check (memory, SQLite, PostgreSQL), and the
+runner reports, never raises."""
 
 from __future__ import annotations
 
 import inspect
 import re
+from collections.abc import Awaitable, Callable
 
 import pytest
 
-from turnframe_store import ManualClock, MemoryStores, Stores, conformance
+from turnframe_store import MemoryStores, Stores, conformance
 from turnframe_store.conformance import CHECKS, run_all, run_check
 
 
@@ -15,21 +17,14 @@ async def memory_factory() -> Stores:
     return MemoryStores()
 
 
-async def manual_clock_factory() -> Stores:
-    return MemoryStores(clock=ManualClock())
-
-
 @pytest.mark.parametrize("name", CHECKS)
-async def test_memory_stores_pass_the_conformance_check(name: str) -> None:
-    result = await run_check(name, memory_factory)
+async def test_every_store_passes_the_conformance_check(
+    name: str, conformance_factory: Callable[[], Awaitable[Stores]]
+) -> None:
+    """Each check once on each backend (tests/store/conftest.py), each on a fresh store."""
+    result = await run_check(name, conformance_factory)
 
     assert result.passed, result.detail
-
-
-async def test_memory_stores_pass_the_suite_with_a_clock_that_never_moves() -> None:
-    report = await run_all(manual_clock_factory)
-
-    assert report.passed, report.describe()
 
 
 async def test_each_check_gets_a_fresh_store_from_the_factory() -> None:
