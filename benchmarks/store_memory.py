@@ -33,7 +33,7 @@ from turnframe_store import (
     MemoryStores,
     UserTurnRecord,
 )
-from turnframe_store.memory import MemoryCommits, _Tables, _UndoLog
+from turnframe_store.memory import MemoryCommits, Tables, UndoLog
 
 ACCOUNT = "acct_bench"
 T0 = 1_700_000_000_000
@@ -48,11 +48,11 @@ class CopyStateCommits(MemoryCommits):
 
     async def commit(self, bundle: CommitBundle) -> CommitResult:
         bundle.require_valid()
-        engine = self._engine
+        engine = self.engine
         with engine.lock:
             saved = _copy_tables(engine.t)
             try:
-                return engine.commit(_UndoLog(), bundle)
+                return self.commit_in(UndoLog(), bundle)
             except BaseException:
                 engine.t = saved
                 raise
@@ -73,8 +73,8 @@ _INDEXES = frozenset(
 )
 
 
-def _copy_tables(tables: _Tables) -> _Tables:
-    copied = _Tables.__new__(_Tables)
+def _copy_tables(tables: Tables) -> Tables:
+    copied = Tables.__new__(Tables)
     for name, value in vars(tables).items():
         if name in _INDEXES:
             value = {key: items.copy() for key, items in value.items()}

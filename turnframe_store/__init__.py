@@ -9,7 +9,6 @@ SQLAlchemy, SQLModel or alembic.
 
 from typing import TYPE_CHECKING, Any
 
-from turnframe_store._rules import MAX_INTEGER, MAX_LIMIT, MAX_MILLIS
 from turnframe_store.bundle import ROLES, ReadOnlyStores, Stores
 from turnframe_store.clock import Clock, ManualClock, system_clock
 from turnframe_store.errors import (
@@ -71,6 +70,7 @@ from turnframe_store.records import (
     Replay,
     UserTurnRecord,
 )
+from turnframe_store.roles.rules import MAX_INTEGER, MAX_LIMIT, MAX_MILLIS
 
 if TYPE_CHECKING:
     from turnframe_store.sql import SqlConfig, SqlStores

@@ -9,7 +9,7 @@ from typing import Any, Final, TypeVar, cast
 
 from turnframe_store.errors import MissingRole, NoSnapshot
 from turnframe_store.locks import ConversationLocks
-from turnframe_store.protocols import (
+from turnframe_store.roles import (
     CommandJournal,
     CommandJournalReader,
     CommitStore,
@@ -23,6 +23,7 @@ from turnframe_store.protocols import (
     OutboxStore,
     ReplayReader,
     ReplayStore,
+    Role,
 )
 
 __all__ = ["ROLES", "OutboxWakeups", "ReadOnlyStores", "Stores", "protocol_methods"]
@@ -40,7 +41,7 @@ class OutboxWakeups:
 
 _S = TypeVar("_S", bound="Stores")
 
-#: Each role's attribute name and the protocol its object must provide.
+#: Each role's attribute name and the role type its object must provide.
 ROLES: Final[tuple[tuple[str, type], ...]] = (
     ("conversations", ConversationStore),
     ("interactions", InteractionStore),
@@ -60,13 +61,12 @@ _READERS: Final[tuple[tuple[str, type], ...]] = (
 )
 
 
-def protocol_methods(protocol: type) -> tuple[str, ...]:
-    """The public method names a protocol (and the protocols it extends) declares, sorted."""
+def protocol_methods(role: type) -> tuple[str, ...]:
+    """The public methods a role type (one of `turnframe_store.roles`, or a half of one) and the
+    role types it extends declare, sorted: what a role object must provide."""
     names: set[str] = set()
-    for klass in protocol.__mro__:
-        if klass is object or not getattr(klass, "_is_protocol", False):
-            continue
-        if klass.__module__ == "typing":
+    for klass in role.__mro__:
+        if not (issubclass(klass, Role) and klass.__module__.startswith("turnframe_store.roles.")):
             continue
         names.update(
             name
@@ -80,7 +80,7 @@ class Stores:
     """The store bundle the runtime is given. Building it without a role raises `MissingRole`."""
 
     @classmethod
-    def _of(cls: type[_S], **roles: Any) -> _S:
+    def assemble(cls: type[_S], **roles: Any) -> _S:
         """A bundle of roles already known to be complete (no protocol check: a hot path)."""
         stores = object.__new__(cls)
         for role, value in roles.items():

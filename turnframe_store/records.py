@@ -330,7 +330,7 @@ class EventPage(_Record):
 # --- commit bundle ------------------------------------------------------------------------------
 
 #: Where a resolving card may go: what a finish settles it into (the core's status machine).
-_FINISH_STATUSES = frozenset(
+FINISH_STATUSES = frozenset(
     status for status in InteractionStatus if can_transition(InteractionStatus.RESOLVING, status)
 )
 
@@ -350,7 +350,7 @@ class InteractionFinish(_Record):
 
     @model_validator(mode="after")
     def _settles(self) -> InteractionFinish:
-        if self.status not in _FINISH_STATUSES:
+        if self.status not in FINISH_STATUSES:
             raise ValueError("a finish settles a card as resolved, failed or active")
         return self
 

@@ -28,10 +28,9 @@ from turnframe_core.replay import CommandOutcome, ReplayRecord, TurnPhase
 from turnframe_core.stream import StreamEvent, is_terminal, parse_stream_event
 from turnframe_core.turn import AssistantTurn
 from turnframe_store import Conflict, InvalidRecord, NotFound, Stores
-from turnframe_store import _rules as rules
-from turnframe_store._rules import StreamEntry
 from turnframe_store.conformance import CHECKS, run_all
 from turnframe_store.memory import (
+    MemoryBundleWriter,
     MemoryCommits,
     MemoryConversations,
     MemoryEvents,
@@ -40,10 +39,9 @@ from turnframe_store.memory import (
     MemoryOutbox,
     MemoryReplay,
     MemoryStores,
-    _UndoLog,
+    MemoryTransaction,
+    UndoLog,
 )
-from turnframe_store.memory._engine import _BundleWriter
-from turnframe_store.memory._transaction import _Transaction
 from turnframe_store.records import (
     CommitBundle,
     CommitResult,
@@ -59,6 +57,9 @@ from turnframe_store.records import (
     Replay,
     UserTurnRecord,
 )
+from turnframe_store.roles import conversations as turn_rules
+from turnframe_store.roles import rules
+from turnframe_store.roles.conversations import StreamEntry
 
 # --- conversations ------------------------------------------------------------------------------
 
@@ -69,7 +70,7 @@ class RecreatedConversation(MemoryConversations):
     async def ensure_conversation(
         self, account_id: str, conversation_id: str
     ) -> ConversationRecord:
-        engine = self._engine
+        engine = self.engine
         key = (account_id, conversation_id)
         found = await engine.read(lambda: engine.t.conversations.get(key))
         if found is None:
@@ -85,11 +86,11 @@ class RewrittenAssistantTurn(MemoryConversations):
     async def _append_assistant_turn(
         self, account_id: str, turn: AssistantTurn, phase: TurnPhase | None
     ) -> None:
-        engine = self._engine
+        engine = self.engine
 
-        def write(undo: _UndoLog) -> None:
+        def write(undo: UndoLog) -> None:
             undo.remove(engine.t.assistant_turns, (account_id, turn.turn_id))
-            engine.append_assistant_turn(undo, account_id, turn, phase)
+            self.append_assistant_turn_in(undo, account_id, turn, phase)
 
         await engine.write(write)
 
@@ -98,9 +99,9 @@ class PhaseLeavesTerminal(MemoryConversations):
     """set_phase moves any marker anywhere."""
 
     async def _set_phase(self, account_id: str, turn_id: str, phase: TurnPhase) -> PhaseMarker:
-        engine = self._engine
+        engine = self.engine
 
-        def write(undo: _UndoLog) -> PhaseMarker:
+        def write(undo: UndoLog) -> PhaseMarker:
             marker = engine.t.phases.get((account_id, turn_id))
             if marker is None:
                 raise NotFound()
@@ -177,7 +178,7 @@ class RefusedStreamRepeat(MemoryConversations):
     async def _append_stream_events(
         self, account_id: str, entries: tuple[StreamEntry, ...]
     ) -> None:
-        if entries[0].sequence <= len(_logged(self._engine, account_id, entries)):
+        if entries[0].sequence <= len(_logged(self.engine, account_id, entries)):
             raise Conflict("the sequence is logged")
         await super()._append_stream_events(account_id, entries)
 
@@ -188,7 +189,7 @@ class SequenceOnlyRepeat(MemoryConversations):
     async def _append_stream_events(
         self, account_id: str, entries: tuple[StreamEntry, ...]
     ) -> None:
-        logged = _logged(self._engine, account_id, entries)
+        logged = _logged(self.engine, account_id, entries)
         as_logged = tuple(
             logged[e.sequence - 1] if e.sequence <= len(logged) else e for e in entries
         )
@@ -198,7 +199,7 @@ class SequenceOnlyRepeat(MemoryConversations):
 async def _blind_stream(engine: Any, account_id: str, entries: tuple[StreamEntry, ...]) -> None:
     """Log the entries after the logged ones, judging nothing."""
 
-    def write(undo: _UndoLog) -> None:
+    def write(undo: UndoLog) -> None:
         for entry in entries:
             undo.index(engine.t.stream, (account_id, entry.turn_id), entry)
 
@@ -211,11 +212,11 @@ class GapAccepted(MemoryConversations):
     async def _append_stream_events(
         self, account_id: str, entries: tuple[StreamEntry, ...]
     ) -> None:
-        logged = _logged(self._engine, account_id, entries)
-        turn = (account_id, entries[0].turn_id) in self._engine.t.user_turns
+        logged = _logged(self.engine, account_id, entries)
+        turn = (account_id, entries[0].turn_id) in self.engine.t.user_turns
         open_log = not logged or not logged[-1].terminal
         if turn and open_log and entries[0].sequence > len(logged) + 1:
-            await _blind_stream(self._engine, account_id, entries)
+            await _blind_stream(self.engine, account_id, entries)
             return
         await super()._append_stream_events(account_id, entries)
 
@@ -226,9 +227,9 @@ class StreamPastTerminal(MemoryConversations):
     async def _append_stream_events(
         self, account_id: str, entries: tuple[StreamEntry, ...]
     ) -> None:
-        logged = _logged(self._engine, account_id, entries)
+        logged = _logged(self.engine, account_id, entries)
         if logged and logged[-1].terminal and entries[0].sequence == len(logged) + 1:
-            await _blind_stream(self._engine, account_id, entries)
+            await _blind_stream(self.engine, account_id, entries)
             return
         await super()._append_stream_events(account_id, entries)
 
@@ -251,16 +252,16 @@ class StreamWithoutTurn(MemoryConversations):
     async def _append_stream_events(
         self, account_id: str, entries: tuple[StreamEntry, ...]
     ) -> None:
-        engine = self._engine
+        engine = self.engine
         key = (account_id, entries[0].turn_id)
         if key in engine.t.user_turns:
             await super()._append_stream_events(account_id, entries)
             return
 
-        def write(undo: _UndoLog) -> None:
+        def write(undo: UndoLog) -> None:
             log = engine.t.stream.get(key, [])
-            low, high = rules.stream_window(entries)
-            known = rules.stream_append(entries, log[max(low - 1, 0) : high])
+            low, high = turn_rules.stream_window(entries)
+            known = turn_rules.stream_append(entries, log[max(low - 1, 0) : high])
             for entry in entries[known:]:
                 undo.index(engine.t.stream, key, entry)
 
@@ -273,7 +274,7 @@ class ForeignStreamVisible(MemoryConversations):
     async def _stream_events(
         self, account_id: str, turn_id: str, after_sequence: int, limit: int
     ) -> tuple[str, ...]:
-        for owner, logged_turn in self._engine.t.stream:
+        for owner, logged_turn in self.engine.t.stream:
             if logged_turn == turn_id:
                 return await super()._stream_events(owner, turn_id, after_sequence, limit)
         return ()
@@ -283,9 +284,9 @@ class PruneIgnoresMarker(MemoryConversations):
     """prune_stream_events prunes an ended log whatever its turn's marker says."""
 
     async def _prune_stream_events(self, finished_before: int, limit: int) -> int:
-        engine = self._engine
+        engine = self.engine
 
-        def write(undo: _UndoLog) -> int:
+        def write(undo: UndoLog) -> int:
             ended = sorted(
                 (log[-1].at, key)
                 for key, log in engine.t.stream.items()
@@ -316,11 +317,11 @@ class SecondBlockingCard(MemoryInteractions):
     """insert ignores the one-open-blocking-card-per-case slot."""
 
     async def _insert(self, interaction: Interaction) -> Interaction:
-        engine = self._engine
+        engine = self.engine
 
-        def write(undo: _UndoLog) -> Interaction:
+        def write(undo: UndoLog) -> Interaction:
             undo.remove(engine.t.blocking_slot, _case_of(interaction))
-            return engine.insert_card(undo, interaction)
+            return self.insert_in(undo, interaction)
 
         return await engine.write(write)
 
@@ -329,7 +330,7 @@ class ForeignCardVisible(MemoryInteractions):
     """get finds a card by id in any account."""
 
     async def _get(self, account_id: str, interaction_id: str) -> Interaction:
-        engine = self._engine
+        engine = self.engine
         for (_, found_id), card in engine.t.cards.items():
             if found_id == interaction_id:
                 return card
@@ -340,16 +341,16 @@ class ReplacingResolving(MemoryInteractions):
     """insert_replacing_blocking also replaces a card that is being resolved."""
 
     async def _insert_replacing_blocking(self, interaction: Interaction) -> tuple[str, ...]:
-        engine = self._engine
+        engine = self.engine
 
-        def write(undo: _UndoLog) -> tuple[str, ...]:
+        def write(undo: UndoLog) -> tuple[str, ...]:
             holder_id = engine.t.blocking_slot.get(_case_of(interaction))
             if holder_id is None or holder_id == interaction.interaction_id:
-                engine.insert_card(undo, interaction)
+                self.insert_in(undo, interaction)
                 return ()
             holder = engine.t.cards[(interaction.account_id, holder_id)]
-            engine._move_card(undo, holder.model_copy(update={"status": "invalidated"}))
-            engine.insert_card(undo, interaction)
+            self.move_card(undo, holder.model_copy(update={"status": "invalidated"}))
+            self.insert_in(undo, interaction)
             return (holder_id,)
 
         return await engine.write(write)
@@ -361,16 +362,16 @@ class BlindCardResolution(MemoryInteractions):
     async def _begin_resolution(
         self, account_id: str, interaction_id: str, option_id: str
     ) -> Interaction:
-        engine = self._engine
+        engine = self.engine
 
-        def write(undo: _UndoLog) -> Interaction:
-            card = engine.card(account_id, interaction_id)
+        def write(undo: UndoLog) -> Interaction:
+            card = self.card(account_id, interaction_id)
             if card.payload.option(option_id) is None:
                 raise InvalidRecord("unknown option")
             claimed = card.model_copy(
                 update={"status": InteractionStatus.RESOLVING, "resolved_option_id": option_id}
             )
-            return engine._move_card(undo, claimed)
+            return self.move_card(undo, claimed)
 
         return await engine.write(write)
 
@@ -379,14 +380,14 @@ class MutableCardPayload(MemoryInteractions):
     """insert overwrites a stored card that has the same id."""
 
     async def _insert(self, interaction: Interaction) -> Interaction:
-        engine = self._engine
+        engine = self.engine
 
-        def write(undo: _UndoLog) -> Interaction:
+        def write(undo: UndoLog) -> Interaction:
             key = (interaction.account_id, interaction.interaction_id)
             if key in engine.t.cards:
                 undo.put(engine.t.cards, key, interaction)
                 return interaction
-            return engine.insert_card(undo, interaction)
+            return self.insert_in(undo, interaction)
 
         return await engine.write(write)
 
@@ -399,17 +400,17 @@ class RevisionBlindInvalidation(MemoryInteractions):
     ) -> tuple[str, ...]:
         if current_revision is None:
             return await super()._invalidate(account_id, case_key, current_revision)
-        engine = self._engine
+        engine = self.engine
 
-        def write(undo: _UndoLog) -> tuple[str, ...]:
+        def write(undo: UndoLog) -> tuple[str, ...]:
             stale = [
                 card
-                for card in engine.cards_of_case(account_id, case_key)
+                for card in self.cards_of_case(account_id, case_key)
                 if card.status is InteractionStatus.ACTIVE
                 and card.bound_revision != current_revision
             ]
             for card in stale:
-                engine._move_card(
+                self.move_card(
                     undo, card.transition(InteractionStatus.INVALIDATED, at=engine.clock())
                 )
             return tuple(card.interaction_id for card in stale)
@@ -421,14 +422,14 @@ class EagerExpiry(MemoryInteractions):
     """expire_due expires every active card that has an expiry, due or not."""
 
     async def _expire_due(self, now: int, limit: int) -> tuple[Interaction, ...]:
-        engine = self._engine
+        engine = self.engine
 
-        def write(undo: _UndoLog) -> tuple[Interaction, ...]:
+        def write(undo: UndoLog) -> tuple[Interaction, ...]:
             cards = [engine.t.cards[key] for key in engine.t.cards_expiring]
             due = [c for c in cards if c.status is InteractionStatus.ACTIVE]
             due.sort(key=lambda c: (c.expires_at or 0, c.account_id, c.interaction_id))
             return tuple(
-                engine._move_card(undo, c.transition(InteractionStatus.EXPIRED, at=now))
+                self.move_card(undo, c.transition(InteractionStatus.EXPIRED, at=now))
                 for c in due[:limit]
             )
 
@@ -444,10 +445,10 @@ class BlindJournalCompletion(MemoryJournal):
     async def _complete(
         self, account_id: str, command_id: str, outcome: CommandOutcome
     ) -> JournalEntry:
-        engine = self._engine
+        engine = self.engine
 
-        def write(undo: _UndoLog) -> JournalEntry:
-            settled = engine.entry(account_id, command_id).settled(outcome, at=engine.clock())
+        def write(undo: UndoLog) -> JournalEntry:
+            settled = self.entry(account_id, command_id).settled(outcome, at=engine.clock())
             undo.put(engine.t.journal, (account_id, command_id), settled)
             return settled
 
@@ -458,7 +459,7 @@ class RacyJournalAdmission(MemoryJournal):
     """begin looks the key up and inserts in two steps, letting other callers in between."""
 
     async def _begin(self, entry: JournalEntry) -> JournalAdmission:
-        engine = self._engine
+        engine = self.engine
         account = entry.account_id
 
         def look() -> JournalAdmission | None:
@@ -477,7 +478,7 @@ class RacyJournalAdmission(MemoryJournal):
             return found
         await asyncio.sleep(0)
 
-        def write(undo: _UndoLog) -> JournalAdmission:
+        def write(undo: UndoLog) -> JournalAdmission:
             undo.put(engine.t.journal, (account, entry.command_id), entry)
             undo.put(engine.t.journal_by_key, (account, entry.idempotency_key), entry.command_id)
             if entry.command_id not in engine.t.journal_by_turn.get((account, entry.turn_id), []):
@@ -491,9 +492,9 @@ class ReadmittingJournal(MemoryJournal):
     """begin admits a settled command again, as fresh."""
 
     async def _begin(self, entry: JournalEntry) -> JournalAdmission:
-        engine = self._engine
+        engine = self.engine
 
-        def write(undo: _UndoLog) -> JournalAdmission:
+        def write(undo: UndoLog) -> JournalAdmission:
             key = (entry.account_id, entry.idempotency_key)
             stored_id = engine.t.journal_by_key.get(key)
             if stored_id is not None:
@@ -501,7 +502,7 @@ class ReadmittingJournal(MemoryJournal):
                 if stored.status.is_terminal and stored.same_command(entry):
                     undo.put(engine.t.journal, (entry.account_id, stored_id), entry)
                     return Fresh(entry=entry)
-            return engine.begin(undo, entry)
+            return self.begin_in(undo, entry)
 
         return await engine.write(write)
 
@@ -510,13 +511,13 @@ class KeyReuseAccepted(MemoryJournal):
     """begin replays a stored key whatever command comes with it."""
 
     async def _begin(self, entry: JournalEntry) -> JournalAdmission:
-        engine = self._engine
+        engine = self.engine
 
-        def write(undo: _UndoLog) -> JournalAdmission:
+        def write(undo: UndoLog) -> JournalAdmission:
             stored_id = engine.t.journal_by_key.get((entry.account_id, entry.idempotency_key))
             if stored_id is not None:
                 return Replay(entry=engine.t.journal[(entry.account_id, stored_id)])
-            return engine.begin(undo, entry)
+            return self.begin_in(undo, entry)
 
         return await engine.write(write)
 
@@ -579,9 +580,9 @@ class DuplicateOutboxKey(MemoryOutbox):
     """enqueue checks only the outbox id, not (destination, idempotency_key)."""
 
     async def _enqueue(self, entry: OutboxEntry) -> OutboxEntry:
-        engine = self._engine
+        engine = self.engine
 
-        def write(undo: _UndoLog) -> OutboxEntry:
+        def write(undo: UndoLog) -> OutboxEntry:
             if entry.outbox_id in engine.t.outbox:
                 raise Conflict("stored id")
             undo.put(engine.t.outbox, entry.outbox_id, entry)
@@ -597,7 +598,7 @@ class RacyOutboxClaim(MemoryOutbox):
     """claim_due selects and claims in two steps, letting other claimers in between."""
 
     async def _claim_due(self, now: int, limit: int, worker_id: str) -> tuple[OutboxEntry, ...]:
-        engine = self._engine
+        engine = self.engine
 
         def select() -> list[str]:
             rows = [engine.t.outbox[i] for i in engine.t.outbox_pending]
@@ -608,12 +609,12 @@ class RacyOutboxClaim(MemoryOutbox):
         picked = await engine.read(select)
         await asyncio.sleep(0)
 
-        def claim(undo: _UndoLog) -> tuple[OutboxEntry, ...]:
+        def claim(undo: UndoLog) -> tuple[OutboxEntry, ...]:
             claimed = []
             for outbox_id in picked:
                 row = engine.t.outbox[outbox_id]
                 claimed.append(
-                    engine._move_row(
+                    self.move_row(
                         undo,
                         row,
                         status=OutboxStatus.DISPATCHING,
@@ -631,13 +632,13 @@ class RescheduleDueNow(MemoryOutbox):
     """reschedule ignores the time it is given and makes the row due at once."""
 
     async def _reschedule(self, outbox_id: str, at: int) -> OutboxEntry:
-        engine = self._engine
+        engine = self.engine
 
-        def write(undo: _UndoLog) -> OutboxEntry:
-            row = engine.row(outbox_id)
+        def write(undo: UndoLog) -> OutboxEntry:
+            row = self.row(outbox_id)
             if row.status not in (OutboxStatus.PENDING, OutboxStatus.OUTCOME_UNKNOWN):
                 raise Conflict("not reschedulable")
-            return engine._move_row(undo, row, status=OutboxStatus.PENDING, next_attempt_at=None)
+            return self.move_row(undo, row, status=OutboxStatus.PENDING, next_attempt_at=None)
 
         return await engine.write(write)
 
@@ -646,13 +647,13 @@ class CountingUnclaim(MemoryOutbox):
     """unclaim hands the row back but keeps the attempt it never made."""
 
     async def _unclaim(self, outbox_id: str, worker_id: str) -> OutboxEntry:
-        engine = self._engine
+        engine = self.engine
 
-        def write(undo: _UndoLog) -> OutboxEntry:
-            row = engine.row(outbox_id)
+        def write(undo: UndoLog) -> OutboxEntry:
+            row = self.row(outbox_id)
             if row.status is not OutboxStatus.DISPATCHING or row.claim_worker_id != worker_id:
                 raise Conflict("not this worker's claim")
-            return engine._move_row(
+            return self.move_row(
                 undo, row, status=OutboxStatus.PENDING, claim_worker_id=None, claim_taken_at=None
             )
 
@@ -663,16 +664,16 @@ class ForgetfulReaper(MemoryOutbox):
     """the reaper returns a begun claim without recording that its outcome is unknown."""
 
     async def _release_expired_claims(self, claimed_before: int) -> int:
-        engine = self._engine
+        engine = self.engine
 
-        def write(undo: _UndoLog) -> int:
+        def write(undo: UndoLog) -> int:
             stale = [
                 r
                 for r in engine.t.outbox.values()
                 if r.status is OutboxStatus.DISPATCHING and (r.claim_taken_at or 0) < claimed_before
             ]
             for row in stale:
-                engine._move_row(
+                self.move_row(
                     undo,
                     row,
                     status=OutboxStatus.PENDING,
@@ -707,7 +708,7 @@ class RepeatableBegin(MemoryOutbox):
     """begin_dispatch accepts the same attempt beginning again."""
 
     async def _begin_dispatch(self, outbox_id: str, attempt: int, now: int) -> OutboxEntry:
-        row = self._engine.row(outbox_id)
+        row = self.row(outbox_id)
         if row.dispatch_started_at is not None and row.attempt_count == attempt:
             return row
         return await super()._begin_dispatch(outbox_id, attempt, now)
@@ -719,7 +720,7 @@ class UnleasedReconciliation(MemoryOutbox):
     async def _claim_reconciliations(
         self, now: int, limit: int, until: int
     ) -> tuple[OutboxEntry, ...]:
-        engine = self._engine
+        engine = self.engine
 
         def read() -> tuple[OutboxEntry, ...]:
             rows = [
@@ -782,14 +783,14 @@ class OverwritingReplay(MemoryReplay):
     """put overwrites a final replay record."""
 
     async def _put(self, record: ReplayRecord) -> None:
-        engine = self._engine
+        engine = self.engine
 
-        def write(undo: _UndoLog) -> None:
+        def write(undo: UndoLog) -> None:
             key = (record.account_id, record.turn_id)
             if key in engine.t.replay:
                 undo.put(engine.t.replay, key, record)
                 return
-            engine.put_replay(undo, record)
+            self.put_in(undo, record)
 
         await engine.write(write)
 
@@ -798,10 +799,10 @@ class RelinkingReplay(MemoryReplay):
     """put links a final record again each time it is put (a repeat included)."""
 
     async def _put(self, record: ReplayRecord) -> None:
-        engine = self._engine
+        engine = self.engine
 
-        def write(undo: _UndoLog) -> None:
-            engine.put_replay(undo, record)
+        def write(undo: UndoLog) -> None:
+            self.put_in(undo, record)
             if record.phase.is_terminal:
                 conversation = (record.account_id, record.conversation_id)
                 chain = engine.t.audit_chain.get(conversation, [])
@@ -822,7 +823,7 @@ class UnlinkedBundle(MemoryCommits):
 
     async def _commit(self, bundle: CommitBundle) -> CommitResult:
         result = await super()._commit(bundle)
-        engine = self._engine
+        engine = self.engine
         conversation = (bundle.account_id, bundle.conversation_id)
         await engine.write(lambda undo: undo.put(engine.t.audit_chain, conversation, []))
         return result
@@ -832,49 +833,53 @@ class HalfBundle(MemoryCommits):
     """commit applies items in place and never undoes them when a later item fails."""
 
     async def _commit(self, bundle: CommitBundle) -> CommitResult:
-        with self._engine.lock:
-            return self._engine.commit(_UndoLog(), bundle)
+        with self.engine.lock:
+            return self.commit_in(UndoLog(), bundle)
 
 
-def _accept_and_journal(engine: Any, undo: _UndoLog, bundle: CommitBundle) -> list[Any]:
+def _accept_and_journal(roles: MemoryCommits, undo: UndoLog, bundle: CommitBundle) -> list[Any]:
     """The bundle stages before its completions, as the real writer applies them."""
     if bundle.user_turn is not None:
         user = bundle.user_turn
-        engine.ensure_conversation(undo, user.account_id, user.conversation_id)
-        engine.append_user_turn(undo, user)
-    admissions = [engine.begin(undo, entry) for entry in bundle.journal_admissions]
+        roles.conversations.ensure_conversation_in(undo, user.account_id, user.conversation_id)
+        roles.conversations.append_user_turn_in(undo, user)
+    admissions = [roles.journal.begin_in(undo, entry) for entry in bundle.journal_admissions]
     for command_id in bundle.journal_starts:
-        engine.mark_executing(undo, bundle.account_id, command_id)
+        roles.journal.mark_executing_in(undo, bundle.account_id, command_id)
     return admissions
 
 
-def _answer(engine: Any, undo: _UndoLog, bundle: CommitBundle) -> None:
+def _answer(roles: MemoryCommits, undo: UndoLog, bundle: CommitBundle) -> None:
     if bundle.assistant_turn is not None:
-        engine.append_assistant_turn(undo, bundle.account_id, bundle.assistant_turn, None)
+        roles.conversations.append_assistant_turn_in(
+            undo, bundle.account_id, bundle.assistant_turn, None
+        )
 
 
-def _stream(engine: Any, undo: _UndoLog, bundle: CommitBundle) -> None:
+def _stream(roles: MemoryCommits, undo: UndoLog, bundle: CommitBundle) -> None:
     """The bundle's last stage, as the real writer applies it."""
     if bundle.stream_events:
-        entries = rules.stream_entries(bundle.stream_events)
-        engine.append_stream_events(undo, bundle.account_id, bundle.turn_id, entries)
+        entries = turn_rules.stream_entries(bundle.stream_events)
+        roles.conversations.append_stream_events_in(
+            undo, bundle.account_id, bundle.turn_id, entries
+        )
 
 
 class InsertsFirstBundle(MemoryCommits):
     """commit inserts new cards before it finishes and invalidates the old ones."""
 
     async def _commit(self, bundle: CommitBundle) -> CommitResult:
-        engine, account = self._engine, bundle.account_id
+        engine, account = self.engine, bundle.account_id
 
-        def write(undo: _UndoLog) -> CommitResult:
-            admissions = _accept_and_journal(engine, undo, bundle)
+        def write(undo: UndoLog) -> CommitResult:
+            admissions = _accept_and_journal(self, undo, bundle)
             for completion in bundle.journal_completions:
-                engine.complete(undo, account, completion.command_id, completion.outcome)
-            events = engine.append(undo, account, bundle.events)
+                self.journal.complete_in(undo, account, completion.command_id, completion.outcome)
+            events = self.events.append_in(undo, account, bundle.events)
             for card in bundle.interaction_inserts:
-                engine.insert_card(undo, card)
+                self.interactions.insert_in(undo, card)
             for finish in bundle.interaction_finishes:
-                engine.finish(
+                self.interactions.finish_in(
                     undo,
                     account,
                     finish.interaction_id,
@@ -885,16 +890,18 @@ class InsertsFirstBundle(MemoryCommits):
             invalidated: list[str] = []
             for item in bundle.invalidations:
                 invalidated.extend(
-                    engine.invalidate(undo, account, item.case_key, item.current_revision)
+                    self.interactions.invalidate_in(
+                        undo, account, item.case_key, item.current_revision
+                    )
                 )
             for row in bundle.outbox:
-                engine.enqueue(undo, row)
-            _answer(engine, undo, bundle)
+                self.outbox.enqueue_in(undo, row)
+            _answer(self, undo, bundle)
             if bundle.replay is not None:
-                engine.put_replay(undo, bundle.replay)
+                self.replay.put_in(undo, bundle.replay)
             if bundle.phase is not None:
-                engine.set_phase(undo, account, bundle.turn_id, bundle.phase)
-            _stream(engine, undo, bundle)
+                self.conversations.set_phase_in(undo, account, bundle.turn_id, bundle.phase)
+            _stream(self, undo, bundle)
             return CommitResult(
                 admissions=tuple(admissions), events=events, invalidated=tuple(invalidated)
             )
@@ -906,20 +913,22 @@ class LateJudgedBundle(MemoryCommits):
     """commit judges its card finishes only after the later stages ran (invalidations first)."""
 
     async def _commit(self, bundle: CommitBundle) -> CommitResult:
-        engine, account = self._engine, bundle.account_id
+        engine, account = self.engine, bundle.account_id
 
-        def write(undo: _UndoLog) -> CommitResult:
-            admissions = _accept_and_journal(engine, undo, bundle)
+        def write(undo: UndoLog) -> CommitResult:
+            admissions = _accept_and_journal(self, undo, bundle)
             for completion in bundle.journal_completions:
-                engine.complete(undo, account, completion.command_id, completion.outcome)
-            events = engine.append(undo, account, bundle.events)
+                self.journal.complete_in(undo, account, completion.command_id, completion.outcome)
+            events = self.events.append_in(undo, account, bundle.events)
             invalidated: list[str] = []
             for item in bundle.invalidations:
                 invalidated.extend(
-                    engine.invalidate(undo, account, item.case_key, item.current_revision)
+                    self.interactions.invalidate_in(
+                        undo, account, item.case_key, item.current_revision
+                    )
                 )
             for finish in bundle.interaction_finishes:
-                engine.finish(
+                self.interactions.finish_in(
                     undo,
                     account,
                     finish.interaction_id,
@@ -928,15 +937,15 @@ class LateJudgedBundle(MemoryCommits):
                     finish.event_ids,
                 )
             for card in bundle.interaction_inserts:
-                engine.insert_card(undo, card)
+                self.interactions.insert_in(undo, card)
             for row in bundle.outbox:
-                engine.enqueue(undo, row)
-            _answer(engine, undo, bundle)
+                self.outbox.enqueue_in(undo, row)
+            _answer(self, undo, bundle)
             if bundle.replay is not None:
-                engine.put_replay(undo, bundle.replay)
+                self.replay.put_in(undo, bundle.replay)
             if bundle.phase is not None:
-                engine.set_phase(undo, account, bundle.turn_id, bundle.phase)
-            _stream(engine, undo, bundle)
+                self.conversations.set_phase_in(undo, account, bundle.turn_id, bundle.phase)
+            _stream(self, undo, bundle)
             return CommitResult(
                 admissions=tuple(admissions), events=events, invalidated=tuple(invalidated)
             )
@@ -949,7 +958,7 @@ class LateJudgedBundle(MemoryCommits):
 #: control name -> (role name, broken role class, the one check it must fail)
 
 
-class _BrokenBundleWriter(_BundleWriter):
+class _BrokenBundleWriter(MemoryBundleWriter):
     skip_starts = False
     overwrite_answers = False
     replace_stream = False
@@ -969,29 +978,15 @@ class _BrokenBundleWriter(_BundleWriter):
         if self.replace_stream:
             key = (self.account_id, self.turn_id)
             log = self.engine.t.stream.get(key, [])
-            low, high = rules.stream_window(entries)
-            known = rules.stream_append(entries, log[max(low - 1, 0) : high])
+            low, high = turn_rules.stream_window(entries)
+            known = turn_rules.stream_append(entries, log[max(low - 1, 0) : high])
             self.undo.put(self.engine.t.stream, key, list(entries[known:]))
             return
         super().stream(entries)
 
 
 class _BrokenBundles(MemoryCommits):
-    writer: type[_BrokenBundleWriter] = _BrokenBundleWriter
-
-    async def _commit(self, bundle: CommitBundle) -> CommitResult:
-        engine = self._engine
-
-        def write(undo: _UndoLog) -> CommitResult:
-            writer = self.writer(engine, undo, bundle)
-            rules.write_bundle(bundle, writer)
-            return CommitResult(
-                admissions=tuple(writer.admissions),
-                events=writer.events,
-                invalidated=tuple(writer.invalidated),
-            )
-
-        return await engine.write(write)
+    writer: type[MemoryBundleWriter] = _BrokenBundleWriter
 
 
 class _NoStartsWriter(_BrokenBundleWriter):
@@ -1337,10 +1332,10 @@ class _BrokenTransactions(MemoryStores):
     async def transaction(self) -> AsyncIterator[Stores]:
         if self.take_the_gate:
             await self.engine.gate.enter()
-        tx = _Transaction()
+        tx = MemoryTransaction()
         try:
             try:
-                yield self._view(tx)
+                yield self.in_transaction(tx)
             except BaseException:
                 if not self.keep_on_raise:
                     tx.undo.rollback()

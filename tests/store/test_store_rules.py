@@ -1,4 +1,4 @@
-"""The argument rules both stores apply (`turnframe_store._rules`), over their whole input space.
+"""The argument rules both stores apply (`turnframe_store.roles`), over their whole input space.
 
 The conformance suite checks that every store refuses the same arguments; these properties check
 that the rule itself draws its line where protocols rule 6 says."""
@@ -10,7 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from turnframe_store import MAX_LIMIT, MAX_MILLIS, InvalidRecord
-from turnframe_store import _rules as rules
+from turnframe_store.roles import rules
 
 _ANY_TEXT = st.text(alphabet=st.characters(exclude_categories=()), max_size=20)
 #: Any text, often with a NUL or a lone (high or low) surrogate somewhere inside.

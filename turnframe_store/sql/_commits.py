@@ -1,5 +1,5 @@
 """The commit bundle on SQL (internal): one transaction (one pipeline on PostgreSQL) holding every
-item's steps in `_rules.write_bundle`'s order, the phase marker folded in."""
+item's steps in `roles.commits.write_bundle`'s order, the phase marker folded in."""
 
 from __future__ import annotations
 
@@ -11,9 +11,6 @@ from turnframe_core.events import DomainEvent
 from turnframe_core.interactions import Interaction, InteractionStatus
 from turnframe_core.replay import CommandOutcome, ReplayRecord, TurnPhase
 from turnframe_core.turn import AssistantTurn
-from turnframe_store import _rules as rules
-from turnframe_store._roles import CommitRole
-from turnframe_store._rules import StreamEntry
 from turnframe_store.errors import StoreError
 from turnframe_store.faults import FaultPoint
 from turnframe_store.records import (
@@ -23,6 +20,9 @@ from turnframe_store.records import (
     OutboxEntry,
     UserTurnRecord,
 )
+from turnframe_store.roles import commits as commit_rules
+from turnframe_store.roles.commits import CommitStore
+from turnframe_store.roles.conversations import StreamEntry
 from turnframe_store.sql._conversations import SqlConversations
 from turnframe_store.sql._core import SqlCore, Step, check
 from turnframe_store.sql._events import SqlEvents
@@ -34,7 +34,7 @@ from turnframe_store.sql._replay import SqlReplay
 __all__ = ["SqlCommits"]
 
 
-class SqlCommits(CommitRole):
+class SqlCommits(CommitStore):
     def __init__(
         self,
         core: SqlCore,
@@ -63,7 +63,7 @@ class SqlCommits(CommitRole):
         the transaction (as memory's do). With `enlisted` (a caller's driver connection inside
         its own open transaction) the bundle joins that transaction."""
         writer = _BundleSteps(self._roles, self._core, bundle)
-        rules.write_bundle(bundle, writer)
+        commit_rules.write_bundle(bundle, writer)
         if enlisted is None:
             values = await self._core.write(writer.steps)
         else:

@@ -10,11 +10,11 @@ import sqlalchemy as sa
 
 from turnframe_core.replay import TurnPhase
 from turnframe_core.turn import AssistantTurn
-from turnframe_store import _rules as rules
-from turnframe_store._roles import ConversationRole
-from turnframe_store._rules import StreamEntry
 from turnframe_store.errors import Conflict, InvalidRecord, NotFound
 from turnframe_store.records import ConversationRecord, PhaseMarker, UserTurnRecord
+from turnframe_store.roles import conversations as turn_rules
+from turnframe_store.roles import rules
+from turnframe_store.roles.conversations import ConversationStore, StreamEntry
 from turnframe_store.sql._backend import Result, Row, Statement
 from turnframe_store.sql._core import SqlCore, Step, first
 from turnframe_store.sql._statements import Compiler, among, bind, values_of
@@ -109,14 +109,14 @@ class ConversationStatements:
                     phase.c.account_id == account, phase.c.turn_id == bind("turn_id")
                 ),
             ),
-            # `_rules.move_phase`: a marker moves until its phase is terminal.
+            # `turn_rules.move_phase`: a marker moves until its phase is terminal.
             phase_move=c(
                 "phase_move",
                 sa.update(phase)
                 .where(
                     phase.c.account_id == account,
                     phase.c.turn_id == bind("turn_id"),
-                    ~among(phase.c.phase, rules.TERMINAL_PHASES),
+                    ~among(phase.c.phase, turn_rules.TERMINAL_PHASES),
                     phase.c.phase != bind("phase"),
                 )
                 .values(phase=bind("phase"), updated_at=bind("updated_at", phase.c.updated_at.type))
@@ -125,14 +125,14 @@ class ConversationStatements:
             phases_unfinished=c(
                 "phases_unfinished",
                 sa.select(phase)
-                .where(~among(phase.c.phase, rules.TERMINAL_PHASES))
+                .where(~among(phase.c.phase, turn_rules.TERMINAL_PHASES))
                 .order_by(phase.c.updated_at, phase.c.account_id, phase.c.turn_id)
                 .limit(bind("limit")),
             ),
         )
 
 
-class SqlConversations(ConversationRole):
+class SqlConversations(ConversationStore):
     def __init__(self, core: SqlCore) -> None:
         super().__init__(core.faults)
         self._core = core
@@ -152,7 +152,7 @@ class SqlConversations(ConversationRole):
             return await self._get_conversation(account_id, conversation_id)
         except NotFound:
             pass
-        record = rules.new_conversation(account_id, conversation_id, self._core.clock())
+        record = turn_rules.new_conversation(account_id, conversation_id, self._core.clock())
         key = {"account_id": account_id, "conversation_id": conversation_id}
 
         async def stored(result: Result | None, prior: Row | None) -> ConversationRecord:
@@ -219,7 +219,7 @@ class SqlConversations(ConversationRole):
         """The assistant turn, stored once (the same turn again is accepted)."""
         key = {"account_id": account_id, "turn_id": turn.turn_id}
         judge_row = partial(_judge_answer, turn)
-        text = rules.answer_text(turn)
+        text = turn_rules.answer_text(turn)
 
         async def judge(result: Result | None, prior: Row | None) -> None:
             if result is None or not result.rows:
@@ -239,7 +239,7 @@ class SqlConversations(ConversationRole):
         self, account_id: str, turn: AssistantTurn, phase: TurnPhase | None
     ) -> None:
         try:
-            rules.answer_text(turn)
+            turn_rules.answer_text(turn)
         except InvalidRecord:
             # Judged on the stored row first, in memory's order (NotFound before this refusal).
             key = {"account_id": account_id, "turn_id": turn.turn_id}
@@ -253,7 +253,7 @@ class SqlConversations(ConversationRole):
     async def _get_assistant_turn(self, account_id: str, turn_id: str) -> AssistantTurn:
         key = {"account_id": account_id, "turn_id": turn_id}
         row = first(await self._core.fetch(self._st.turn_get, key))
-        return rules.reload_answer(rules.found(None if row is None else row["assistant_turn"]))
+        return turn_rules.reload_answer(rules.found(None if row is None else row["assistant_turn"]))
 
     def phase_steps(self, account_id: str, turn_id: str, phase: TurnPhase) -> list[Step]:
         key = {"account_id": account_id, "turn_id": turn_id}
@@ -265,7 +265,7 @@ class SqlConversations(ConversationRole):
                 self._st.phase_get,
                 key,
                 self._core.codec.marker,
-                lambda marker: rules.move_phase(marker, phase),
+                lambda marker: turn_rules.move_phase(marker, phase),
             )
         ]
 
@@ -315,8 +315,8 @@ class SqlConversations(ConversationRole):
 
 
 def _judge_answer(turn: AssistantTurn, row: Row | None) -> None:
-    """`_rules.answer` on the turn's row as the answering UPDATE left it (it moved nothing)."""
+    """`turn_rules.answer` on the turn's row as the answering UPDATE left it (it moved nothing)."""
     conversation_id = None if row is None else row["conversation_id"]
     stored = None if row is None else row["assistant_turn"]
-    if rules.answer(turn, conversation_id, stored) is not None:
+    if turn_rules.answer(turn, conversation_id, stored) is not None:
         raise Conflict("the turn moved under a concurrent writer")

@@ -2,7 +2,7 @@
 
 - Every write is one transaction. Compare-and-swap lives in the writing statement (an UPDATE that
   names the state it expects and returns the row it moved); a SELECT right after it reads the row
-  back, and when the statement moved nothing, the rule `_rules` states for that write judges the
+  back, and when the statement moved nothing, the rule `roles` states for that write judges the
   row read back, exactly as memory judges its stored record: `NotFound`, an accepted repeat, or
   the refusal.
 - A step (`Step`) is a statement, its read-back and the judge of their results. The statements
@@ -23,12 +23,12 @@ from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any, Final, NoReturn, TypeVar
 
-from turnframe_store import _rules as rules
-from turnframe_store._rules import Verdict
 from turnframe_store._transaction import TransactionState
 from turnframe_store.clock import Clock
 from turnframe_store.errors import Conflict, StoreError
 from turnframe_store.faults import FaultPlan
+from turnframe_store.roles import rules
+from turnframe_store.roles.rules import Verdict
 from turnframe_store.sql._backend import (
     Backend,
     Batch,

@@ -14,10 +14,10 @@ import sqlalchemy as sa
 
 from turnframe_core.cases import CaseKey
 from turnframe_core.events import DomainEvent
-from turnframe_store import _rules as rules
-from turnframe_store._roles import EventRole
 from turnframe_store.errors import InvalidRecord
 from turnframe_store.records import EventCursor, EventPage
+from turnframe_store.roles import events as event_rules
+from turnframe_store.roles.events import EventLedger
 from turnframe_store.sql._backend import Result, Row, Statement
 from turnframe_store.sql._core import SqlCore, Step
 from turnframe_store.sql._rows import event_id_list
@@ -74,7 +74,7 @@ class EventStatements:
         )
 
 
-class SqlEvents(EventRole):
+class SqlEvents(EventLedger):
     def __init__(self, core: SqlCore) -> None:
         super().__init__(core.faults)
         self._core = core
@@ -106,14 +106,14 @@ class SqlEvents(EventRole):
     async def _append(
         self, account_id: str, events: tuple[DomainEvent, ...]
     ) -> tuple[DomainEvent, ...]:
-        """`_rules.batch_problem`, reported after any stored id before it (memory's order); a
+        """`roles.events.batch_problem`, reported after any stored id before it (memory's order); a
         stored id otherwise meets the primary key."""
-        problem = rules.batch_problem(account_id, events)
+        problem = event_rules.batch_problem(account_id, events)
         if problem is not None:
             index, error = problem
             judged = tuple(event.event_id for event in events[:index])
             if isinstance(error, InvalidRecord) and await self._get_by_ids(account_id, judged):
-                raise rules.event_stored()
+                raise event_rules.event_stored()
             raise error
         if not events:
             return ()

@@ -11,10 +11,11 @@ import sqlalchemy as sa
 
 from turnframe_core.cases import CaseKey
 from turnframe_core.interactions import Interaction, InteractionStatus
-from turnframe_store import _rules as rules
-from turnframe_store._roles import InteractionRole
-from turnframe_store._rules import Verdict
 from turnframe_store.errors import InvalidRecord
+from turnframe_store.roles import interactions as card_rules
+from turnframe_store.roles import rules
+from turnframe_store.roles.interactions import InteractionStore
+from turnframe_store.roles.rules import Verdict
 from turnframe_store.sql._backend import Connection, Result, Row, Statement
 from turnframe_store.sql._core import Retry, SqlCore, Step, refuse
 from turnframe_store.sql._rows import event_id_list
@@ -33,7 +34,7 @@ class InteractionStatements:
     cards_of_case: Statement
     card_blocking_holder: Statement
     card_claim: Statement
-    #: One statement per status a finish may settle into (`_rules.SETTLEMENTS`).
+    #: One statement per status a finish may settle into (`card_rules.SETTLEMENTS`).
     card_settle: Mapping[InteractionStatus, Statement]
     #: One statement per way to close an active card (declined, dismissed).
     card_close: Mapping[InteractionStatus, Statement]
@@ -57,7 +58,7 @@ class InteractionStatements:
         now = bind("now", card.c.resolved_at.type)
 
         def leaving_for(target: InteractionStatus) -> sa.ColumnElement[bool]:
-            return among(card.c.status, rules.card_sources(target))
+            return among(card.c.status, card_rules.card_sources(target))
 
         claimed = sa.or_(
             bind("option_id", sa.Text).is_(None),
@@ -93,7 +94,7 @@ class InteractionStatements:
                 .where(
                     card.c.account_id == account,
                     card.c.conversation_id == bind("conversation_id"),
-                    among(card.c.status, rules.OPEN_CARD_STATUSES),
+                    among(card.c.status, card_rules.OPEN_CARD_STATUSES),
                 )
                 .order_by(*by_creation),
             ),
@@ -105,7 +106,7 @@ class InteractionStatements:
                 sa.select(card).where(
                     *of_case,
                     card.c.blocking.is_(True),
-                    among(card.c.status, rules.OPEN_CARD_STATUSES),
+                    among(card.c.status, card_rules.OPEN_CARD_STATUSES),
                 ),
             ),
             card_claim=c(
@@ -124,7 +125,7 @@ class InteractionStatements:
                         .values(status=status.value, **settle_values[status])
                         .returning(*card.c),
                     )
-                    for status in sorted(rules.SETTLEMENTS)
+                    for status in sorted(card_rules.SETTLEMENTS)
                 }
             ),
             card_close=MappingProxyType(
@@ -182,7 +183,7 @@ def _case(account_id: str, case_key: CaseKey) -> dict[str, Any]:
     return {"account_id": account_id, "workflow": case_key.workflow, "case_id": case_key.case_id}
 
 
-class SqlInteractions(InteractionRole):
+class SqlInteractions(InteractionStore):
     def __init__(self, core: SqlCore) -> None:
         super().__init__(core.faults)
         self._core = core
@@ -207,9 +208,9 @@ class SqlInteractions(InteractionRole):
 
     def insert_steps(self, card: Interaction) -> list[Step]:
         """Insert a new card; the partial unique index keeps one open blocking card per case
-        (`_rules.blocking_slot`), and a stored id is judged by `_rules.reinsert`."""
+        (`card_rules.blocking_slot`), and a stored id is judged by `card_rules.reinsert`."""
         try:
-            rules.new_card(card)
+            card_rules.new_card(card)
         except InvalidRecord as refusal:
             return [refuse(refusal)]
 
@@ -217,7 +218,7 @@ class SqlInteractions(InteractionRole):
             assert result is not None
             if result.rows:
                 return card
-            return rules.reinsert(self._core.codec.card(rules.found(prior)), card)
+            return card_rules.reinsert(self._core.codec.card(rules.found(prior)), card)
 
         key = {"account_id": card.account_id, "interaction_id": card.interaction_id}
         params = self._core.codec.card_params(card)
@@ -239,7 +240,7 @@ class SqlInteractions(InteractionRole):
                 )
                 holders = [r for r in rows if r["interaction_id"] != card.interaction_id]
                 if holders:
-                    rules.replace_holder(self._core.codec.card(holders[0]))
+                    card_rules.replace_holder(self._core.codec.card(holders[0]))
                     steps.append(self._invalidate_holder(card.account_id, holders[0]))
                     replaced = (holders[0]["interaction_id"],)
             steps.extend(self.insert_steps(card))
@@ -283,8 +284,8 @@ class SqlInteractions(InteractionRole):
         step = self._card_cas(
             self._st.card_claim,
             params,
-            lambda card: rules.claim(card, option_id),
-            lambda card: rules.offered(card, option_id),
+            lambda card: card_rules.claim(card, option_id),
+            lambda card: card_rules.offered(card, option_id),
         )
         (card,) = await self._core.write([step])
         return card  # type: ignore[no-any-return]
@@ -308,7 +309,7 @@ class SqlInteractions(InteractionRole):
             self._card_cas(
                 self._st.card_settle[status],
                 params,
-                lambda card: rules.finish(card, status, option_id, event_ids),
+                lambda card: card_rules.finish(card, status, option_id, event_ids),
             )
         ]
 
@@ -340,8 +341,8 @@ class SqlInteractions(InteractionRole):
         step = self._card_cas(
             self._st.card_close[status],
             params,
-            lambda card: rules.close(card, status, option_id),
-            lambda card: rules.offered(card, option_id),
+            lambda card: card_rules.close(card, status, option_id),
+            lambda card: card_rules.offered(card, option_id),
         )
         (card,) = await self._core.write([step])
         return card  # type: ignore[no-any-return]
@@ -349,7 +350,7 @@ class SqlInteractions(InteractionRole):
     def invalidate_steps(
         self, account_id: str, case_key: CaseKey, current_revision: int | None
     ) -> list[Step]:
-        """`_rules.stale` as a statement: the case's active cards, with a revision only the
+        """`card_rules.stale` as a statement: the case's active cards, with a revision only the
         revision-bound ones bound to another revision."""
         params = {**_case(account_id, case_key), "now": self._core.now()}
         statement = self._st.cards_invalidate_all
@@ -378,4 +379,4 @@ class SqlInteractions(InteractionRole):
         params = {"now": self._core.backend.time_in(now), "limit": limit}
         (result,) = await self._core.write([Step(self._st.cards_expire, params)])
         cards = self._core.codec.cards(result.rows)
-        return tuple(sorted(cards, key=rules.by_expiry))
+        return tuple(sorted(cards, key=card_rules.by_expiry))

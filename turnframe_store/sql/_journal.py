@@ -9,9 +9,9 @@ from types import MappingProxyType
 import sqlalchemy as sa
 
 from turnframe_core.replay import CommandOutcome
-from turnframe_store import _rules as rules
-from turnframe_store._roles import JournalRole
 from turnframe_store.records import Fresh, JournalAdmission, JournalEntry, JournalStatus
+from turnframe_store.roles import journal as journal_rules
+from turnframe_store.roles.journal import CommandJournal
 from turnframe_store.sql._backend import Result, Row, Statement
 from turnframe_store.sql._core import SqlCore, Step
 from turnframe_store.sql._statements import Compiler, among, bind, values_of
@@ -27,7 +27,8 @@ class JournalStatements:
     journal_of_turn: Statement
     journal_unsettled_of_turn: Statement
     journal_start: Statement
-    #: One statement per status an outcome settles an entry into (`_rules.JOURNAL_SETTLEMENTS`).
+    #: One statement per status an outcome settles an entry into
+    #: (`journal_rules.JOURNAL_SETTLEMENTS`).
     journal_settle: Mapping[JournalStatus, Statement]
 
     @classmethod
@@ -40,7 +41,7 @@ class JournalStatements:
         by_admission = (journal.c.created_at, journal.c.command_id)
 
         def leaving_for(target: JournalStatus) -> sa.ColumnElement[bool]:
-            return among(journal.c.status, rules.journal_sources(target))
+            return among(journal.c.status, journal_rules.journal_sources(target))
 
         settle_values = {
             "status": bind("status"),
@@ -69,7 +70,7 @@ class JournalStatements:
             journal_unsettled_of_turn=c(
                 "journal_unsettled_of_turn",
                 sa.select(journal)
-                .where(*of_turn, among(journal.c.status, rules.UNSETTLED_JOURNAL))
+                .where(*of_turn, among(journal.c.status, journal_rules.UNSETTLED_JOURNAL))
                 .order_by(*by_admission),
             ),
             journal_start=c(
@@ -88,13 +89,13 @@ class JournalStatements:
                         .values(settle_values)
                         .returning(*journal.c),
                     )
-                    for status in sorted(rules.JOURNAL_SETTLEMENTS)
+                    for status in sorted(journal_rules.JOURNAL_SETTLEMENTS)
                 }
             ),
         )
 
 
-class SqlJournal(JournalRole):
+class SqlJournal(CommandJournal):
     def __init__(self, core: SqlCore) -> None:
         super().__init__(core.faults)
         self._core = core
@@ -121,15 +122,16 @@ class SqlJournal(JournalRole):
 
     def begin_step(self, entry: JournalEntry) -> Step:
         """Insert unless the key or the command id is taken; a taken key is judged by
-        `_rules.readmit` on the entry read back by key, and a free key means the id was taken."""
+        `journal_rules.readmit` on the entry read back by key, and a free key means the id was
+        taken."""
 
         async def judge(result: Result | None, prior: Row | None) -> JournalAdmission:
             assert result is not None
             if result.rows:
                 return Fresh(entry=entry)
             if prior is None:
-                raise rules.command_id_taken()
-            return rules.readmit(self._core.codec.entry(prior), entry)
+                raise journal_rules.command_id_taken()
+            return journal_rules.readmit(self._core.codec.entry(prior), entry)
 
         key = {"account_id": entry.account_id, "idempotency_key": entry.idempotency_key}
         params = self._core.codec.entry_params(entry)
@@ -147,7 +149,7 @@ class SqlJournal(JournalRole):
             self._st.journal_get,
             key,
             self._core.codec.entry,
-            rules.start,
+            journal_rules.start,
         )
 
     def complete_steps(
@@ -168,7 +170,7 @@ class SqlJournal(JournalRole):
                 self._st.journal_get,
                 key,
                 self._core.codec.entry,
-                lambda entry: rules.complete(entry, outcome),
+                lambda entry: journal_rules.complete(entry, outcome),
             )
         ]
 

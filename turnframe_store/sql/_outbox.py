@@ -1,5 +1,5 @@
 """The outbox on SQL (internal). Each move is one compare-and-swap whose WHERE clause names the
-statuses `_rules` lets that move leave."""
+statuses `roles` lets that move leave."""
 
 from __future__ import annotations
 
@@ -9,10 +9,10 @@ from typing import Any
 
 import sqlalchemy as sa
 
-from turnframe_store import _rules as rules
-from turnframe_store._roles import OutboxRole
-from turnframe_store._rules import Verdict
 from turnframe_store.records import OUTBOX_CLAIM_EXPIRED, OutboxEntry, OutboxStatus
+from turnframe_store.roles import outbox as outbox_rules
+from turnframe_store.roles.outbox import OutboxStore
+from turnframe_store.roles.rules import Verdict
 from turnframe_store.sql._backend import Result, Row, Statement
 from turnframe_store.sql._core import SqlCore, Step
 from turnframe_store.sql._statements import Compiler, among, bind, values_of
@@ -47,7 +47,7 @@ class OutboxStatements:
             "claim_taken_at": sa.null(),
             "dispatch_started_at": sa.null(),
         }
-        # with an attempt given, the row must still be at it (`_rules.same_attempt`)
+        # with an attempt given, the row must still be at it (`roles.outbox.same_attempt`)
         attempt = bind("attempt", sa.Integer)
         at_attempt = sa.or_(
             attempt.is_(None),
@@ -59,7 +59,7 @@ class OutboxStatements:
         when = outbox.c.completed_at.type
         now = bind("now", when)
 
-        def move(step: rules.OutboxMove, *where: Any) -> Any:
+        def move(step: outbox_rules.OutboxMove, *where: Any) -> Any:
             """An UPDATE of the rows in the move's source statuses (and `where`) to its target."""
             return (
                 sa.update(outbox)
@@ -70,7 +70,7 @@ class OutboxStatements:
         due_rows = (
             sa.select(outbox.c.outbox_id)
             .where(
-                among(outbox.c.status, rules.OUTBOX_CLAIM.sources),
+                among(outbox.c.status, outbox_rules.OUTBOX_CLAIM.sources),
                 sa.or_(outbox.c.next_attempt_at.is_(None), outbox.c.next_attempt_at <= now),
             )
             .order_by(outbox.c.created_at, outbox.c.outbox_id)
@@ -79,9 +79,9 @@ class OutboxStatements:
             .cte("due")
         )
         # An unknown outcome without a remote reference gets the one given (once): that repeat
-        # moves too (`_rules.report_unknown`). An unknown row holds no claim to clear.
+        # moves too (`roles.outbox.report_unknown`). An unknown row holds no claim to clear.
         remote_ref = bind("remote_ref", sa.Text)
-        unknown = rules.OUTBOX_REPORT_UNKNOWN
+        unknown = outbox_rules.OUTBOX_REPORT_UNKNOWN
         reports = sa.or_(
             among(outbox.c.status, unknown.sources),
             sa.and_(
@@ -90,7 +90,7 @@ class OutboxStatements:
                 remote_ref.is_not(None),
             ),
         )
-        reconcile = rules.OUTBOX_RECONCILE
+        reconcile = outbox_rules.OUTBOX_RECONCILE
         reconcilable = (
             sa.select(outbox.c.outbox_id)
             .where(
@@ -105,7 +105,11 @@ class OutboxStatements:
         return cls(
             outbox_unclaim=c(
                 "outbox_unclaim",
-                move(rules.OUTBOX_UNCLAIM, row_key, outbox.c.claim_worker_id == bind("worker_id"))
+                move(
+                    outbox_rules.OUTBOX_UNCLAIM,
+                    row_key,
+                    outbox.c.claim_worker_id == bind("worker_id"),
+                )
                 .values(
                     attempt_count=sa.case(
                         (outbox.c.attempt_count > 0, outbox.c.attempt_count - 1), else_=0
@@ -125,7 +129,7 @@ class OutboxStatements:
             outbox_open=c(
                 "outbox_open",
                 sa.select(sa.func.count().label("open_rows")).where(
-                    among(outbox.c.status, rules.OPEN_OUTBOX)
+                    among(outbox.c.status, outbox_rules.OPEN_OUTBOX)
                 ),
             ),
             outbox_insert=c("outbox_insert", sa.insert(outbox).values(values_of(outbox))),
@@ -141,7 +145,7 @@ class OutboxStatements:
                 sa.update(outbox)
                 .where(outbox.c.outbox_id == due_rows.c.outbox_id)
                 .values(
-                    status=rules.OUTBOX_CLAIM.target.value,
+                    status=outbox_rules.OUTBOX_CLAIM.target.value,
                     attempt_count=outbox.c.attempt_count + 1,
                     claim_worker_id=bind("worker_id"),
                     claim_taken_at=now,
@@ -150,13 +154,13 @@ class OutboxStatements:
             ),
             outbox_complete=c(
                 "outbox_complete",
-                move(rules.OUTBOX_COMPLETE, row_key, at_attempt)
+                move(outbox_rules.OUTBOX_COMPLETE, row_key, at_attempt)
                 .values(completed_at=now, **no_claim)
                 .returning(*outbox.c),
             ),
             outbox_retry=c(
                 "outbox_retry",
-                move(rules.OUTBOX_RETRY, row_key, at_attempt)
+                move(outbox_rules.OUTBOX_RETRY, row_key, at_attempt)
                 .values(
                     next_attempt_at=bind("retry_at", when), last_failure=bind("reason"), **no_claim
                 )
@@ -164,7 +168,7 @@ class OutboxStatements:
             ),
             outbox_fail=c(
                 "outbox_fail",
-                move(rules.OUTBOX_FAIL, row_key, at_attempt)
+                move(outbox_rules.OUTBOX_FAIL, row_key, at_attempt)
                 .values(completed_at=now, last_failure=bind("reason"), **no_claim)
                 .returning(*outbox.c),
             ),
@@ -189,13 +193,15 @@ class OutboxStatements:
             ),
             outbox_reschedule=c(
                 "outbox_reschedule",
-                move(rules.OUTBOX_RESCHEDULE, row_key)
+                move(outbox_rules.OUTBOX_RESCHEDULE, row_key)
                 .values(next_attempt_at=bind("at", when))
                 .returning(*outbox.c),
             ),
             outbox_release=c(
                 "outbox_release",
-                move(rules.OUTBOX_RELEASE, outbox.c.claim_taken_at < bind("before", when)).values(
+                move(
+                    outbox_rules.OUTBOX_RELEASE, outbox.c.claim_taken_at < bind("before", when)
+                ).values(
                     next_attempt_at=sa.null(),
                     last_failure=sa.case(
                         (
@@ -222,7 +228,7 @@ class OutboxStatements:
         )
 
 
-class SqlOutbox(OutboxRole):
+class SqlOutbox(OutboxStore):
     def __init__(self, core: SqlCore) -> None:
         super().__init__(core.faults)
         self._core = core
@@ -252,7 +258,7 @@ class SqlOutbox(OutboxRole):
         params = {"now": self._core.backend.time_in(now), "limit": limit, "worker_id": worker_id}
         (result,) = await self._core.write([Step(self._st.outbox_claim, params)])
         rows = self._core.codec.outbox_rows(result.rows)
-        return tuple(sorted(rows, key=rules.by_enqueueing))
+        return tuple(sorted(rows, key=outbox_rules.by_enqueueing))
 
     async def _move(
         self,
@@ -270,14 +276,14 @@ class SqlOutbox(OutboxRole):
         return await self._move(
             self._st.outbox_begin,
             {"outbox_id": outbox_id, "attempt": attempt, "now": self._core.backend.time_in(now)},
-            lambda row: rules.begin_dispatch_row(row, attempt),
+            lambda row: outbox_rules.begin_dispatch_row(row, attempt),
         )
 
     async def _mark_completed(self, outbox_id: str, attempt: int | None) -> OutboxEntry:
         return await self._move(
             self._st.outbox_complete,
             {"outbox_id": outbox_id, "now": self._core.now(), "attempt": attempt},
-            lambda row: rules.complete_row(row, attempt),
+            lambda row: outbox_rules.complete_row(row, attempt),
         )
 
     async def _mark_failed(
@@ -291,7 +297,7 @@ class SqlOutbox(OutboxRole):
             statement = self._st.outbox_retry
             params["retry_at"] = self._core.backend.time_in(retry_at)
         return await self._move(
-            statement, params, lambda row: rules.fail_row(row, reason, retry_at, attempt)
+            statement, params, lambda row: outbox_rules.fail_row(row, reason, retry_at, attempt)
         )
 
     async def _mark_outcome_unknown(
@@ -307,14 +313,14 @@ class SqlOutbox(OutboxRole):
         return await self._move(
             self._st.outbox_unknown,
             params,
-            lambda row: rules.report_unknown(row, remote_ref, attempt),
+            lambda row: outbox_rules.report_unknown(row, remote_ref, attempt),
         )
 
     async def _unclaim(self, outbox_id: str, worker_id: str) -> OutboxEntry:
         return await self._move(
             self._st.outbox_unclaim,
             {"outbox_id": outbox_id, "worker_id": worker_id},
-            lambda row: rules.unclaim_row(row, worker_id),
+            lambda row: outbox_rules.unclaim_row(row, worker_id),
         )
 
     async def _claim_reconciliations(
@@ -324,7 +330,7 @@ class SqlOutbox(OutboxRole):
         params = {"now": time_in(now), "limit": limit, "until": time_in(until)}
         (result,) = await self._core.write([Step(self._st.outbox_reconcile, params)])
         rows = self._core.codec.outbox_rows(result.rows)
-        return tuple(sorted(rows, key=rules.by_enqueueing))
+        return tuple(sorted(rows, key=outbox_rules.by_enqueueing))
 
     async def _pending_count(self) -> int:
         rows = await self._core.fetch(self._st.outbox_open, {})
@@ -334,7 +340,7 @@ class SqlOutbox(OutboxRole):
         return await self._move(
             self._st.outbox_reschedule,
             {"outbox_id": outbox_id, "at": self._core.backend.time_in(at)},
-            rules.reschedule_row,
+            outbox_rules.reschedule_row,
         )
 
     async def _release_expired_claims(self, claimed_before: int) -> int:

@@ -10,10 +10,12 @@ import sqlalchemy as sa
 from turnframe_core.audit_chain import ChainLink
 from turnframe_core.canonical import digest_bytes
 from turnframe_core.replay import ReplayRecord
-from turnframe_store import _rules as rules
-from turnframe_store._roles import ReplayRole
-from turnframe_store._rules import Verdict
 from turnframe_store.errors import Conflict, InvalidRecord
+from turnframe_store.roles import conversations as turn_rules
+from turnframe_store.roles import replay as replay_rules
+from turnframe_store.roles import rules
+from turnframe_store.roles.replay import ReplayStore
+from turnframe_store.roles.rules import Verdict
 from turnframe_store.sql._backend import Result, Row, Statement
 from turnframe_store.sql._core import SqlCore, Step, Then, first, refuse
 from turnframe_store.sql._rows import document
@@ -51,7 +53,7 @@ class ReplayStatements:
             link.c.conversation_id == bind("conversation_id"),
         )
         return cls(
-            # `_rules.put_replay`: upserted while the stored phase is not terminal and the
+            # `roles.replay.put_replay`: upserted while the stored phase is not terminal and the
             # record stays in its conversation.
             replay_put=c(
                 "replay_put",
@@ -63,7 +65,7 @@ class ReplayStatements:
                         "record": upsert.excluded.record,
                     },
                     where=sa.and_(
-                        ~among(replay.c.phase, rules.TERMINAL_PHASES),
+                        ~among(replay.c.phase, turn_rules.TERMINAL_PHASES),
                         replay.c.conversation_id == upsert.excluded.conversation_id,
                     ),
                 ).returning(replay.c.turn_id),
@@ -130,7 +132,7 @@ class ReplayStatements:
         )
 
 
-class SqlReplay(ReplayRole):
+class SqlReplay(ReplayStore):
     def __init__(self, core: SqlCore) -> None:
         super().__init__(core.faults)
         self._core = core
@@ -138,7 +140,7 @@ class SqlReplay(ReplayRole):
 
     def replay_steps(self, record: ReplayRecord) -> list[Step]:
         try:
-            rules.derived_token(record)
+            replay_rules.derived_token(record)
         except InvalidRecord as refusal:
             return [refuse(refusal)]
         text = document(record)
@@ -148,7 +150,7 @@ class SqlReplay(ReplayRole):
             if result.rows:
                 return
             stored = self._core.codec.replay(rules.found(prior))
-            if rules.put_replay(stored, record) is Verdict.MOVE:
+            if replay_rules.put_replay(stored, record) is Verdict.MOVE:
                 raise Conflict("the replay record moved under a concurrent writer")
 
         key = {"account_id": record.account_id, "turn_id": record.turn_id}

@@ -5,7 +5,7 @@ Each role keeps its statements in a frozen dataclass of its own (`ConversationSt
 (one per dialect and schema) builds each of them once and compiles every statement in it.
 
 Binds are named after the values they take. Writes are compare-and-swap: an UPDATE names the
-lifecycle state it expects in its WHERE clause (the status sets come from `_rules`) and returns
+lifecycle state it expects in its WHERE clause (the status sets come from `roles`) and returns
 the row it moved, so zero rows means the precondition failed and nothing was written. Where the
 dialects differ (identity vs. an assigned sequence, the event lock, `= ANY(array)` vs.
 `json_each`), the difference is chosen here and nowhere else.

@@ -4,7 +4,7 @@ An append is two statements in one batch (one round trip, in a bundle's pipeline
 of the turn (`NotFound` without it) and of its logged rows around the batch, then one INSERT of
 every row of the batch (a JSON array of them, unpacked by the database), skipping a sequence
 logged already and returning the sequences it wrote. The judge then holds the batch to
-`_rules.stream_append` on what the read saw, and the INSERT must have written exactly the new
+`turn_rules.stream_append` on what the read saw, and the INSERT must have written exactly the new
 ones; either failing is `Conflict`, and the transaction, the rows it wrote with it, is undone.
 A concurrent appender that logged a sequence first leaves it unwritten here: `Conflict` too.
 """
@@ -20,9 +20,9 @@ from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 
-from turnframe_store import _rules as rules
-from turnframe_store._rules import StreamEntry
 from turnframe_store.errors import Conflict, NotFound
+from turnframe_store.roles import conversations as turn_rules
+from turnframe_store.roles.conversations import StreamEntry
 from turnframe_store.sql._backend import Result, Row, Statement
 from turnframe_store.sql._core import SqlCore, Step, Then
 from turnframe_store.sql._statements import Compiler, among, bind
@@ -95,7 +95,7 @@ class StreamStatements:
                 .where(
                     log.c.terminal,
                     log.c.at < bind("finished_before", sa.BigInteger),
-                    among(marker.c.phase, rules.TERMINAL_PHASES),
+                    among(marker.c.phase, turn_rules.TERMINAL_PHASES),
                 )
                 .order_by(log.c.at, log.c.account_id, log.c.turn_id)
                 .limit(bind("limit"))
@@ -162,7 +162,7 @@ class StreamLog:
 
     def append_steps(self, account_id: str, entries: tuple[StreamEntry, ...]) -> list[Step]:
         turn_id = entries[0].turn_id
-        low, high = rules.stream_window(entries)
+        low, high = turn_rules.stream_window(entries)
         params = {"account_id": account_id, "turn_id": turn_id, "low": low, "high": high}
         rows = json.dumps(
             [
@@ -187,7 +187,7 @@ class StreamLog:
 
         async def judge_insert(result: Result | None, prior: Row | None) -> None:
             assert result is not None
-            known = rules.stream_append(entries, logged)
+            known = turn_rules.stream_append(entries, logged)
             written = sorted(int(row["sequence"]) for row in result.rows)
             if written != [entry.sequence for entry in entries[known:]]:
                 raise Conflict("a concurrent writer logged part of this stream")

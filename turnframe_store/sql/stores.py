@@ -1,8 +1,8 @@
 """`SqlStores`: every store role on PostgreSQL (psycopg 3) or SQLite (aiosqlite).
 
 `MemoryStores` is the executable specification, and both apply the same rules: argument rules
-and fault points come with the shared roles (`turnframe_store._roles`), every decision from
-`turnframe_store._rules`. What is SQL's own:
+and fault points come with the shared roles (`roles`), every decision from
+`roles`. What is SQL's own:
 
 - `_core`: a write is a list of steps in one transaction; compare-and-swap lives in the writing
   statement, and a read-back of the row lets the rule judge a statement that moved nothing.
@@ -142,7 +142,7 @@ class SqlStores(Stores):
         async with self.engine.backend.writing() as connection:
             try:
                 core = TxCore(self.engine, connection, tx)
-                view = _InTransaction._of(**_roles(core))
+                view = _InTransaction.assemble(**_roles(core))
                 view._core = core
                 yield view
             finally:
@@ -161,7 +161,7 @@ class SqlStores(Stores):
         tx = Transaction()
         async with self.engine.backend.snapshot() as connection:
             core = TxCore(self.engine, connection, tx)
-            view = _InTransaction._of(**_roles(core))
+            view = _InTransaction.assemble(**_roles(core))
             view._core = core
             try:
                 yield view

@@ -9,7 +9,7 @@ Conventions (DESIGN §6, docs/decisions/0004-sql-store.md):
   record) are canonical JSON TEXT: written once and read back byte for byte. The columns beside a
   document are the lifecycle fields that move and the keys the indexes need; a read overlays the
   lifecycle columns on the document.
-- Partial indexes name their status sets as `_rules` derives them (the text must stay what the
+- Partial indexes name their status sets as `roles` derives them (the text must stay what the
   migrations created).
 - `account_id` leads every primary and unique key except the outbox's (a system queue). The
   operator sweeps (unfinished turns, due cards, ended stream logs) have their own cross-account
@@ -30,7 +30,9 @@ from sqlalchemy.orm import registry
 from sqlmodel import Field, SQLModel
 
 from turnframe_core.interactions import InteractionStatus
-from turnframe_store import _rules as rules
+from turnframe_store.roles import conversations as turn_rules
+from turnframe_store.roles import interactions as card_rules
+from turnframe_store.roles import outbox as outbox_rules
 
 __all__ = [
     "TfCommandJournal",
@@ -56,7 +58,7 @@ def _where(clause: str) -> dict[str, Any]:
 
 
 def _among(column: str, values: Iterable[StrEnum], *, negated: bool = False) -> str:
-    """The predicate text for `column` in the status set `values` (from `_rules`)."""
+    """The predicate text for `column` in the status set `values` (from `roles`)."""
     listed = sorted(value.value for value in values)
     if len(listed) == 1:
         return f"{column} {'!=' if negated else '='} '{listed[0]}'"
@@ -64,7 +66,7 @@ def _among(column: str, values: Iterable[StrEnum], *, negated: bool = False) -> 
     return f"{column} {'NOT IN' if negated else 'IN'} ({quoted})"
 
 
-_EXPIRABLE: Final = _among("status", rules.card_sources(InteractionStatus.EXPIRED))
+_EXPIRABLE: Final = _among("status", card_rules.card_sources(InteractionStatus.EXPIRED))
 
 _tf_registry = registry(metadata=sa.MetaData())
 
@@ -134,7 +136,7 @@ class TfTurnPhase(_TfModel, table=True):
             "updated_at",
             "account_id",
             "turn_id",
-            **_where(_among("phase", rules.TERMINAL_PHASES, negated=True)),
+            **_where(_among("phase", turn_rules.TERMINAL_PHASES, negated=True)),
         ),
     )
 
@@ -158,7 +160,7 @@ class TfInteraction(_TfModel, table=True):
             "workflow",
             "case_id",
             unique=True,
-            **_where(f"blocking AND {_among('status', rules.OPEN_CARD_STATUSES)}"),
+            **_where(f"blocking AND {_among('status', card_rules.OPEN_CARD_STATUSES)}"),
         ),
         sa.Index(
             "tf_interaction_open_by_conversation",
@@ -166,7 +168,7 @@ class TfInteraction(_TfModel, table=True):
             "conversation_id",
             "created_at",
             "interaction_id",
-            **_where(_among("status", rules.OPEN_CARD_STATUSES)),
+            **_where(_among("status", card_rules.OPEN_CARD_STATUSES)),
         ),
         sa.Index(
             "tf_interaction_by_case",
@@ -275,13 +277,13 @@ class TfOutbox(_TfModel, table=True):
             "tf_outbox_due",
             "created_at",
             "outbox_id",
-            **_where(_among("status", rules.OUTBOX_CLAIM.sources)),
+            **_where(_among("status", outbox_rules.OUTBOX_CLAIM.sources)),
         ),
         sa.Index("tf_outbox_by_command", "command_id", "created_at", "outbox_id"),
         sa.Index(
             "tf_outbox_claims",
             "claim_taken_at",
-            **_where(_among("status", rules.OUTBOX_RELEASE.sources)),
+            **_where(_among("status", outbox_rules.OUTBOX_RELEASE.sources)),
         ),
     )
 

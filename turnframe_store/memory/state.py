@@ -10,7 +10,6 @@ from turnframe_core.audit_chain import ChainLink
 from turnframe_core.events import DomainEvent
 from turnframe_core.interactions import Interaction
 from turnframe_core.replay import ReplayRecord
-from turnframe_store._rules import StreamEntry
 from turnframe_store.records import (
     ConversationRecord,
     JournalEntry,
@@ -18,15 +17,16 @@ from turnframe_store.records import (
     PhaseMarker,
     UserTurnRecord,
 )
+from turnframe_store.roles.conversations import StreamEntry
 
-__all__ = ["Key2", "Key3", "_Tables", "_UndoLog"]
+__all__ = ["Key2", "Key3", "Tables", "UndoLog"]
 
 K = TypeVar("K")
 V = TypeVar("V")
 T = TypeVar("T")
 
 
-class _UndoLog:
+class UndoLog:
     """The steps that reverse what one write did, replayed backwards on failure."""
 
     __slots__ = ("_steps",)
@@ -66,7 +66,7 @@ class _UndoLog:
         while len(self._steps) > mark:
             self._steps.pop()()
 
-    def extend(self, later: _UndoLog) -> None:
+    def extend(self, later: UndoLog) -> None:
         """Take over the steps of a later write (undone before this log's own)."""
         self._steps.extend(later._steps)
 
@@ -79,7 +79,7 @@ Key2 = tuple[str, str]
 Key3 = tuple[str, str, str]
 
 
-class _Tables:
+class Tables:
     """All state. Keys lead with the account except on the outbox (a system queue)."""
 
     def __init__(self) -> None:
@@ -117,9 +117,9 @@ class _Tables:
         #: each turn's log, entry n - 1 holding sequence n
         self.stream: dict[Key2, list[StreamEntry]] = {}
 
-    def copy(self) -> _Tables:
+    def copy(self) -> Tables:
         """A copy that no later write reaches (values are immutable; lists are copied)."""
-        copied = _Tables.__new__(_Tables)
+        copied = Tables.__new__(Tables)
         for name, value in vars(self).items():
             if isinstance(value, dict):
                 value = {k: list(v) if isinstance(v, list) else v for k, v in value.items()}
