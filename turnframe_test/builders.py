@@ -1,4 +1,5 @@
-"""Small builders for core records, so tests state only what matters to them."""
+"""Small builders for core records, so tests state only what matters to them (the store's record
+builders, `turnframe_store.builders`, with the kit's defaults)."""
 
 from __future__ import annotations
 
@@ -21,6 +22,7 @@ from turnframe_core import (
     digest,
 )
 from turnframe_core.derive import derive_block_id, derive_receipt_id
+from turnframe_store import builders as store_builders
 
 __all__ = ["card_payload", "case", "confirm_card", "copy_ref", "envelope", "event", "receipt_block"]
 
@@ -52,7 +54,7 @@ def receipt_block(
 
 
 def case(workflow: str = "ledger", case_id: str = "c1", revision: int = 1) -> CaseRef:
-    return CaseRef(workflow=workflow, case_id=case_id, expected_revision=revision)
+    return store_builders.case(case_id, revision, workflow=workflow)
 
 
 def card_payload(command_id: str = "cmd_1", title: str = "Confirm?") -> InteractionPayload:
@@ -78,14 +80,13 @@ def confirm_card(
     created_at: int = 1_000,
     **extra: Any,
 ) -> Interaction:
-    return Interaction.create(
-        interaction_id=interaction_id,
-        account_id=account_id,
-        conversation_id=conversation_id,
-        case_ref=case_ref or case(),
+    return store_builders.card(
+        interaction_id,
+        account=account_id,
+        conversation=conversation_id,
+        case=case_ref or case(),
         kind=InteractionKind.CONFIRM_COMMAND,
         payload=card_payload(),
-        created_by_turn="turn_1",
         created_at=created_at,
         **extra,
     )
@@ -101,11 +102,11 @@ def envelope(
     command_type: str = "ledger.set_note",
     payload: dict[str, Any] | None = None,
 ) -> CommandEnvelope:
-    return CommandEnvelope.build(
-        command_id=command_id,
-        turn_id=turn_id,
-        account_id=account_id,
-        case_ref=case_ref or case(),
+    return store_builders.envelope(
+        command_id,
+        account=account_id,
+        turn=turn_id,
+        case=case_ref or case(),
         origin=origin or DirectSafeUserAct(evidence_digest=digest("set the note")),
         command_type=command_type,
         payload=payload if payload is not None else {"note": "x"},
@@ -123,14 +124,14 @@ def event(
     payload: dict[str, Any] | None = None,
 ) -> DomainEvent:
     ref = case_ref or case()
-    return DomainEvent(
-        event_id=event_id,
-        account_id=account_id,
+    return store_builders.event(
+        event_id,
+        account=account_id,
         workflow=ref.workflow,
         case_id=ref.case_id,
-        case_revision=ref.expected_revision + 1,
-        command_id=command_id,
+        revision=ref.expected_revision + 1,
+        command=command_id,
         event_type=event_type,
-        payload=payload or {},
         occurred_at=occurred_at,
+        payload=payload or {},
     )

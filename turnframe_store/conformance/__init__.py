@@ -16,17 +16,6 @@ them all, in that order.
 
 from typing import Final
 
-from turnframe_store.conformance._runner import (
-    Check,
-    CheckResult,
-    ConformanceReport,
-    NotOffered,
-    StoresFactory,
-    all_checks,
-    run_all,
-    run_check,
-    run_one,
-)
 from turnframe_store.conformance.arguments import (
     check_a_limit_is_a_whole_number_from_one_to_the_maximum,
     check_an_id_with_a_nul_or_a_lone_surrogate_is_invalid_for_every_reader,
@@ -81,6 +70,17 @@ from turnframe_store.conformance.replay import (
     check_a_record_is_linked_into_its_conversations_chain_once_when_final,
     check_a_replay_record_is_upserted_until_its_phase_is_terminal,
     check_an_auditor_finds_the_accounts_of_a_token_and_of_a_conversation,
+)
+from turnframe_store.conformance.runner import (
+    Check,
+    CheckResult,
+    ConformanceReport,
+    NotOffered,
+    StoresFactory,
+    all_checks,
+    run_all,
+    run_check,
+    run_one,
 )
 from turnframe_store.conformance.stream import (
     check_a_commit_bundle_logs_its_stream_events_after_its_assistant_turn,

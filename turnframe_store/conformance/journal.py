@@ -11,124 +11,137 @@ from turnframe_core.replay import (
     OutcomeUnknown,
     RejectedOutcome,
 )
+from turnframe_store import builders as build
+from turnframe_store.builders import ACCOUNT_A
 from turnframe_store.bundle import Stores
-from turnframe_store.conformance._data import _A, _case, _entry
-from turnframe_store.conformance._expect import _equal, _refused, _true
-from turnframe_store.conformance._runner import _check
+from turnframe_store.conformance.expect import equal, refused, true
+from turnframe_store.conformance.runner import check
 from turnframe_store.errors import Conflict, InvalidRecord, NotFound
 from turnframe_store.records import Fresh, JournalStatus, Replay
 
 
-@_check
+@check
 async def check_journal_admission_is_fresh_exactly_once_per_key_under_interleaving(
     stores: Stores,
 ) -> None:
     journal = stores.journal
-    entry = _entry("cmd_1")
+    entry = build.journal_entry("cmd_1")
     admissions = await asyncio.gather(*(journal.begin(entry) for _ in range(8)))
     fresh = [a for a in admissions if isinstance(a, Fresh)]
-    _equal(len(fresh), 1, "fresh admissions of one key among 8 concurrent callers")
-    _equal(
+    equal(len(fresh), 1, "fresh admissions of one key among 8 concurrent callers")
+    equal(
         {(a.kind, a.entry.command_id) for a in admissions if not isinstance(a, Fresh)},
         {("replay", "cmd_1")},
         "what the other callers got",
     )
-    others = [_entry(f"cmd_{n}", payload={"n": n}) for n in range(2, 7)]
+    others = [build.journal_entry(f"cmd_{n}", payload={"n": n}) for n in range(2, 7)]
     admitted = await asyncio.gather(*(journal.begin(e) for e in others))
-    _equal([isinstance(a, Fresh) for a in admitted], [True] * len(others), "distinct keys at once")
-    _equal(
-        (await journal.get_by_key(_A, entry.idempotency_key)).command_id,
+    equal([isinstance(a, Fresh) for a in admitted], [True] * len(others), "distinct keys at once")
+    equal(
+        (await journal.get_by_key(ACCOUNT_A, entry.idempotency_key)).command_id,
         "cmd_1",
         "the entry admitted under the key",
     )
 
 
-@_check
+@check
 async def check_a_settled_journal_entry_is_replayed_not_readmitted(stores: Stores) -> None:
     journal = stores.journal
-    entry = _entry("cmd_1")
-    _true(isinstance(await journal.begin(entry), Fresh), "the first admission is fresh")
-    await journal.mark_executing(_A, "cmd_1")
+    entry = build.journal_entry("cmd_1")
+    true(isinstance(await journal.begin(entry), Fresh), "the first admission is fresh")
+    await journal.mark_executing(ACCOUNT_A, "cmd_1")
     outcome = CommittedOutcome(new_revision=2, event_ids=("evt_1",))
-    settled = await journal.complete(_A, "cmd_1", outcome)
+    settled = await journal.complete(ACCOUNT_A, "cmd_1", outcome)
     again = await journal.begin(entry)
-    _true(isinstance(again, Replay), "admitting a settled command again replays it")
-    _equal(again.entry, settled, "the replayed entry")
-    _equal(await journal.unsettled_for_turn(_A, "turn_1"), (), "unsettled entries")
-    waiting = _entry("cmd_2", payload={"n": 2}, status=JournalStatus.AWAITING_CONFIRMATION)
-    _true(isinstance(await journal.begin(waiting), Fresh), "an entry awaiting confirmation")
+    true(isinstance(again, Replay), "admitting a settled command again replays it")
+    equal(again.entry, settled, "the replayed entry")
+    equal(await journal.unsettled_for_turn(ACCOUNT_A, "turn_1"), (), "unsettled entries")
+    waiting = build.journal_entry(
+        "cmd_2", payload={"n": 2}, status=JournalStatus.AWAITING_CONFIRMATION
+    )
+    true(isinstance(await journal.begin(waiting), Fresh), "an entry awaiting confirmation")
     replayed = await journal.begin(waiting)
-    _equal(
+    equal(
         (replayed.kind, replayed.entry.status),
         ("replay", JournalStatus.AWAITING_CONFIRMATION),
         "admitting it again",
     )
 
 
-@_check
+@check
 async def check_a_reused_idempotency_key_with_a_different_command_is_refused(
     stores: Stores,
 ) -> None:
     journal = stores.journal
-    entry = _entry("cmd_1")
+    entry = build.journal_entry("cmd_1")
     await journal.begin(entry)
     variants = {
         "cmd_2": entry.model_copy(update={"command_id": "cmd_2", "payload": {"note": "other"}}),
-        "cmd_3": entry.model_copy(update={"command_id": "cmd_3", "case_ref": _case("case-1", 7)}),
+        "cmd_3": entry.model_copy(
+            update={"command_id": "cmd_3", "case_ref": build.case("case-1", 7)}
+        ),
         "cmd_4": entry.model_copy(update={"command_id": "cmd_4", "command_type": "conformance.x"}),
     }
     for command_id, variant in variants.items():
-        await _refused(Conflict, journal.begin(variant), "a stored key with another command")
-        await _refused(NotFound, journal.get(_A, command_id), "the refused command")
-    await _refused(
+        await refused(Conflict, journal.begin(variant), "a stored key with another command")
+        await refused(NotFound, journal.get(ACCOUNT_A, command_id), "the refused command")
+    await refused(
         Conflict,
-        journal.begin(_entry("cmd_1", payload={"note": "another key"})),
+        journal.begin(build.journal_entry("cmd_1", payload={"note": "another key"})),
         "a stored command id under another key",
     )
-    _equal(await journal.get(_A, "cmd_1"), entry, "the stored entry")
+    equal(await journal.get(ACCOUNT_A, "cmd_1"), entry, "the stored entry")
 
 
-@_check
+@check
 async def check_journal_completion_is_compare_and_swap(stores: Stores) -> None:
     journal = stores.journal
-    await journal.begin(_entry("cmd_1"))
+    await journal.begin(build.journal_entry("cmd_1"))
     committed = CommittedOutcome(new_revision=2, event_ids=("evt_1",))
-    done = await journal.complete(_A, "cmd_1", committed)
-    _equal(
+    done = await journal.complete(ACCOUNT_A, "cmd_1", committed)
+    equal(
         (done.status, done.outcome, done.completed_at is not None),
         (JournalStatus.COMMITTED, committed, True),
         "the settled entry",
     )
-    _equal(await journal.complete(_A, "cmd_1", committed), done, "the same outcome again")
+    equal(await journal.complete(ACCOUNT_A, "cmd_1", committed), done, "the same outcome again")
     for what, outcome in (
         ("failing a committed command", FailedOutcome(code="conformance.failed")),
         ("another commit", CommittedOutcome(new_revision=3, event_ids=("evt_2",))),
         ("an unknown outcome after a commit", OutcomeUnknown(attempt_id="attempt-1")),
     ):
-        await _refused(Conflict, journal.complete(_A, "cmd_1", outcome), what)
-    await _refused(Conflict, journal.mark_executing(_A, "cmd_1"), "re-executing it")
-    _equal(await journal.get(_A, "cmd_1"), done, "the entry after refused moves")
+        await refused(Conflict, journal.complete(ACCOUNT_A, "cmd_1", outcome), what)
+    await refused(Conflict, journal.mark_executing(ACCOUNT_A, "cmd_1"), "re-executing it")
+    equal(await journal.get(ACCOUNT_A, "cmd_1"), done, "the entry after refused moves")
 
-    await journal.begin(_entry("cmd_2", payload={"n": 2}))
-    executing = await journal.mark_executing(_A, "cmd_2")
-    _equal(await journal.mark_executing(_A, "cmd_2"), executing, "executing again")
+    await journal.begin(build.journal_entry("cmd_2", payload={"n": 2}))
+    executing = await journal.mark_executing(ACCOUNT_A, "cmd_2")
+    equal(await journal.mark_executing(ACCOUNT_A, "cmd_2"), executing, "executing again")
     unknown = OutcomeUnknown(attempt_id="attempt-1")
-    pending_check = await journal.complete(_A, "cmd_2", unknown)
-    _equal(pending_check.status, JournalStatus.OUTCOME_UNKNOWN, "an unknown outcome")
-    _equal(await journal.complete(_A, "cmd_2", unknown), pending_check, "the same unknown again")
-    await _refused(
+    pending_check = await journal.complete(ACCOUNT_A, "cmd_2", unknown)
+    equal(pending_check.status, JournalStatus.OUTCOME_UNKNOWN, "an unknown outcome")
+    equal(
+        await journal.complete(ACCOUNT_A, "cmd_2", unknown), pending_check, "the same unknown again"
+    )
+    await refused(
         Conflict,
-        journal.complete(_A, "cmd_2", OutcomeUnknown(attempt_id="attempt-2")),
+        journal.complete(ACCOUNT_A, "cmd_2", OutcomeUnknown(attempt_id="attempt-2")),
         "another unknown outcome",
     )
-    rejected = await journal.complete(_A, "cmd_2", RejectedOutcome(code="conformance.refused"))
-    _equal(rejected.status, JournalStatus.FAILED, "reconciling the unknown outcome")
-    await _refused(Conflict, journal.complete(_A, "cmd_2", committed), "changing it afterwards")
+    rejected = await journal.complete(
+        ACCOUNT_A, "cmd_2", RejectedOutcome(code="conformance.refused")
+    )
+    equal(rejected.status, JournalStatus.FAILED, "reconciling the unknown outcome")
+    await refused(
+        Conflict, journal.complete(ACCOUNT_A, "cmd_2", committed), "changing it afterwards"
+    )
 
-    await journal.begin(_entry("cmd_3", payload={"n": 3}))
-    await _refused(
+    await journal.begin(build.journal_entry("cmd_3", payload={"n": 3}))
+    await refused(
         InvalidRecord,
-        journal.complete(_A, "cmd_3", AwaitingConfirmationOutcome(interaction_id="int_1")),
+        journal.complete(ACCOUNT_A, "cmd_3", AwaitingConfirmationOutcome(interaction_id="int_1")),
         "an outcome that settles nothing",
     )
-    _equal((await journal.get(_A, "cmd_3")).status, JournalStatus.PENDING, "the untouched entry")
+    equal(
+        (await journal.get(ACCOUNT_A, "cmd_3")).status, JournalStatus.PENDING, "the untouched entry"
+    )

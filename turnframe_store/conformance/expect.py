@@ -1,4 +1,4 @@
-"""Expectations a check states; a failed one raises `AssertionError` (internal)."""
+"""Expectations a check states; a failed one raises `AssertionError` (used by every section)."""
 
 from __future__ import annotations
 
@@ -16,21 +16,21 @@ def _show(value: Any) -> str:
     return text if len(text) <= 400 else text[:400] + "…"
 
 
-def _equal(actual: Any, expected: Any, what: str) -> None:
+def equal(actual: Any, expected: Any, what: str) -> None:
     if actual != expected:
         raise AssertionError(f"{what}: expected {_show(expected)}, got {_show(actual)}")
 
 
-def _increasing(values: Sequence[int]) -> bool:
+def increasing(values: Sequence[int]) -> bool:
     return all(a < b for a, b in itertools.pairwise(values))
 
 
-def _true(condition: bool, what: str) -> None:
+def true(condition: bool, what: str) -> None:
     if not condition:
         raise AssertionError(what)
 
 
-async def _refused(kind: type[E], action: Awaitable[object], what: str) -> E:
+async def refused(kind: type[E], action: Awaitable[object], what: str) -> E:
     """Await `action`, which must raise `kind` (or a subclass); return the error."""
     try:
         await action

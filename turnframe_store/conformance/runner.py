@@ -1,4 +1,4 @@
-"""The conformance runner: the check registry, results and reports (internal)."""
+"""The conformance runner: the check registry, results and reports ."""
 
 from __future__ import annotations
 
@@ -32,9 +32,10 @@ SECTIONS: Final = (
 _REGISTRY: dict[str, Check] = {}
 
 
-def _check(check: Check) -> Check:
-    _REGISTRY[check.__name__] = check
-    return check
+def check(function: Check) -> Check:
+    """Register `function` as a check of the suite (a decorator)."""
+    _REGISTRY[function.__name__] = function
+    return function
 
 
 def all_checks() -> tuple[str, ...]:
