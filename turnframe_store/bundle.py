@@ -26,7 +26,14 @@ from turnframe_store.roles import (
     Role,
 )
 
-__all__ = ["ROLES", "OutboxWakeups", "ReadOnlyStores", "Stores", "protocol_methods"]
+__all__ = [
+    "ROLES",
+    "InTransaction",
+    "OutboxWakeups",
+    "ReadOnlyStores",
+    "Stores",
+    "protocol_methods",
+]
 
 
 class OutboxWakeups:
@@ -199,6 +206,24 @@ class Stores:
 
     async def aclose(self) -> None:
         """Release what the stores hold (connections, pools). The base bundle holds nothing."""
+
+
+class InTransaction(Stores):
+    """The roles of one open transaction (a store's `transaction()` yields one): a nested
+    transaction joins it, and a snapshot inside it is the transaction. A store supplies
+    `savepoint()`."""
+
+    @property
+    def transactional(self) -> bool:
+        return True
+
+    @contextlib.asynccontextmanager
+    async def transaction(self) -> AsyncIterator[Stores]:
+        yield self
+
+    @contextlib.asynccontextmanager
+    async def snapshot(self) -> AsyncIterator[Stores]:
+        yield self
 
 
 class _ReaderView:

@@ -1,46 +1,7 @@
 """The role types under their historical module: each is the role's abstract base class in
 `turnframe_store.roles`, which carries the contract."""
 
-from turnframe_store.roles import (
-    CommandJournal,
-    CommandJournalReader,
-    CommandJournalWriter,
-    CommitStore,
-    ConversationReader,
-    ConversationStore,
-    ConversationWriter,
-    EventLedger,
-    EventLedgerReader,
-    EventLedgerWriter,
-    InteractionReader,
-    InteractionStore,
-    InteractionWriter,
-    OutboxReader,
-    OutboxStore,
-    OutboxWriter,
-    ReplayReader,
-    ReplayStore,
-    ReplayWriter,
-)
+from turnframe_store.roles import *  # noqa: F403
+from turnframe_store.roles import __all__ as _role_names
 
-__all__ = [
-    "CommandJournal",
-    "CommandJournalReader",
-    "CommandJournalWriter",
-    "CommitStore",
-    "ConversationReader",
-    "ConversationStore",
-    "ConversationWriter",
-    "EventLedger",
-    "EventLedgerReader",
-    "EventLedgerWriter",
-    "InteractionReader",
-    "InteractionStore",
-    "InteractionWriter",
-    "OutboxReader",
-    "OutboxStore",
-    "OutboxWriter",
-    "ReplayReader",
-    "ReplayStore",
-    "ReplayWriter",
-]
+__all__ = [name for name in _role_names if name != "Role"]

@@ -6,7 +6,7 @@ import contextlib
 from collections.abc import AsyncIterator
 from typing import Any
 
-from turnframe_store.bundle import Stores
+from turnframe_store.bundle import InTransaction, Stores
 from turnframe_store.clock import Clock, system_clock
 from turnframe_store.errors import Conflict
 from turnframe_store.faults import FaultPlan
@@ -36,23 +36,11 @@ def _roles(engine: MemoryEngine, classes: dict[str, type]) -> dict[str, Any]:
     return {role: cls(engine) for role, cls in classes.items()}
 
 
-class _InTransaction(Stores):
-    """The roles of one open transaction; a nested transaction joins it."""
-
-    @property
-    def transactional(self) -> bool:
-        return True
+class _InTransaction(InTransaction):
+    """The roles of one open transaction; a savepoint is a mark in its undo log."""
 
     _engine: MemoryEngine
     _tx: MemoryTransaction
-
-    @contextlib.asynccontextmanager
-    async def transaction(self) -> AsyncIterator[Stores]:
-        yield self
-
-    @contextlib.asynccontextmanager
-    async def snapshot(self) -> AsyncIterator[Stores]:
-        yield self
 
     @contextlib.asynccontextmanager
     async def savepoint(self) -> AsyncIterator[None]:

@@ -23,7 +23,7 @@ from typing import Any
 
 from sqlalchemy.engine import make_url
 
-from turnframe_store.bundle import OutboxWakeups, Stores
+from turnframe_store.bundle import InTransaction, OutboxWakeups, Stores
 from turnframe_store.clock import Clock, system_clock
 from turnframe_store.errors import Conflict, MissingExtra
 from turnframe_store.faults import FaultPlan
@@ -73,27 +73,15 @@ def _roles(core: SqlCore) -> dict[str, Any]:
     }
 
 
-class _InTransaction(Stores):
-    """The roles of one open transaction; a nested transaction joins it."""
-
-    @property
-    def transactional(self) -> bool:
-        return True
+class _InTransaction(InTransaction):
+    """The roles of one open transaction; a savepoint is the database's."""
 
     _core: TxCore
-
-    @contextlib.asynccontextmanager
-    async def transaction(self) -> AsyncIterator[Stores]:
-        yield self
 
     @contextlib.asynccontextmanager
     async def savepoint(self) -> AsyncIterator[None]:
         async with self._core.savepoint():
             yield
-
-    @contextlib.asynccontextmanager
-    async def snapshot(self) -> AsyncIterator[Stores]:
-        yield self
 
 
 class SqlStores(Stores):
