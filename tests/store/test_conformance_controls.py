@@ -879,14 +879,7 @@ class InsertsFirstBundle(MemoryCommits):
             for card in bundle.interaction_inserts:
                 self.interactions.insert_in(undo, card)
             for finish in bundle.interaction_finishes:
-                self.interactions.finish_in(
-                    undo,
-                    account,
-                    finish.interaction_id,
-                    finish.status,
-                    finish.option_id,
-                    finish.event_ids,
-                )
+                self.interactions.finish_in(undo, account, finish)
             invalidated: list[str] = []
             for item in bundle.invalidations:
                 invalidated.extend(
@@ -928,14 +921,7 @@ class LateJudgedBundle(MemoryCommits):
                     )
                 )
             for finish in bundle.interaction_finishes:
-                self.interactions.finish_in(
-                    undo,
-                    account,
-                    finish.interaction_id,
-                    finish.status,
-                    finish.option_id,
-                    finish.event_ids,
-                )
+                self.interactions.finish_in(undo, account, finish)
             for card in bundle.interaction_inserts:
                 self.interactions.insert_in(undo, card)
             for row in bundle.outbox:

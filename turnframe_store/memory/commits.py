@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from turnframe_core.cases import CaseKey
 from turnframe_core.events import DomainEvent
-from turnframe_core.interactions import Interaction, InteractionStatus
+from turnframe_core.interactions import Interaction
 from turnframe_core.replay import CommandOutcome, ReplayRecord, TurnPhase
 from turnframe_core.turn import AssistantTurn
 from turnframe_store.errors import StoreError
@@ -20,6 +20,7 @@ from turnframe_store.memory.state import UndoLog
 from turnframe_store.records import (
     CommitBundle,
     CommitResult,
+    InteractionFinish,
     JournalAdmission,
     JournalEntry,
     OutboxEntry,
@@ -73,16 +74,8 @@ class MemoryBundleWriter:
     def append(self, events: tuple[DomainEvent, ...]) -> None:
         self.events = self.roles.events.append_in(self.undo, self.account_id, events)
 
-    def finish(
-        self,
-        interaction_id: str,
-        status: InteractionStatus,
-        option_id: str | None,
-        event_ids: tuple[str, ...],
-    ) -> None:
-        self.roles.interactions.finish_in(
-            self.undo, self.account_id, interaction_id, status, option_id, event_ids
-        )
+    def finish(self, settled: InteractionFinish) -> None:
+        self.roles.interactions.finish_in(self.undo, self.account_id, settled)
 
     def invalidate(self, case_key: CaseKey, current_revision: int) -> None:
         interactions = self.roles.interactions

@@ -7,6 +7,7 @@ from turnframe_core.cases import CaseKey
 from turnframe_core.interactions import Interaction, InteractionStatus
 from turnframe_store.memory.engine import MemoryEngine
 from turnframe_store.memory.state import Key3, UndoLog
+from turnframe_store.records import InteractionFinish
 from turnframe_store.roles import interactions as card_rules
 from turnframe_store.roles import rules
 from turnframe_store.roles.interactions import InteractionStore
@@ -117,36 +118,18 @@ class MemoryInteractions(InteractionStore):
 
         return await self.engine.write(write)
 
-    async def _finish(
-        self,
-        account_id: str,
-        interaction_id: str,
-        status: InteractionStatus,
-        option_id: str | None,
-        event_ids: tuple[str, ...],
-    ) -> Interaction:
-        return await self.engine.write(
-            lambda undo: self.finish_in(
-                undo, account_id, interaction_id, status, option_id, event_ids
-            )
-        )
+    async def _finish(self, account_id: str, settled: InteractionFinish) -> Interaction:
+        return await self.engine.write(lambda undo: self.finish_in(undo, account_id, settled))
 
-    def finish_in(
-        self,
-        undo: UndoLog,
-        account_id: str,
-        interaction_id: str,
-        status: InteractionStatus,
-        option_id: str | None,
-        event_ids: tuple[str, ...],
-    ) -> Interaction:
-        card = self.card(account_id, interaction_id)
-        if card_rules.finish(card, status, option_id, event_ids) is Verdict.REPEAT:
+    def finish_in(self, undo: UndoLog, account_id: str, settled: InteractionFinish) -> Interaction:
+        card = self.card(account_id, settled.interaction_id)
+        if card_rules.finish(card, settled) is Verdict.REPEAT:
             return card
-        settled = card.transition(
-            status, at=self.engine.clock(), option_id=card.resolved_option_id, event_ids=event_ids
+        at, option_id = self.engine.clock(), card.resolved_option_id
+        moved = card.transition(
+            settled.status, at=at, option_id=option_id, event_ids=settled.event_ids
         )
-        return self.move_card(undo, settled)
+        return self.move_card(undo, moved)
 
     async def _close(
         self,

@@ -9,7 +9,7 @@ from typing import Protocol
 
 from turnframe_core.cases import CaseKey
 from turnframe_core.events import DomainEvent
-from turnframe_core.interactions import Interaction, InteractionStatus
+from turnframe_core.interactions import Interaction
 from turnframe_core.replay import CommandOutcome, ReplayRecord, TurnPhase
 from turnframe_core.turn import AssistantTurn
 from turnframe_store.errors import InvalidRecord
@@ -17,6 +17,7 @@ from turnframe_store.faults import FaultPoint
 from turnframe_store.records import (
     CommitBundle,
     CommitResult,
+    InteractionFinish,
     JournalEntry,
     OutboxEntry,
     UserTurnRecord,
@@ -62,13 +63,7 @@ class BundleWriter(Protocol):
 
     def append(self, events: tuple[DomainEvent, ...]) -> None: ...
 
-    def finish(
-        self,
-        interaction_id: str,
-        status: InteractionStatus,
-        option_id: str | None,
-        event_ids: tuple[str, ...],
-    ) -> None: ...
+    def finish(self, settled: InteractionFinish) -> None: ...
 
     def invalidate(self, case_key: CaseKey, current_revision: int) -> None: ...
 
@@ -107,7 +102,7 @@ def write_bundle(bundle: CommitBundle, writer: BundleWriter) -> None:
         writer.append(bundle.events)
         writer.reach(FaultPoint.AFTER_COMMIT_BEFORE_EVENT_READBACK)
     for settled in bundle.interaction_finishes:
-        writer.finish(settled.interaction_id, settled.status, settled.option_id, settled.event_ids)
+        writer.finish(settled)
     for invalidation in bundle.invalidations:
         writer.invalidate(invalidation.case_key, invalidation.current_revision)
     for card in bundle.interaction_inserts:

@@ -15,6 +15,7 @@ from turnframe_store.errors import Conflict, InvalidRecord
 from turnframe_store.faults import FaultPoint
 from turnframe_store.records import (
     FINISH_STATUSES,
+    InteractionFinish,
 )
 from turnframe_store.roles import rules
 from turnframe_store.roles.rules import Role, Verdict
@@ -82,14 +83,10 @@ def claim(card: Interaction, option_id: str) -> Verdict:
     return Verdict.MOVE
 
 
-def finish(
-    card: Interaction,
-    status: InteractionStatus,
-    option_id: str | None,
-    event_ids: tuple[str, ...],
-) -> Verdict:
+def finish(card: Interaction, settled: InteractionFinish) -> Verdict:
     """Settle a resolving card (with the claimed option, when one is named); the same
     settlement again is a repeat."""
+    status, option_id = settled.status, settled.option_id
     if card.status in card_sources(status):
         if option_id is not None and option_id != card.resolved_option_id:
             raise Conflict("another option was claimed")
@@ -98,7 +95,9 @@ def finish(
         status is InteractionStatus.ACTIVE
         or (
             option_id in (None, card.resolved_option_id)
-            and (status is InteractionStatus.FAILED or event_ids == card.resolution_event_ids)
+            and (
+                status is InteractionStatus.FAILED or settled.event_ids == card.resolution_event_ids
+            )
         )
     ):
         return Verdict.REPEAT
@@ -235,8 +234,13 @@ class InteractionWriter(Role, ABC):
         """
         events = tuple(event_ids)
         rules.text(account_id, interaction_id, option_id, *events)
-        settled = settlement(status)
-        return await self._finish(account_id, interaction_id, settled, option_id, events)
+        settled = InteractionFinish.model_construct(
+            interaction_id=interaction_id,
+            status=settlement(status),
+            option_id=option_id,
+            event_ids=events,
+        )
+        return await self._finish(account_id, settled)
 
     async def decline(
         self, account_id: str, interaction_id: str, option_id: str | None = None
@@ -284,14 +288,8 @@ class InteractionWriter(Role, ABC):
     ) -> Interaction: ...
 
     @abstractmethod
-    async def _finish(
-        self,
-        account_id: str,
-        interaction_id: str,
-        status: InteractionStatus,
-        option_id: str | None,
-        event_ids: tuple[str, ...],
-    ) -> Interaction: ...
+    async def _finish(self, account_id: str, settled: InteractionFinish) -> Interaction:
+        """Judge with `finish`, then settle the card."""
 
     @abstractmethod
     async def _close(

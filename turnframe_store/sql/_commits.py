@@ -8,7 +8,7 @@ from typing import Any
 
 from turnframe_core.cases import CaseKey
 from turnframe_core.events import DomainEvent
-from turnframe_core.interactions import Interaction, InteractionStatus
+from turnframe_core.interactions import Interaction
 from turnframe_core.replay import CommandOutcome, ReplayRecord, TurnPhase
 from turnframe_core.turn import AssistantTurn
 from turnframe_store.errors import StoreError
@@ -16,6 +16,7 @@ from turnframe_store.faults import FaultPoint
 from turnframe_store.records import (
     CommitBundle,
     CommitResult,
+    InteractionFinish,
     JournalEntry,
     OutboxEntry,
     UserTurnRecord,
@@ -124,17 +125,8 @@ class _BundleSteps:
         self.steps.extend(self.roles.events.append_steps(events))
         self.event_steps = (start, len(self.steps))
 
-    def finish(
-        self,
-        interaction_id: str,
-        status: InteractionStatus,
-        option_id: str | None,
-        event_ids: tuple[str, ...],
-    ) -> None:
-        cards = self.roles.interactions
-        self.steps.extend(
-            cards.finish_steps(self.account_id, interaction_id, status, option_id, event_ids)
-        )
+    def finish(self, settled: InteractionFinish) -> None:
+        self.steps.extend(self.roles.interactions.finish_steps(self.account_id, settled))
 
     def invalidate(self, case_key: CaseKey, current_revision: int) -> None:
         self.invalidation_steps.append(len(self.steps))

@@ -12,6 +12,7 @@ import sqlalchemy as sa
 from turnframe_core.cases import CaseKey
 from turnframe_core.interactions import Interaction, InteractionStatus
 from turnframe_store.errors import InvalidRecord
+from turnframe_store.records import InteractionFinish
 from turnframe_store.roles import interactions as card_rules
 from turnframe_store.roles import rules
 from turnframe_store.roles.interactions import InteractionStore
@@ -290,39 +291,24 @@ class SqlInteractions(InteractionStore):
         (card,) = await self._core.write([step])
         return card  # type: ignore[no-any-return]
 
-    def finish_steps(
-        self,
-        account_id: str,
-        interaction_id: str,
-        status: InteractionStatus,
-        option_id: str | None,
-        event_ids: tuple[str, ...],
-    ) -> list[Step]:
+    def finish_steps(self, account_id: str, settled: InteractionFinish) -> list[Step]:
         params = {
             "account_id": account_id,
-            "interaction_id": interaction_id,
-            "option_id": option_id,
+            "interaction_id": settled.interaction_id,
+            "option_id": settled.option_id,
             "now": self._core.now(),
-            "event_ids": event_id_list(event_ids),
+            "event_ids": event_id_list(settled.event_ids),
         }
         return [
             self._card_cas(
-                self._st.card_settle[status],
+                self._st.card_settle[settled.status],
                 params,
-                lambda card: card_rules.finish(card, status, option_id, event_ids),
+                lambda card: card_rules.finish(card, settled),
             )
         ]
 
-    async def _finish(
-        self,
-        account_id: str,
-        interaction_id: str,
-        status: InteractionStatus,
-        option_id: str | None,
-        event_ids: tuple[str, ...],
-    ) -> Interaction:
-        steps = self.finish_steps(account_id, interaction_id, status, option_id, event_ids)
-        (card,) = await self._core.write(steps)
+    async def _finish(self, account_id: str, settled: InteractionFinish) -> Interaction:
+        (card,) = await self._core.write(self.finish_steps(account_id, settled))
         return card  # type: ignore[no-any-return]
 
     async def _close(
