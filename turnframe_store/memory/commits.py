@@ -10,7 +10,7 @@ from turnframe_core.turn import AssistantTurn
 from turnframe_store.errors import StoreError
 from turnframe_store.faults import FaultPoint
 from turnframe_store.memory.conversations import MemoryConversations
-from turnframe_store.memory.engine import MemoryEngine
+from turnframe_store.memory.engine import MemoryEngine, MemoryRole
 from turnframe_store.memory.events import MemoryEvents
 from turnframe_store.memory.interactions import MemoryInteractions
 from turnframe_store.memory.journal import MemoryJournal
@@ -108,7 +108,7 @@ class MemoryBundleWriter:
         self.engine.faults.reach(point)
 
 
-class MemoryCommits(CommitStore):
+class MemoryCommits(MemoryRole, CommitStore):
     """`CommitStore` in memory: the bundle is one write of the engine (one undo log), each item
     applied by its own role's `*_in` write."""
 
@@ -116,8 +116,7 @@ class MemoryCommits(CommitStore):
     writer: type[MemoryBundleWriter] = MemoryBundleWriter
 
     def __init__(self, engine: MemoryEngine) -> None:
-        super().__init__(engine.faults)
-        self.engine = engine
+        super().__init__(engine)
         self.conversations = MemoryConversations(engine)
         self.interactions = MemoryInteractions(engine)
         self.journal = MemoryJournal(engine)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from turnframe_core.replay import TurnPhase
 from turnframe_core.turn import AssistantTurn
 from turnframe_store.errors import Conflict, NotFound
-from turnframe_store.memory.engine import MemoryEngine
+from turnframe_store.memory.engine import MemoryRole
 from turnframe_store.memory.state import UndoLog
 from turnframe_store.records import ConversationRecord, PhaseMarker, UserTurnRecord
 from turnframe_store.roles import conversations as turn_rules
@@ -16,13 +16,9 @@ from turnframe_store.roles.rules import Verdict
 __all__ = ["MemoryConversations"]
 
 
-class MemoryConversations(ConversationStore):
+class MemoryConversations(MemoryRole, ConversationStore):
     """The hooks of `ConversationStore` on the engine's tables; the `*_in` writes are the ones a
     commit bundle applies on its own undo log."""
-
-    def __init__(self, engine: MemoryEngine) -> None:
-        super().__init__(engine.faults)
-        self.engine = engine
 
     async def _get_conversation(self, account_id: str, conversation_id: str) -> ConversationRecord:
         t = self.engine.t

@@ -21,8 +21,9 @@ from turnframe_store.errors import Conflict, NotFound, StoreError
 from turnframe_store.faults import FaultPlan
 from turnframe_store.locks import ConversationLocks
 from turnframe_store.memory.state import Tables, UndoLog
+from turnframe_store.roles.rules import Role
 
-__all__ = ["Gate", "MemoryEngine", "MemoryTransaction"]
+__all__ = ["Gate", "MemoryEngine", "MemoryRole", "MemoryTransaction"]
 
 R = TypeVar("R")
 
@@ -145,3 +146,11 @@ class MemoryEngine:
                 return op()
         finally:
             self.gate.leave()
+
+
+class MemoryRole(Role):
+    """A memory role: built on an engine, whose fault plan its public methods fire."""
+
+    def __init__(self, engine: MemoryEngine) -> None:
+        super().__init__(engine.faults)
+        self.engine = engine

@@ -7,7 +7,7 @@ from functools import partial
 
 from turnframe_core.cases import CaseKey
 from turnframe_core.events import DomainEvent
-from turnframe_store.memory.engine import MemoryEngine
+from turnframe_store.memory.engine import MemoryRole
 from turnframe_store.memory.state import UndoLog
 from turnframe_store.records import EventCursor, EventPage
 from turnframe_store.roles import events as event_rules
@@ -20,13 +20,9 @@ def _sequence(event: DomainEvent) -> int:
     return event.sequence or 0
 
 
-class MemoryEvents(EventLedger):
+class MemoryEvents(MemoryRole, EventLedger):
     """The hooks of `EventLedger` on the engine's tables; `append_in` is the write a commit
     bundle applies on its own undo log."""
-
-    def __init__(self, engine: MemoryEngine) -> None:
-        super().__init__(engine.faults)
-        self.engine = engine
 
     async def _get_by_ids(
         self, account_id: str, event_ids: tuple[str, ...]

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from turnframe_core.cases import CaseKey
 from turnframe_core.interactions import Interaction, InteractionStatus
-from turnframe_store.memory.engine import MemoryEngine
+from turnframe_store.memory.engine import MemoryRole
 from turnframe_store.memory.state import Key3, UndoLog
 from turnframe_store.records import InteractionFinish
 from turnframe_store.roles import interactions as card_rules
@@ -21,13 +21,9 @@ def case_of(card: Interaction) -> Key3:
     return (card.account_id, card.case_ref.workflow, card.case_ref.case_id)
 
 
-class MemoryInteractions(InteractionStore):
+class MemoryInteractions(MemoryRole, InteractionStore):
     """The hooks of `InteractionStore` on the engine's tables; the `*_in` writes are the ones a
     commit bundle applies on its own undo log."""
-
-    def __init__(self, engine: MemoryEngine) -> None:
-        super().__init__(engine.faults)
-        self.engine = engine
 
     def card(self, account_id: str, interaction_id: str) -> Interaction:
         return rules.found(self.engine.t.cards.get((account_id, interaction_id)))

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from turnframe_core.replay import CommandOutcome
-from turnframe_store.memory.engine import MemoryEngine
+from turnframe_store.memory.engine import MemoryRole
 from turnframe_store.memory.state import UndoLog
 from turnframe_store.records import Fresh, JournalAdmission, JournalEntry, JournalStatus
 from turnframe_store.roles import journal as journal_rules
@@ -14,13 +14,9 @@ from turnframe_store.roles.rules import Verdict
 __all__ = ["MemoryJournal"]
 
 
-class MemoryJournal(CommandJournal):
+class MemoryJournal(MemoryRole, CommandJournal):
     """The hooks of `CommandJournal` on the engine's tables; the `*_in` writes are the ones a
     commit bundle applies on its own undo log."""
-
-    def __init__(self, engine: MemoryEngine) -> None:
-        super().__init__(engine.faults)
-        self.engine = engine
 
     def entry(self, account_id: str, command_id: str) -> JournalEntry:
         return rules.found(self.engine.t.journal.get((account_id, command_id)))

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any, Final
 
 from turnframe_store.errors import Conflict
-from turnframe_store.memory.engine import MemoryEngine
+from turnframe_store.memory.engine import MemoryRole
 from turnframe_store.memory.state import UndoLog
 from turnframe_store.records import OUTBOX_CLAIM_EXPIRED, OutboxEntry, OutboxStatus
 from turnframe_store.roles import outbox as outbox_rules
@@ -23,13 +23,9 @@ _NO_CLAIM: Final[dict[str, Any]] = {
 }
 
 
-class MemoryOutbox(OutboxStore):
+class MemoryOutbox(MemoryRole, OutboxStore):
     """The hooks of `OutboxStore` on the engine's tables; `enqueue_in` is the write a commit
     bundle applies on its own undo log."""
-
-    def __init__(self, engine: MemoryEngine) -> None:
-        super().__init__(engine.faults)
-        self.engine = engine
 
     def row(self, outbox_id: str) -> OutboxEntry:
         return rules.found(self.engine.t.outbox.get(outbox_id))

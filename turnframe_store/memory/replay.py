@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from turnframe_core.audit_chain import ChainLink
 from turnframe_core.replay import ReplayRecord
-from turnframe_store.memory.engine import MemoryEngine
+from turnframe_store.memory.engine import MemoryRole
 from turnframe_store.memory.state import UndoLog
 from turnframe_store.roles import replay as replay_rules
 from turnframe_store.roles import rules
@@ -15,13 +15,9 @@ from turnframe_store.roles.rules import Verdict
 __all__ = ["MemoryReplay"]
 
 
-class MemoryReplay(ReplayStore):
+class MemoryReplay(MemoryRole, ReplayStore):
     """The hooks of `ReplayStore` on the engine's tables; `put_in` is the write a commit bundle
     applies on its own undo log."""
-
-    def __init__(self, engine: MemoryEngine) -> None:
-        super().__init__(engine.faults)
-        self.engine = engine
 
     def record(self, account_id: str, turn_id: str) -> ReplayRecord:
         return rules.found(self.engine.t.replay.get((account_id, turn_id)))
