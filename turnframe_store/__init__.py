@@ -29,27 +29,6 @@ from turnframe_store.errors import (
 from turnframe_store.faults import FaultPlan, FaultPoint, FiredFault
 from turnframe_store.locks import ConversationLocks
 from turnframe_store.memory import MemoryStores
-from turnframe_store.protocols import (
-    CommandJournal,
-    CommandJournalReader,
-    CommandJournalWriter,
-    CommitStore,
-    ConversationReader,
-    ConversationStore,
-    ConversationWriter,
-    EventLedger,
-    EventLedgerReader,
-    EventLedgerWriter,
-    InteractionReader,
-    InteractionStore,
-    InteractionWriter,
-    OutboxReader,
-    OutboxStore,
-    OutboxWriter,
-    ReplayReader,
-    ReplayStore,
-    ReplayWriter,
-)
 from turnframe_store.records import (
     OUTBOX_CLAIM_EXPIRED,
     CaseInvalidation,
@@ -70,6 +49,27 @@ from turnframe_store.records import (
     Replay,
     UserTurnRecord,
 )
+from turnframe_store.roles import (
+    CommandJournal,
+    CommandJournalReader,
+    CommandJournalWriter,
+    CommitStore,
+    ConversationReader,
+    ConversationStore,
+    ConversationWriter,
+    EventLedger,
+    EventLedgerReader,
+    EventLedgerWriter,
+    InteractionReader,
+    InteractionStore,
+    InteractionWriter,
+    OutboxReader,
+    OutboxStore,
+    OutboxWriter,
+    ReplayReader,
+    ReplayStore,
+    ReplayWriter,
+)
 from turnframe_store.roles.rules import MAX_INTEGER, MAX_LIMIT, MAX_MILLIS
 
 if TYPE_CHECKING:
@@ -78,7 +78,7 @@ if TYPE_CHECKING:
 __all__ = [
     "Busy",
     "ConversationLocks",
-    # argument bounds (protocols, rule 6)
+    # argument bounds (turnframe_store.roles, rule 6)
     "MAX_INTEGER",
     "MAX_LIMIT",
     "MAX_MILLIS",
@@ -111,7 +111,7 @@ __all__ = [
     "MemoryStores",
     "SqlConfig",
     "SqlStores",
-    # protocols
+    # roles (each the abstract base class that carries its contract)
     "CommandJournal",
     "CommandJournalReader",
     "CommandJournalWriter",

@@ -3,7 +3,7 @@
     report = await run_all(factory)   # factory() -> Awaitable[Stores]; a fresh store per check
     assert report.passed, report.describe()
 
-Each check is a plain `async def check_<sentence>(stores)` that uses only the public protocols,
+Each check is a plain `async def check_<sentence>(stores)` that uses only the roles' public methods,
 so any implementation (memory, SQLite, PostgreSQL, an adopter's own) runs the same suite. A failed
 expectation raises `AssertionError`; `run_all` and `run_check` record it and never raise.
 The checks choose every time they pass in (`created_at`, `now`, …); the store clock is never
