@@ -12,8 +12,8 @@ import pytest
 
 from turnframe_test.audit_kit import assert_conversation_audited
 from turnframe_test.backends import StoreBackend, require_services
-from turnframe_test.harness import DeskHarness
 from turnframe_test.invariants import unreceipted_events
+from turnframe_test.sample.desk import DeskHarness
 from turnframe_test.telemetry_kit import captured_telemetry
 
 # The adopters' plugin (also an entry point), the release gates' plugin (for `turnframe gates` and
