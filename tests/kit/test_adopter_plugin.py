@@ -1,7 +1,7 @@
 """An adopter's pytest run, in a project of their own: the installed plugin gives the store
 backends and the `gate` marker, and loads none of this repository's release machinery (the
 gates table names this repository's tests; the process-chaos runs and the turn server are its
-release runs)."""
+release runs), nor the sample domain."""
 
 from __future__ import annotations
 
@@ -40,6 +40,7 @@ async def test_my_stores(store_backend):
 def test_the_run_loaded_the_adopters_plugin_and_no_release_machinery(pytestconfig):
     assert pytestconfig.pluginmanager.has_plugin("turnframe_test.pytest_plugin")
     assert [name for name in RELEASE_MODULES if name in sys.modules] == []
+    assert "turnframe_test.sample" not in sys.modules  # nor the sample domain
 """
 
 
