@@ -23,7 +23,7 @@ from pathlib import Path
 
 from turnframe_runtime import TemplateCopy
 from turnframe_test.copykit import write_catalog
-from turnframe_test.domains.travel import TRIP_COPY
+from turnframe_test.sample.travel import TRIP_COPY
 
 
 def _best(render: Callable[[], object], count: int) -> float:

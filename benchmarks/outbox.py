@@ -30,14 +30,14 @@ from turnframe_runtime import (
     connect_broker,
 )
 from turnframe_store import OutboxEntry, SqlStores
-from turnframe_test.domains.travel import (
+from turnframe_test.postgres import PrivateDatabase
+from turnframe_test.sample.travel import (
     TRIP_COPY,
     TripDesk,
     TripDirectory,
     TripExecutor,
     TripWorkflow,
 )
-from turnframe_test.postgres import PrivateDatabase
 
 SERVER = os.environ.get(
     "TURNFRAME_TEST_DATABASE_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/test"

@@ -31,8 +31,9 @@ from turnframe_core import TurnInput, UlidIdSource
 from turnframe_core.derive import derive_replay_token
 from turnframe_store import SqlStores
 from turnframe_store.sql.url import parse_url
-from turnframe_test import DeskHarness, act
+from turnframe_test import act
 from turnframe_test.postgres import PrivateDatabase
+from turnframe_test.sample.desk import DeskHarness
 
 ACCOUNT = "acct_1"
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)

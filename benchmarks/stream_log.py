@@ -23,8 +23,9 @@ import time
 from turnframe_core import TurnInput
 from turnframe_runtime import RuntimeConfig
 from turnframe_store import SqlStores
-from turnframe_test import DeskHarness, act, understanding
+from turnframe_test import act, understanding
 from turnframe_test.postgres import PrivateDatabase
+from turnframe_test.sample.desk import DeskHarness
 
 ROWS = ("no log", "every turn logged", "streamed (tokens)")
 

@@ -27,7 +27,7 @@ from turnframe_core import (
 )
 from turnframe_store import CommitBundle, JournalCompletion, JournalEntry, UserTurnRecord
 from turnframe_test.builders import envelope, event
-from turnframe_test.harness import DeskHarness
+from turnframe_test.sample.desk import DeskHarness
 from turnframe_test.understandings import act, question, understanding
 
 

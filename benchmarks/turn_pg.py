@@ -36,8 +36,9 @@ from turnframe_core import InteractionBlock, InteractionResponse, TurnInput, Uli
 from turnframe_runtime import RuntimeConfig
 from turnframe_store import SqlConfig, SqlStores
 from turnframe_store.sql.url import parse_url
-from turnframe_test import DeskHarness, act, question, understanding
+from turnframe_test import act, question, understanding
 from turnframe_test.postgres import PrivateDatabase
+from turnframe_test.sample.desk import DeskHarness
 
 ACCOUNT = "acct_1"
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)

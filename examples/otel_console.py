@@ -51,7 +51,7 @@ def install() -> MeterProvider:
 
 def main() -> None:
     meters = install()
-    from turnframe_test.demo import run_demo  # after the providers: nothing is missed
+    from turnframe_test.sample.demo import run_demo  # after the providers: nothing is missed
 
     asyncio.run(run_demo(io.StringIO()))
     trace.get_tracer_provider().force_flush()  # type: ignore[attr-defined]

@@ -12,11 +12,14 @@ import pytest
 
 from turnframe_test.audit_kit import assert_conversation_audited
 from turnframe_test.backends import StoreBackend, require_services
-from turnframe_test.harness import DeskHarness
 from turnframe_test.invariants import unreceipted_events
+from turnframe_test.sample.desk import DeskHarness
 from turnframe_test.telemetry_kit import captured_telemetry
 
-pytest_plugins = ("turnframe_test.pytest_plugin", "services")
+# The adopters' plugin (also an entry point), the release gates' plugin (for `turnframe gates` and
+# CI's `--turnframe-gates-report`: it names this repository's tests, so no adopter loads it) and
+# the service fixtures.
+pytest_plugins = ("turnframe_test.pytest_plugin", "turnframe_test.gates_plugin", "services")
 
 #: Every test runs with the runtime's spans, metrics and logs captured in memory; a test with a
 #: travel desk then checks that none of it holds a user's words or a model's output.

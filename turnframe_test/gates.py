@@ -6,11 +6,12 @@ every run it names ended with no violation, every document it names exists. A ga
 failure is `failed`; a gate with no test or run, or with evidence that was skipped, missing or
 could not run, is `unproven`, never `met`. The command exits 0 only when every gate is met.
 
-Tests run in one pytest session from the project's root (`--root`), with the shipped plugin
-choosing them (`--turnframe-gates-select`) and recording each outcome
-(`--turnframe-gates-report`). Tests under `--tests PATH` marked `@pytest.mark.gate(N)` count as
-evidence for gate N too: that is how an adopter adds their own. Runs are the real-process plans
-of `turnframe_test.process_chaos` against the PostgreSQL server `--db` and the broker `--broker`.
+Tests run in one pytest session from the project's root (`--root`), with the release plugin
+(`turnframe_test.gates_plugin`, loaded with `-p`) choosing them (`--turnframe-gates-select`)
+and recording each outcome (`--turnframe-gates-report`). Tests under `--tests PATH` marked
+`@pytest.mark.gate(N)` count as evidence for gate N too: that is how an adopter adds their own.
+Runs are the real-process plans of `turnframe_test.process_chaos` against the PostgreSQL server
+`--db` and the broker `--broker`.
 """
 
 from __future__ import annotations
@@ -235,6 +236,7 @@ def _run_tests(
     select, report = workdir / "select.json", workdir / "tests.json"
     select.write_text(json.dumps(wanted))
     command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *paths]
+    command += ["-p", "turnframe_test.gates_plugin"]  # the adopters' plugin does not choose
     command += [f"--turnframe-gates-select={select}", f"--turnframe-gates-report={report}"]
     command += list(pytest_args)
     if echo:

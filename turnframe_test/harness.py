@@ -1,10 +1,12 @@
-"""A travel-desk harness: the real runtime over real stores, the sample domain and scripted model
-ports, with helpers that read like the scenario they drive."""
+"""A harness over your own domain: the real runtime over real stores, your workflows, directory,
+executor and senders, a scripted interpreter and a manual clock, with helpers that read like the
+scenario they drive. The travel desk's preset, `DeskHarness`, lives with the sample domain
+(`turnframe_test.sample.desk`) and is importable from here too."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Self
 
 from turnframe_core import (
     AssistantTurn,
@@ -17,35 +19,47 @@ from turnframe_core import (
     WorkflowDefinition,
 )
 from turnframe_runtime import (
+    CaseDirectory,
     ClaimReviewer,
     Narrator,
     OutboxConfig,
+    OutboxSender,
     RuntimeConfig,
     ServerCopy,
     TurnRuntime,
 )
+from turnframe_runtime.ports import WorkflowExecutor
 from turnframe_store import EventCursor, JournalEntry, ManualClock, MemoryStores, Stores
-from turnframe_test.airline import FakeAirline
 from turnframe_test.backends import StoreBackend
-from turnframe_test.domains.travel import (
-    Trip,
-    TripDesk,
-    TripDirectory,
-    TripExecutor,
-    TripWorkflow,
-    trip_copy,
-)
 from turnframe_test.scripted import ScriptedInterpreter
 from turnframe_test.understandings import understanding
 
-__all__ = ["DeskHarness"]
+if TYPE_CHECKING:
+    from turnframe_test.sample.desk import DeskHarness
+
+__all__ = ["DeskHarness", "Harness"]
 
 
-class DeskHarness:
-    """One account, one conversation, a travel desk and a runtime wired to it.
+class Harness:
+    """One account, one conversation and a runtime wired to your workflows, directory, executor
+    and senders. The interpreter is scripted: `say` hands it the understanding the words stand
+    for. Without `stores` the runtime runs on `MemoryStores`; `Harness.on(store_backend, ...)`
+    (the plugin's fixture) runs it on every backend:
 
-    Without `stores` the runtime runs on `MemoryStores`; tests build their harness with
-    `DeskHarness.on(backend)` (the `make_desk` / `desk` fixtures) so it runs on every backend."""
+        async def test_an_order_ships(store_backend):
+            shop = Shop()
+            harness = await Harness.on(
+                store_backend,
+                workflows=[OrderWorkflow()],
+                directory=ShopDirectory(shop),
+                executor=ShopExecutor(shop),
+                senders={"warehouse": FakeWarehouse()},
+                copy=TemplateCopy(SHOP_COPY),
+            )
+            turn = await harness.say("ship it", act("a1", "order.ship", "O-7", "ship it"))
+            assert harness.receipt_codes(turn) == ["order.shipped"]
+            assert await harness.event_types() == ["order.shipped"]
+    """
 
     @classmethod
     async def on(
@@ -54,39 +68,24 @@ class DeskHarness:
         *,
         stores: Stores | None = None,
         clock: ManualClock | None = None,
-        narrator: Narrator | None = None,
-        reviewer: ClaimReviewer | None = None,
-        account_id: str = "acct_1",
-        conversation_id: str = "conv_1",
-        config: RuntimeConfig | None = None,
-        ids: IdSource | None = None,
-        copy: ServerCopy | None = None,
-        workflow: WorkflowDefinition | None = None,
-        airline: FakeAirline | None = None,
-        outbox: OutboxConfig | None = None,
-    ) -> DeskHarness:
+        **options: Any,
+    ) -> Self:
         """A harness on fresh stores of `backend` that share its clock (or on `stores`, when
-        given: another harness's, to put two accounts on one database)."""
+        given: another harness's, to put two accounts on one database); `options` are the
+        constructor's."""
         clock = clock if clock is not None else ManualClock()
-        return cls(
-            stores=stores if stores is not None else await backend.stores(clock=clock),
-            clock=clock,
-            narrator=narrator,
-            reviewer=reviewer,
-            account_id=account_id,
-            conversation_id=conversation_id,
-            config=config,
-            ids=ids,
-            copy=copy,
-            workflow=workflow,
-            airline=airline,
-            outbox=outbox,
-        )
+        stores = stores if stores is not None else await backend.stores(clock=clock)
+        return cls(stores=stores, clock=clock, **options)
 
     def __init__(
         self,
         *,
+        workflows: Sequence[WorkflowDefinition],
+        directory: CaseDirectory,
+        executor: WorkflowExecutor,
+        senders: Mapping[str, OutboxSender] | None = None,
         stores: Stores | None = None,
+        interpreter: ScriptedInterpreter | None = None,
         narrator: Narrator | None = None,
         reviewer: ClaimReviewer | None = None,
         account_id: str = "acct_1",
@@ -95,35 +94,32 @@ class DeskHarness:
         clock: ManualClock | None = None,
         ids: IdSource | None = None,
         copy: ServerCopy | None = None,
-        workflow: WorkflowDefinition | None = None,
-        airline: FakeAirline | None = None,
         outbox: OutboxConfig | None = None,
     ) -> None:
         self.clock = clock if clock is not None else ManualClock()
         self.stores = stores if stores is not None else MemoryStores(clock=self.clock)
-        self.desk = TripDesk()
-        self.interpreter = ScriptedInterpreter()
+        self.workflows = tuple(workflows)
+        self.directory = directory
+        self.executor = executor
+        self.senders = dict(senders or {})
+        self.interpreter = interpreter if interpreter is not None else ScriptedInterpreter()
         self.narrator = narrator
         # Without one, the runtime takes the narrator's own (a scripted narrator's script also
         # holds its reviews); any other narrator needs one.
         self.reviewer = reviewer
-        self.executor = TripExecutor(self.desk, clock_ms=self.clock)
         self.account_id = account_id
         self.conversation_id = conversation_id
-        self.config = config or RuntimeConfig(locales=("en", "it", "de"))
+        self.config = config or RuntimeConfig()
         self.ids = ids if ids is not None else SequentialIdSource()
-        self.copy = copy if copy is not None else trip_copy()
-        self.workflow = workflow if workflow is not None else TripWorkflow()
-        #: the airline the outbox reaches (`runtime.outbox` dispatches to it)
-        self.airline = airline if airline is not None else FakeAirline()
+        self.copy = copy
         self.outbox = outbox
         self.runtime = self._runtime()
 
     def _runtime(self) -> TurnRuntime:
         return TurnRuntime(
             stores=self.stores,
-            workflows=[self.workflow],
-            directory=TripDirectory(self.desk),
+            workflows=self.workflows,
+            directory=self.directory,
             executor=self.executor,
             interpreter=self.interpreter,
             narrator=self.narrator,
@@ -132,25 +128,15 @@ class DeskHarness:
             config=self.config,
             clock=self.clock,
             ids=self.ids,
-            senders={"airline": self.airline},
+            senders=self.senders,
             outbox=self.outbox,
         )
 
     def use_stores(self, stores: Stores) -> None:
-        """Carry on with the same desk, ports, clock and ids on `stores` (e.g. the same database
-        reopened)."""
+        """Carry on with the same domain, ports, clock and ids on `stores` (e.g. the same
+        database reopened)."""
         self.stores = stores
         self.runtime = self._runtime()
-
-    def trip(self, trip_id: str = "T-100", label: str = "Rome trip", **fields: Any) -> Trip:
-        return self.desk.open_trip(
-            self.account_id, trip_id, label, conversation_id=self.conversation_id, **fields
-        )
-
-    def ready_trip(self, trip_id: str = "T-100", label: str = "Rome trip", **fields: Any) -> Trip:
-        """A trip with every detail filled in (nothing owed)."""
-        details = {"name": "Ada Lovelace", "email": "ada@example.com", "travel_date": "2027-03-14"}
-        return self.trip(trip_id, label, **{**details, **fields})
 
     async def say(self, text: str, *parts: Any, locale: str = "en", **extra: Any) -> AssistantTurn:
         """The user writes `text`; the interpreter reads it as `parts` (acts, questions…)."""
@@ -236,7 +222,11 @@ class DeskHarness:
         turn_id = turn if isinstance(turn, str) else turn.turn_id
         return await self.stores.journal.for_turn(self.account_id, turn_id)
 
-    def revision(self, trip_id: str = "T-100") -> int:
-        trip = self.desk.trip(self.account_id, trip_id)
-        assert trip is not None
-        return trip.revision
+
+def __getattr__(name: str) -> Any:
+    # The travel desk's preset loads with the sample domain, only when asked for by this name.
+    if name == "DeskHarness":
+        from turnframe_test.sample.desk import DeskHarness
+
+        return DeskHarness
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -21,10 +21,10 @@ from typing import Any
 from turnframe_runtime import OutboxConfig, RuntimeConfig, TemplateCopy, TurnRuntime
 from turnframe_store import SqlConfig, SqlStores
 from turnframe_store.sql.url import parse_url
-from turnframe_test.airline import FakeAirline, PostgresAirlineLedger
-from turnframe_test.domains.travel import TRIP_COPY, TripWorkflow
-from turnframe_test.domains.travel_pg import PostgresTripDesk
-from turnframe_test.sayings import SAYINGS, SayingsInterpreter
+from turnframe_test.sample.airline import FakeAirline, PostgresAirlineLedger
+from turnframe_test.sample.sayings import SAYINGS, SayingsInterpreter
+from turnframe_test.sample.travel import TRIP_COPY, TripWorkflow
+from turnframe_test.sample.travel_pg import PostgresTripDesk
 
 __all__ = ["SAYINGS", "SayingsInterpreter", "desk_runtime", "outbox_config_from_env"]
 

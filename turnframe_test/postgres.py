@@ -1,5 +1,7 @@
 """A PostgreSQL database of its own, whose transactions the server counts (for the commit budget
-test and the benchmarks): `pg_stat_database` counts per database, so nothing else may share it."""
+test and the benchmarks): `pg_stat_database` counts per database, so nothing else may share it;
+the kit's tables created without a race; and `blocked_behind`, a wait for sessions queued behind
+another's lock."""
 
 from __future__ import annotations
 
@@ -14,10 +16,30 @@ from sqlalchemy.engine import make_url
 
 from turnframe_store.sql.url import parse_url
 
-__all__ = ["PrivateDatabase", "create_tables"]
+__all__ = ["PrivateDatabase", "blocked_behind", "create_tables"]
 
 #: the advisory lock key the test kit's own tables are created under (any constant will do)
 _DDL_LOCK = 0x7475726E_6B697421
+
+
+async def blocked_behind(url: str, pid: int, *, count: int = 1, timeout_s: float = 30.0) -> None:
+    """Return once `count` sessions of the server at `url` wait on a lock the session `pid`
+    holds (`pg_blocking_pids`): how a test knows a second writer is queued behind the first,
+    rather than sleeping and hoping. `AssertionError` after `timeout_s`."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout_s
+    async with await psycopg.AsyncConnection.connect(parse_url(url)[1], autocommit=True) as c:
+        while True:
+            cursor = await c.execute(
+                "SELECT count(*) FROM pg_stat_activity WHERE %s = ANY(pg_blocking_pids(pid))",
+                (pid,),
+            )
+            row = await cursor.fetchone()
+            if row is not None and row[0] >= count:
+                return
+            if loop.time() > deadline:
+                raise AssertionError(f"waited {timeout_s} s for {count} sessions behind {pid}")
+            await asyncio.sleep(0.005)
 
 
 async def create_tables(

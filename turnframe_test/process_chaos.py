@@ -47,8 +47,8 @@ from turnframe_core import (
 from turnframe_store import NotFound, SqlStores
 from turnframe_store.sql.url import parse_url
 from turnframe_test.chaos_checks import check_database, rows
-from turnframe_test.domains.travel_pg import PostgresTripDesk
-from turnframe_test.sayings import SAYINGS
+from turnframe_test.sample.sayings import SAYINGS
+from turnframe_test.sample.travel_pg import PostgresTripDesk
 
 __all__ = ["PLANS", "ChaosPlan", "ChaosReport", "ProcessChaos", "check_database", "run_plan"]
 

@@ -34,8 +34,8 @@ from turnframe_runtime import (
     connect_broker,
 )
 from turnframe_store import SqlStores, Stores, system_clock
-from turnframe_test.airline import FakeAirline
-from turnframe_test.domains.travel import (
+from turnframe_test.sample.airline import FakeAirline
+from turnframe_test.sample.travel import (
     KEEP_LEG,
     REQUEST_REBOOKING,
     SET_EMAIL,

@@ -3,6 +3,7 @@ travel desk's stores, executor, workflow model and runtime, and collect a test p
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -13,16 +14,16 @@ import pytest
 from turnframe_core import CaseKey, TurnInput
 from turnframe_runtime import RuntimeConfig, TemplateCopy, TurnRuntime
 from turnframe_store import FaultPlan, FaultPoint, MemoryStores, Stores
-from turnframe_test.domains.travel import (
+from turnframe_test.executor_conformance import ExecutorSubject
+from turnframe_test.sample.sayings import SayingsInterpreter
+from turnframe_test.sample.travel import (
     TRIP_COPY,
     TripDesk,
     TripDirectory,
     TripExecutor,
     TripWorkflow,
 )
-from turnframe_test.domains.travel_model import TripModel
-from turnframe_test.executor_conformance import ExecutorSubject
-from turnframe_test.sayings import SayingsInterpreter
+from turnframe_test.sample.travel_model import TripModel
 from turnframe_test.suites import (
     Click,
     CrashRecovery,
@@ -31,6 +32,8 @@ from turnframe_test.suites import (
     WorkflowExploration,
     play_with_fault,
 )
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
 class TestMemoryStores(StoreConformance):
@@ -155,7 +158,7 @@ async def test_the_crash_suite_fails_a_runtime_whose_recovery_finds_nothing() ->
 
 ADOPTER_PROJECT = """
 import pytest
-from turnframe_test.domains.travel_model import TripModel
+from turnframe_test.sample.travel_model import TripModel
 from turnframe_test.suites import WorkflowExploration
 
 
@@ -178,6 +181,7 @@ def test_an_adopter_project_gets_the_suites_from_the_installed_plugin(tmp_path: 
     done = subprocess.run(
         [sys.executable, "-m", "pytest", "-q", "-p", "no:asyncio", "--strict-markers", "-rf"],
         cwd=tmp_path,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},  # this checkout's kit, wherever installed
         capture_output=True,
         text=True,
     )

@@ -214,6 +214,7 @@ def test_a_suites_recorded_outcomes_judge_the_gates_without_running_a_test_again
     recorded = tmp_path / "suite.json"
     suite = subprocess.run(
         [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests",
+         "-p", "turnframe_test.gates_plugin",  # the release plugin, as the repository's conftest
          "-n", "2", f"--turnframe-gates-report={recorded}"],  # on two processes, as CI's
         cwd=tmp_path, capture_output=True, text=True,
     )  # fmt: skip

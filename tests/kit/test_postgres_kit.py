@@ -6,9 +6,9 @@ from __future__ import annotations
 import asyncio
 
 from turnframe_store.sql.url import parse_url
-from turnframe_test.airline import PostgresAirlineLedger
-from turnframe_test.domains.travel_pg import PostgresTripDesk
 from turnframe_test.postgres import PrivateDatabase
+from turnframe_test.sample.airline import PostgresAirlineLedger
+from turnframe_test.sample.travel_pg import PostgresTripDesk
 
 
 async def test_processes_starting_together_create_the_kits_tables_without_a_race(

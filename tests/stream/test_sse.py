@@ -156,7 +156,7 @@ async def test_an_error_of_the_events_propagates_after_the_frames_before_it():
 
 
 async def test_closing_the_frames_stops_reading_the_events_and_closes_them():
-    closed = asyncio.Event()
+    closed, parked = asyncio.Event(), asyncio.Event()
     reads = 0
 
     async def endless() -> AsyncIterator[StreamEvent]:
@@ -165,6 +165,7 @@ async def test_closing_the_frames_stops_reading_the_events_and_closes_them():
             while True:
                 reads += 1
                 yield _phase(reads)
+                parked.set()
                 await asyncio.sleep(3600)  # a stream waiting for its turn's next event
         finally:
             closed.set()
@@ -172,7 +173,7 @@ async def test_closing_the_frames_stops_reading_the_events_and_closes_them():
     frames = sse_frames(endless(), keepalive_s=None)
     first = await anext(frames)
     waiting = asyncio.ensure_future(anext(frames))
-    await asyncio.sleep(0.01)
+    await asyncio.wait_for(parked.wait(), 10)  # the stream waits for its next event
     waiting.cancel()  # the client went away while the stream waited
     with pytest.raises(asyncio.CancelledError):
         await waiting

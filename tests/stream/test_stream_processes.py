@@ -28,8 +28,16 @@ async def main(url, turn_id, after):
     runtime = await recovery_runtime(url)
     await runtime.stores.conversations.get_user_turn("acct_1", turn_id)
     print("ready", file=sys.stderr, flush=True)
-    async for event in runtime.resume_stream("acct_1", turn_id, after_sequence=int(after)):
-        print(event.model_dump_json(), flush=True)
+
+    async def follow():
+        async for event in runtime.resume_stream("acct_1", turn_id, after_sequence=int(after)):
+            print(event.model_dump_json(), flush=True)
+
+    following = asyncio.ensure_future(follow())
+    while not following.done() and runtime.stream_followers("acct_1", turn_id) < 1:
+        await asyncio.sleep(0.001)
+    print("following", file=sys.stderr, flush=True)
+    await following
     await runtime.stores.aclose()
 
 asyncio.run(main(*sys.argv[1:]))
@@ -106,7 +114,8 @@ async def test_a_reader_in_another_process_follows_a_turn_this_one_recovers(
         assert reader.stderr is not None
         ready = await asyncio.wait_for(reader.stderr.readline(), 30)
         assert ready.strip() == b"ready"  # the reader is up; the log it reads is unfinished
-        await asyncio.sleep(0.3)
+        following = await asyncio.wait_for(reader.stderr.readline(), 30)
+        assert following.strip() == b"following"  # it follows the log, and has not ended
         assert reader.returncode is None
         await desk.runtime.recover_unfinished()
         rest = await _read_all(reader)

@@ -34,6 +34,7 @@ from turnframe_runtime import (
 from turnframe_store import FaultPoint, NotFound, Unavailable
 from turnframe_test import DeskHarness, ScriptedNarrator, act, understanding
 from turnframe_test.domains.travel import ProcessCrash
+from turnframe_test.waits import until
 
 NAME = "trip.set_name"
 REBOOK = "trip.request_rebooking"
@@ -302,7 +303,7 @@ async def test_a_follower_elsewhere_sees_a_turn_another_runtime_finishes(make_de
     await _crashed(desk)
     other: DeskHarness = await make_desk(stores=desk.stores, config=config)
     follower = asyncio.ensure_future(_collect(other.runtime.resume_stream("acct_1", "turn_s1")))
-    await asyncio.sleep(0.05)
+    await until(lambda: other.runtime.stream_followers("acct_1", "turn_s1") == 1, "a follower")
     assert not follower.done()  # the turn has not ended: the follower waits
     await desk.runtime.recover_unfinished()
     events = await asyncio.wait_for(follower, 10)

@@ -1,1 +1,2 @@
-"""Sample domains (the only place domain words live)."""
+"""The sample domain's old home: the modules here are `turnframe_test.sample`'s under their
+old names."""

@@ -47,6 +47,7 @@ from turnframe_store import (
     UserTurnRecord,
 )
 from turnframe_store.sql.url import parse_url
+from turnframe_test.postgres import blocked_behind
 
 A = "acct_a"
 T0 = 1_700_000_000_000
@@ -243,8 +244,10 @@ async def test_two_transactions_racing_one_expected_revision_let_exactly_one_win
     second = await database.stores()
     record = await _turn_executing(first)
     held, release = asyncio.Event(), asyncio.Event()
+    holder: list[int] = []
 
     async def hold(pid: int) -> None:
+        holder.append(pid)
         held.set()
         await release.wait()
 
@@ -252,7 +255,7 @@ async def test_two_transactions_racing_one_expected_revision_let_exactly_one_win
     winner = asyncio.create_task(first.commits.commit(_bundle("a", record)))
     await held.wait()
     loser = asyncio.create_task(second.commits.commit(_bundle("b", record)))
-    await asyncio.sleep(0.3)
+    await blocked_behind(database.url, holder[0])  # the second writer waits on the first
     waiting_on_the_row = not loser.done()
     release.set()
     outcomes = await asyncio.gather(winner, loser, return_exceptions=True)
@@ -348,8 +351,10 @@ async def test_event_sequences_follow_commit_order_when_appends_overlap(
     first = await database.migrated()
     second = await database.stores()
     held, release = asyncio.Event(), asyncio.Event()
+    holder: list[int] = []
 
     async def hold(pid: int) -> None:
+        holder.append(pid)
         held.set()
         await release.wait()
 
@@ -357,7 +362,7 @@ async def test_event_sequences_follow_commit_order_when_appends_overlap(
     early = asyncio.create_task(first.events.append(A, [_event("evt_early")]))
     await held.wait()
     late = asyncio.create_task(second.events.append(A, [_event("evt_late")]))
-    await asyncio.sleep(0.3)
+    await blocked_behind(database.url, holder[0])  # the second writer waits on the first
     late_waited = not late.done()
     release.set()
     (early_event,), (late_event,) = await asyncio.gather(early, late)
@@ -376,8 +381,10 @@ async def test_two_stream_appenders_racing_for_one_sequence_leave_one_log_and_a_
     await _turn_executing(first)
     await first.conversations.append_stream_events(A, [_step(1, "understand")])
     held, release = asyncio.Event(), asyncio.Event()
+    holder: list[int] = []
 
     async def hold(pid: int) -> None:
+        holder.append(pid)
         held.set()
         await release.wait()
 
@@ -387,7 +394,7 @@ async def test_two_stream_appenders_racing_for_one_sequence_leave_one_log_and_a_
     )
     await held.wait()
     late = asyncio.create_task(second.conversations.append_stream_events(A, [_step(2, "late")]))
-    await asyncio.sleep(0.3)
+    await blocked_behind(database.url, holder[0])  # the second writer waits on the first
     late_waited = not late.done()
     release.set()
     outcomes = await asyncio.gather(early, late, return_exceptions=True)

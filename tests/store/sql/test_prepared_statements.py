@@ -7,17 +7,30 @@ from __future__ import annotations
 
 import asyncio
 
+import psycopg
 import pytest
 from services import Databases
 
 from turnframe_store import SqlStores
 from turnframe_store.sql._backend import Statement
+from turnframe_store.sql.url import parse_url
+from turnframe_test.waits import until
 
 
 @pytest.fixture
 async def stores(postgres_databases: Databases) -> SqlStores:
     """Migrated stores on a private schema (closed with it by the fixture)."""
     return await postgres_databases.migrated()
+
+
+async def _sleeping(databases: Databases, pid: int) -> bool:
+    """Whether the server session `pid` is running a `pg_sleep` right now."""
+    server = parse_url(databases.server or "")[1]
+    async with await psycopg.AsyncConnection.connect(server, autocommit=True) as c:
+        cursor = await c.execute("SELECT query FROM pg_stat_activity WHERE pid = %s AND "
+                                 "state = 'active'", (pid,))  # fmt: skip
+        row = await cursor.fetchone()
+    return row is not None and "pg_sleep" in row[0]
 
 
 def _statements(stores: SqlStores) -> tuple[Statement, ...]:
@@ -90,6 +103,12 @@ async def test_a_pipeline_cancelled_midway_leaves_no_statement_the_server_does_n
         async with backend.writing() as connection:
             await connection.run([(sleep, {"d": 0}), (add, {"n": 0})])
             raise KeyError("rolled back")
+    pids: set[int] = set()
+
+    async def seen(pid: int) -> None:
+        pids.add(pid)
+
+    stores.hooks.before_commit = seen
     for n in range(5):
         async with backend.writing() as connection:
             batch = [(sleep, {"d": 0}), (add, {"n": n}), (text, {"n": n})]
@@ -100,7 +119,8 @@ async def test_a_pipeline_cancelled_midway_leaves_no_statement_the_server_does_n
             await connection.run([(sleep, {"d": 5}), (add, {"n": 9}), (text, {"n": 9})])
 
     task = asyncio.create_task(cancelled())
-    await asyncio.sleep(0.3)
+    (pid,) = pids  # the pool's one connection
+    await until(lambda: _sleeping(postgres_databases, pid), "the pipeline's sleep on the server")
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task

@@ -21,9 +21,9 @@ SHIPPED = {
     "turnframe_runtime/copy/templates/turnframe.notice.command_failed.j2",
     "turnframe_runtime/copy/locale/it/LC_MESSAGES/turnframe.mo",
     "turnframe_runtime/copy/locale/de/LC_MESSAGES/turnframe.mo",
-    "turnframe_test/domains/travel_copy/templates/trip.name_set.title.j2",
-    "turnframe_test/domains/travel_copy/locale/it/LC_MESSAGES/travel.mo",
-    "turnframe_test/domains/travel_copy/locale/de/LC_MESSAGES/travel.mo",
+    "turnframe_test/sample/travel_copy/templates/trip.name_set.title.j2",
+    "turnframe_test/sample/travel_copy/locale/it/LC_MESSAGES/travel.mo",
+    "turnframe_test/sample/travel_copy/locale/de/LC_MESSAGES/travel.mo",
 }
 
 
