@@ -131,6 +131,8 @@ EXECUTION_CARD_INVALIDATED = "turnframe.execution.card_invalidated"
 EXECUTION_UNTRUSTED_RESULT = "turnframe.execution.untrusted_result"
 #: reconciliation: the executor holds no effect for the key, and never will
 EXECUTION_NOT_APPLIED = "turnframe.execution.not_applied"
+#: the executor does not tell what became of a command (`Executor.outcome` not overridden)
+EXECUTION_OUTCOME_UNTOLD = "turnframe.execution.outcome_untold"
 
 # --- runtime ------------------------------------------------------------------------------------
 RUNTIME_CONVERSATION_NOT_FOUND = "turnframe.runtime.conversation_not_found"
