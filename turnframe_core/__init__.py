@@ -405,170 +405,63 @@ __all__ = [
 ]
 
 #: Names exported here before the adopter surface was cut, by home module.
-_HOMES: dict[str, str] = {
-    "AcceptedAnswer": "turnframe_core.interactions",
-    "AccountId": "turnframe_core.ids",
-    "ActAwaitingConfirmation": "turnframe_core.facts",
-    "ActChangedNothing": "turnframe_core.facts",
-    "ActHeld": "turnframe_core.facts",
-    "ActId": "turnframe_core.understanding",
-    "ActRefused": "turnframe_core.facts",
-    "ActionClass": "turnframe_core.interactions",
-    "AnswerBasis": "turnframe_core.blocks",
-    "AnswerBlock": "turnframe_core.blocks",
-    "AnswerProgress": "turnframe_core.facts",
-    "AnswerStatus": "turnframe_core.blocks",
-    "ArgumentName": "turnframe_core.workflow",
-    "ArgumentValue": "turnframe_core.understanding",
-    "ArtifactBlock": "turnframe_core.blocks",
-    "AssistantTurn": "turnframe_core.turn",
-    "AtomicityScope": "turnframe_core.commands",
-    "AttachmentRef": "turnframe_core.turn",
-    "Author": "turnframe_core.blocks",
-    "AwaitingConfirmationOutcome": "turnframe_core.replay",
-    "BLOCK_ORDER": "turnframe_core.blocks",
-    "BatchId": "turnframe_core.ids",
-    "BlockCompleted": "turnframe_core.stream",
-    "BlockDelta": "turnframe_core.stream",
-    "BlockId": "turnframe_core.ids",
-    "BlockKind": "turnframe_core.blocks",
-    "BlockStarted": "turnframe_core.stream",
-    "CardAnswerProposal": "turnframe_core.understanding",
-    "CardPurpose": "turnframe_core.interactions",
-    "CaseId": "turnframe_core.cases",
-    "ChainBreak": "turnframe_core.replay",
-    "ClaimMode": "turnframe_core.commands",
-    "ClaimViolation": "turnframe_core.claims",
-    "CommandId": "turnframe_core.ids",
-    "CommandOrigin": "turnframe_core.commands",
-    "CommandOutcome": "turnframe_core.replay",
-    "CommandOutcomeRecord": "turnframe_core.replay",
-    "CommittedOutcome": "turnframe_core.replay",
-    "ConfirmedInteraction": "turnframe_core.commands",
-    "ConfirmsAct": "turnframe_core.interactions",
-    "ConversationId": "turnframe_core.ids",
-    "CopyRef": "turnframe_core.blocks",
-    "CopyRender": "turnframe_core.replay",
-    "Custom": "turnframe_core.interactions",
-    "DeclaresCopy": "turnframe_core.workflow",
-    "DeclaresCopySamples": "turnframe_core.workflow",
-    "DeclaresFollowUps": "turnframe_core.workflow",
-    "DeclaresReceiptClaims": "turnframe_core.workflow",
-    "DeclaresReceiptTemplates": "turnframe_core.workflow",
-    "DeclineCommands": "turnframe_core.interactions",
-    "DefersAct": "turnframe_core.interactions",
-    "Digest": "turnframe_core.canonical",
-    "DirectSafeUserAct": "turnframe_core.commands",
-    "Dismiss": "turnframe_core.interactions",
-    "EventId": "turnframe_core.ids",
-    "Expectation": "turnframe_core.turn",
-    "ExpectationKind": "turnframe_core.turn",
-    "ExplicitGroup": "turnframe_core.commands",
-    "ExternalCallback": "turnframe_core.commands",
-    "FailedOutcome": "turnframe_core.replay",
-    "FreeformForbidden": "turnframe_core.interactions",
-    "FreeformOptional": "turnframe_core.interactions",
-    "FreeformPolicy": "turnframe_core.interactions",
-    "FreeformRequired": "turnframe_core.interactions",
-    "GUARDED_LANGUAGES": "turnframe_core.wording",
-    "Handle": "turnframe_core.understanding",
-    "IdSource": "turnframe_core.ids",
-    "IdempotentReplayOutcome": "turnframe_core.replay",
-    "InstructionDeclined": "turnframe_core.facts",
-    "Interaction": "turnframe_core.interactions",
-    "InteractionAlreadyAnswered": "turnframe_core.facts",
-    "InteractionAvailable": "turnframe_core.facts",
-    "InteractionBlock": "turnframe_core.blocks",
-    "InteractionId": "turnframe_core.ids",
-    "InteractionOptionView": "turnframe_core.interactions",
-    "InteractionStatus": "turnframe_core.interactions",
-    "InteractionView": "turnframe_core.interactions",
-    "InternalPolicy": "turnframe_core.commands",
-    "Knowledge": "turnframe_core.facts",
-    "MAX_ATTACHMENTS": "turnframe_core.turn",
-    "MAX_TEXT_CHARS": "turnframe_core.turn",
-    "MODEL_KINDS": "turnframe_core.blocks",
-    "MeetsRequirement": "turnframe_core.interactions",
-    "NarratableFact": "turnframe_core.facts",
-    "NewRecord": "turnframe_core.understanding",
-    "NotUnderstood": "turnframe_core.facts",
-    "NoticeBlock": "turnframe_core.blocks",
-    "NoticeSeverity": "turnframe_core.blocks",
-    "ObligationOpen": "turnframe_core.facts",
-    "Offer": "turnframe_core.turn",
-    "OfferedCard": "turnframe_core.understanding",
-    "OfferedHandle": "turnframe_core.understanding",
-    "OfferedOperation": "turnframe_core.understanding",
-    "OperationAvailable": "turnframe_core.facts",
-    "OperationName": "turnframe_core.workflow",
-    "OptionId": "turnframe_core.ids",
-    "OutboxId": "turnframe_core.ids",
-    "OutcomeUnknown": "turnframe_core.replay",
-    "PerCommand": "turnframe_core.commands",
-    "PolicyDecisionRecord": "turnframe_core.replay",
-    "Problem": "turnframe_core.understanding",
-    "ProposedChange": "turnframe_core.facts",
-    "ProseFinding": "turnframe_core.replay",
-    "ProviderAttempt": "turnframe_core.replay",
-    "QuestionId": "turnframe_core.understanding",
-    "ReceiptBlock": "turnframe_core.blocks",
-    "ReceiptId": "turnframe_core.ids",
-    "RecordFact": "turnframe_core.facts",
-    "RejectedOutcome": "turnframe_core.replay",
-    "ReplayRecord": "turnframe_core.replay",
-    "ReplayToken": "turnframe_core.ids",
-    "ResolutionChannel": "turnframe_core.interactions",
-    "ResolveClarification": "turnframe_core.interactions",
-    "ResponseBlock": "turnframe_core.blocks",
-    "ReviewEntry": "turnframe_core.interactions",
-    "RevisionConflictOutcome": "turnframe_core.replay",
-    "SERVER_KINDS": "turnframe_core.blocks",
-    "SERVER_TURN_ORIGIN": "turnframe_core.turn",
-    "SelectTarget": "turnframe_core.interactions",
-    "SequentialIdSource": "turnframe_core.ids",
-    "StoredAction": "turnframe_core.interactions",
-    "TURN_SCHEMA_VERSION": "turnframe_core.turn",
-    "Target": "turnframe_core.understanding",
-    "TargetResolutionRecord": "turnframe_core.replay",
-    "TextResolution": "turnframe_core.interactions",
-    "TransitionBlock": "turnframe_core.blocks",
-    "TurnBacking": "turnframe_core.wording",
-    "TurnCompleted": "turnframe_core.stream",
-    "TurnFailed": "turnframe_core.stream",
-    "TurnId": "turnframe_core.ids",
-    "TurnPhase": "turnframe_core.replay",
-    "TurnPhaseEvent": "turnframe_core.stream",
-    "TurnStatus": "turnframe_core.turn",
-    "TurnStep": "turnframe_core.stream",
-    "UnknownBlock": "turnframe_core.blocks",
-    "ValueNeeded": "turnframe_core.facts",
-    "ViewViolation": "turnframe_core.workflow",
-    "WordingFinding": "turnframe_core.wording",
-    "WorkflowKey": "turnframe_core.cases",
-    "WorkflowNotice": "turnframe_core.workflow",
-    "WorkflowVersion": "turnframe_core.replay",
-    "block_content_hash": "turnframe_core.stream",
-    "block_events": "turnframe_core.stream",
-    "can_transition": "turnframe_core.interactions",
-    "canonical_json": "turnframe_core.canonical",
-    "check_claims": "turnframe_core.claims",
-    "check_view": "turnframe_core.workflow",
-    "check_wording": "turnframe_core.wording",
-    "digest": "turnframe_core.canonical",
-    "ensure_claims": "turnframe_core.claims",
-    "ensure_view": "turnframe_core.workflow",
-    "origin_for_answer": "turnframe_core.commands",
-    "origin_is_trusted": "turnframe_core.commands",
-    "origin_satisfies": "turnframe_core.commands",
-    "parse_model_output": "turnframe_core.blocks",
-    "parse_stream_event": "turnframe_core.stream",
-    "publishes_outcomes": "turnframe_core.stream",
-    "split_tokens": "turnframe_core.stream",
-    "validate_answer": "turnframe_core.interactions",
-    "validate_payload_for": "turnframe_core.interactions",
-    "validate_understanding": "turnframe_core.understanding",
-    "verify_chain": "turnframe_core.replay",
+_OLDER: dict[str, str] = {
+    "turnframe_core.blocks": (
+        "BLOCK_ORDER MODEL_KINDS SERVER_KINDS AnswerBasis AnswerBlock AnswerStatus ArtifactBlock "
+        "Author BlockKind CopyRef InteractionBlock NoticeBlock NoticeSeverity ReceiptBlock "
+        "ResponseBlock TransitionBlock UnknownBlock parse_model_output"
+    ),
+    "turnframe_core.canonical": "Digest canonical_json digest",
+    "turnframe_core.cases": "CaseId WorkflowKey",
+    "turnframe_core.claims": "ClaimViolation check_claims ensure_claims",
+    "turnframe_core.commands": (
+        "AtomicityScope ClaimMode CommandOrigin ConfirmedInteraction DirectSafeUserAct "
+        "ExplicitGroup ExternalCallback InternalPolicy PerCommand origin_for_answer "
+        "origin_is_trusted origin_satisfies"
+    ),
+    "turnframe_core.facts": (
+        "ActAwaitingConfirmation ActChangedNothing ActHeld ActRefused AnswerProgress "
+        "InstructionDeclined InteractionAlreadyAnswered InteractionAvailable Knowledge "
+        "NarratableFact NotUnderstood ObligationOpen OperationAvailable ProposedChange RecordFact "
+        "ValueNeeded"
+    ),
+    "turnframe_core.ids": (
+        "AccountId BatchId BlockId CommandId ConversationId EventId IdSource InteractionId "
+        "OptionId OutboxId ReceiptId ReplayToken SequentialIdSource TurnId"
+    ),
+    "turnframe_core.interactions": (
+        "AcceptedAnswer ActionClass CardPurpose ConfirmsAct Custom DeclineCommands DefersAct "
+        "Dismiss FreeformForbidden FreeformOptional FreeformPolicy FreeformRequired Interaction "
+        "InteractionOptionView InteractionStatus InteractionView MeetsRequirement "
+        "ResolutionChannel ResolveClarification ReviewEntry SelectTarget StoredAction "
+        "TextResolution can_transition validate_answer validate_payload_for"
+    ),
+    "turnframe_core.replay": (
+        "AwaitingConfirmationOutcome ChainBreak CommandOutcome CommandOutcomeRecord "
+        "CommittedOutcome CopyRender FailedOutcome IdempotentReplayOutcome OutcomeUnknown "
+        "PolicyDecisionRecord ProseFinding ProviderAttempt RejectedOutcome ReplayRecord "
+        "RevisionConflictOutcome TargetResolutionRecord TurnPhase WorkflowVersion verify_chain"
+    ),
+    "turnframe_core.stream": (
+        "BlockCompleted BlockDelta BlockStarted TurnCompleted TurnFailed TurnPhaseEvent TurnStep "
+        "block_content_hash block_events parse_stream_event publishes_outcomes split_tokens"
+    ),
+    "turnframe_core.turn": (
+        "MAX_ATTACHMENTS MAX_TEXT_CHARS SERVER_TURN_ORIGIN TURN_SCHEMA_VERSION AssistantTurn "
+        "AttachmentRef Expectation ExpectationKind Offer TurnStatus"
+    ),
+    "turnframe_core.understanding": (
+        "ActId ArgumentValue CardAnswerProposal Handle NewRecord OfferedCard OfferedHandle "
+        "OfferedOperation Problem QuestionId Target validate_understanding"
+    ),
+    "turnframe_core.wording": "GUARDED_LANGUAGES TurnBacking WordingFinding check_wording",
+    "turnframe_core.workflow": (
+        "ArgumentName DeclaresCopy DeclaresCopySamples DeclaresFollowUps DeclaresReceiptClaims "
+        "DeclaresReceiptTemplates OperationName ViewViolation WorkflowNotice check_view "
+        "ensure_view"
+    ),
 }
+_HOMES: dict[str, str] = {name: home for home, names in _OLDER.items() for name in names.split()}
 
 
 def __getattr__(name: str) -> Any:
