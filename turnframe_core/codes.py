@@ -27,11 +27,8 @@ NOTICE_ACT_REFUSED = "turnframe.notice.act_refused"
 NOTICE_ALREADY_ANSWERED = "turnframe.notice.already_answered"
 NOTICE_NOT_UNDERSTOOD = "turnframe.notice.not_understood"
 NOTICE_MESSAGE_UNREADABLE = "turnframe.notice.message_unreadable"
-NOTICE_KEPT_UNCHANGED = "turnframe.notice.kept_unchanged"
 NOTICE_STALE_INTERACTION = "turnframe.notice.stale_interaction"
 NOTICE_INTERACTION_CLOSED = "turnframe.notice.interaction_closed"
-NOTICE_AWAITING_CONFIRMATION = "turnframe.notice.awaiting_confirmation"
-NOTICE_TARGET_AMBIGUOUS = "turnframe.notice.target_ambiguous"
 NOTICE_TURN_INTERRUPTED = "turnframe.notice.turn_interrupted"
 
 # --- claim guard violations ---------------------------------------------------------------------
@@ -60,7 +57,6 @@ CLAIM_REVIEW_FAILED = "turnframe.claim.review_failed"
 # --- blocks, authorship and turns ---------------------------------------------------------------
 AUTHORSHIP_FORBIDDEN_KIND = "turnframe.authorship.forbidden_kind"
 AUTHORSHIP_MALFORMED_OUTPUT = "turnframe.authorship.malformed_output"
-BLOCK_UNKNOWN_KIND = "turnframe.block.unknown_kind"
 BLOCK_INVALID = "turnframe.block.invalid"
 TURN_TERMINAL_STATUS = "turnframe.turn.terminal_status"
 TURN_INVALID_INPUT = "turnframe.turn.invalid_input"
@@ -72,11 +68,8 @@ ID_INVALID = "turnframe.id.invalid"
 
 # --- commands and policy ------------------------------------------------------------------------
 POLICY_ALLOWED = "turnframe.policy.allowed"
-POLICY_CONFIRMATION_REQUIRED = "turnframe.policy.confirmation_required"
 POLICY_TRUSTED_ORIGIN_REQUIRED = "turnframe.policy.trusted_origin_required"
 POLICY_HUMAN_REVIEW_REQUIRED = "turnframe.policy.human_review_required"
-POLICY_FORBIDDEN_RISK_CLASS = "turnframe.policy.forbidden_risk_class"
-POLICY_BLOCKED_BY_CONSTRAINT = "turnframe.policy.blocked_by_constraint"
 COMMAND_IDEMPOTENCY_KEY_MISMATCH = "turnframe.command.idempotency_key_mismatch"
 COMMAND_SCOPE_VIOLATION = "turnframe.command.scope_violation"
 
@@ -105,7 +98,6 @@ WORKFLOW_OUTCOME_ON_NON_TERMINAL_PHASE = "turnframe.workflow.outcome_on_non_term
 WORKFLOW_TERMINAL_WITHOUT_OUTCOME = "turnframe.workflow.terminal_phase_without_outcome"
 WORKFLOW_OUTCOME_WITH_OBLIGATIONS = "turnframe.workflow.outcome_with_obligations"
 WORKFLOW_INVARIANT_VIOLATION = "turnframe.workflow.invariant_violation"
-WORKFLOW_UNKNOWN = "turnframe.workflow.unknown"
 
 # --- understanding (model proposals) ------------------------------------------------------------
 UNDERSTANDING_REJECTED = "turnframe.understanding.rejected"
@@ -131,15 +123,15 @@ EXECUTION_CARD_INVALIDATED = "turnframe.execution.card_invalidated"
 EXECUTION_UNTRUSTED_RESULT = "turnframe.execution.untrusted_result"
 #: reconciliation: the executor holds no effect for the key, and never will
 EXECUTION_NOT_APPLIED = "turnframe.execution.not_applied"
+#: the executor does not tell what became of a command (`Executor.outcome` not overridden)
+EXECUTION_OUTCOME_UNTOLD = "turnframe.execution.outcome_untold"
 
 # --- runtime ------------------------------------------------------------------------------------
-RUNTIME_CONVERSATION_NOT_FOUND = "turnframe.runtime.conversation_not_found"
 RUNTIME_TURN_IN_PROGRESS = "turnframe.runtime.turn_in_progress"
 RUNTIME_MISSING_COPY = "turnframe.runtime.missing_copy"
 #: a template that exists could not render with its parameters (the caller fell back)
 COPY_RENDER_FAILED = "turnframe.copy.render_failed"
 RUNTIME_UNKNOWN_WORKFLOW = "turnframe.runtime.unknown_workflow"
-RUNTIME_INTERPRETER_FAILED = "turnframe.runtime.interpreter_failed"
 RUNTIME_TURN_FAILED = "turnframe.runtime.turn_failed"
 RUNTIME_STORES_WITHOUT_TRANSACTIONS = "turnframe.runtime.stores_without_transactions"
 RUNTIME_IDEMPOTENCY_KEY_REUSED = "turnframe.runtime.idempotency_key_reused"
@@ -150,14 +142,10 @@ RUNTIME_CONVERSATION_BUSY = "turnframe.runtime.conversation_busy"
 OPERATION_NOT_PROPOSABLE = "turnframe.operation.not_proposable"
 
 # --- targets ------------------------------------------------------------------------------------
-TARGET_AMBIGUOUS = "turnframe.target.ambiguous"
 TARGET_MISSING = "turnframe.target.missing"
-TARGET_UNAUTHORIZED = "turnframe.target.unauthorized"
-TARGET_STALE = "turnframe.target.stale"
 
 # --- replay -------------------------------------------------------------------------------------
 REPLAY_CHAIN_BROKEN = "turnframe.replay.chain_broken"
-REPLAY_DIGEST_MISMATCH = "turnframe.replay.digest_mismatch"
 #: audit chain findings (turnframe_core.audit_chain)
 AUDIT_RECORD_ALTERED = "turnframe.audit.record_altered"
 AUDIT_RECORD_MISSING = "turnframe.audit.record_missing"
@@ -167,7 +155,6 @@ AUDIT_LINK_MISSING = "turnframe.audit.link_missing"
 AUDIT_LINK_OUT_OF_ORDER = "turnframe.audit.link_out_of_order"
 
 # --- stream -------------------------------------------------------------------------------------
-STREAM_TURN_FAILED = "turnframe.stream.turn_failed"
 STREAM_EXPIRED = "turnframe.stream.expired"
 STREAM_INTERRUPTED = "turnframe.stream.interrupted"
 STREAM_INVALID_LAST_EVENT_ID = "turnframe.stream.invalid_last_event_id"

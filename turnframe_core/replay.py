@@ -98,7 +98,7 @@ class WorkflowVersion(FrozenModel):
 
 class TargetResolutionRecord(FrozenModel):
     act_id: NonEmptyStr
-    resolution: Literal["exact", "ambiguous", "missing", "unauthorized", "stale", "new"]
+    resolution: Literal["exact", "ambiguous", "missing"]
     case_ref: CaseRef | None = None
     candidates: tuple[CaseRef, ...] = ()
 
@@ -200,7 +200,7 @@ class ProviderAttempt(FrozenModel):
     purpose: NonEmptyStr
     provider: NonEmptyStr
     model: NonEmptyStr
-    outcome: Literal["succeeded", "failed", "fell_back", "cancelled"]
+    outcome: Literal["succeeded", "failed"]
     code: str | None = None
     request_id: str | None = None
     latency_ms: int | None = Field(default=None, ge=0)

@@ -7,10 +7,16 @@ and no obligation is open. `check_view` reports every broken view rule with its 
 breach: an outcome beside three open obligations is three); the runtime refuses a view that
 breaks any. Operations the workflow offers are compiled from resolved acts into typed commands, or
 refused in the domain's own words. Nothing here performs I/O.
+
+An adopter subclasses `Workflow`: its required methods are abstract, its optional capabilities
+(receipt templates, copy samples, copy templates, receipt claims, follow-ups) default to "not
+declared". `WorkflowDefinition` and the `Declares*` protocols describe the same contract
+structurally; `as_workflow` is the one place that adapts such an object to a `Workflow`.
 """
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from enum import StrEnum
 from typing import Annotated, Any, Protocol, runtime_checkable
@@ -33,6 +39,7 @@ from turnframe_core.wording import ClaimClass
 __all__ = [
     "ArgumentName",
     "DeclaresCopy",
+    "DeclaresCopySamples",
     "DeclaresFollowUps",
     "DeclaresReceiptClaims",
     "DeclaresReceiptTemplates",
@@ -48,9 +55,11 @@ __all__ = [
     "ResolvedAct",
     "ViewInvariantViolation",
     "ViewViolation",
+    "Workflow",
     "WorkflowDefinition",
     "WorkflowNotice",
     "WorkflowView",
+    "as_workflow",
     "check_view",
     "ensure_view",
 ]
@@ -408,3 +417,173 @@ class DeclaresFollowUps(Protocol):
     def follow_up_receipts(self) -> Sequence[str]:
         """The receipt `status_code`s that say a follow-up is scheduled."""
         ...
+
+
+class Workflow(ABC):
+    """The base class a domain workflow subclasses: `WorkflowDefinition`'s methods are abstract,
+    the optional capabilities return "not declared" (empty) unless overridden. Every method is
+    pure, as `WorkflowDefinition` states. `key` and `version` may be plain class attributes."""
+
+    @property
+    @abstractmethod
+    def key(self) -> str:
+        """The workflow key cases carry (`CaseRef.workflow`)."""
+
+    @property
+    @abstractmethod
+    def version(self) -> str:
+        """The version views carry as `workflow_version`."""
+
+    @abstractmethod
+    def project(self, case_ref: CaseRef, state: Mapping[str, Any] | None) -> WorkflowView:
+        """The view of the case; `state` None means the case does not exist yet."""
+
+    @abstractmethod
+    def operations(self, view: WorkflowView) -> Sequence[OperationSpec]:
+        """The operations on offer in this view; nothing else can be proposed or compiled."""
+
+    @abstractmethod
+    def compile(
+        self, act: ResolvedAct, view: WorkflowView, state: Mapping[str, Any] | None
+    ) -> Sequence[CompiledCommand] | DomainRefusal:
+        """The commands an act means against this view and state, or the domain's refusal."""
+
+    @abstractmethod
+    def policy(self, command_type: str) -> CommandPolicy:
+        """The command's policy; an unknown type gets `CommandPolicy.conservative()`."""
+
+    @abstractmethod
+    def receipts(self, events: Sequence[DomainEvent]) -> Sequence[ReceiptSpec]:
+        """What receipts to render for committed events; each spec cites the events it states."""
+
+    @abstractmethod
+    def obligation_sentence(self, obligation: Obligation, locale: str) -> str | Localized | None:
+        """How an open obligation reads to the user (a copy reference or words), or None."""
+
+    @abstractmethod
+    def narratable_state(self, state: Mapping[str, Any] | None) -> Mapping[str, Any]:
+        """The fields of a case a narrator may state (values as the user would read them)."""
+
+    @abstractmethod
+    def next_steps(self, view: WorkflowView) -> Sequence[NextStep]:
+        """Steps worth suggesting in this view; each names an operation the view offers."""
+
+    @abstractmethod
+    def build_interaction(
+        self,
+        requirement: InteractionRequirement,
+        view: WorkflowView,
+        state: Mapping[str, Any] | None,
+    ) -> InteractionPayload:
+        """The card payload for a view's blocking requirement; the runtime persists it."""
+
+    def receipt_templates(self) -> Sequence[str]:
+        """Every `template_id` `receipts` may use (`DeclaresReceiptTemplates`); none declared."""
+        return ()
+
+    def copy_samples(self) -> Mapping[str, Sequence[Mapping[str, Any]]]:
+        """Sample parameters per template (`DeclaresCopySamples`); none declared."""
+        return {}
+
+    def copy_templates(self) -> Sequence[str]:
+        """Every template id the workflow's texts may name (`DeclaresCopy`); none declared."""
+        return ()
+
+    def receipt_claims(self) -> Mapping[str, Sequence[ClaimClass]]:
+        """Receipt status code -> claim classes it backs (`DeclaresReceiptClaims`); none
+        declared, so every receipt backs every outcome class."""
+        return {}
+
+    def follow_up_receipts(self) -> Sequence[str]:
+        """Receipt status codes that say a follow-up is scheduled (`DeclaresFollowUps`); none
+        declared, so no prose may promise a follow-up."""
+        return ()
+
+
+class _DefinedWorkflow(Workflow):
+    """A `WorkflowDefinition` seen as a `Workflow`: each call goes to the definition; an
+    optional capability it does not declare answers as `Workflow` does."""
+
+    def __init__(self, definition: WorkflowDefinition) -> None:
+        self.definition = definition
+
+    @property
+    def key(self) -> str:
+        return self.definition.key
+
+    @property
+    def version(self) -> str:
+        return self.definition.version
+
+    def project(self, case_ref: CaseRef, state: Mapping[str, Any] | None) -> WorkflowView:
+        return self.definition.project(case_ref, state)
+
+    def operations(self, view: WorkflowView) -> Sequence[OperationSpec]:
+        return self.definition.operations(view)
+
+    def compile(
+        self, act: ResolvedAct, view: WorkflowView, state: Mapping[str, Any] | None
+    ) -> Sequence[CompiledCommand] | DomainRefusal:
+        return self.definition.compile(act, view, state)
+
+    def policy(self, command_type: str) -> CommandPolicy:
+        return self.definition.policy(command_type)
+
+    def receipts(self, events: Sequence[DomainEvent]) -> Sequence[ReceiptSpec]:
+        return self.definition.receipts(events)
+
+    def obligation_sentence(self, obligation: Obligation, locale: str) -> str | Localized | None:
+        return self.definition.obligation_sentence(obligation, locale)
+
+    def narratable_state(self, state: Mapping[str, Any] | None) -> Mapping[str, Any]:
+        return self.definition.narratable_state(state)
+
+    def next_steps(self, view: WorkflowView) -> Sequence[NextStep]:
+        return self.definition.next_steps(view)
+
+    def build_interaction(
+        self,
+        requirement: InteractionRequirement,
+        view: WorkflowView,
+        state: Mapping[str, Any] | None,
+    ) -> InteractionPayload:
+        return self.definition.build_interaction(requirement, view, state)
+
+    def receipt_templates(self) -> Sequence[str]:
+        found = self.definition
+        return found.receipt_templates() if isinstance(found, DeclaresReceiptTemplates) else ()
+
+    def copy_samples(self) -> Mapping[str, Sequence[Mapping[str, Any]]]:
+        found = self.definition
+        return found.copy_samples() if isinstance(found, DeclaresCopySamples) else {}
+
+    def copy_templates(self) -> Sequence[str]:
+        found = self.definition
+        return found.copy_templates() if isinstance(found, DeclaresCopy) else ()
+
+    def receipt_claims(self) -> Mapping[str, Sequence[ClaimClass]]:
+        found = self.definition
+        return found.receipt_claims() if isinstance(found, DeclaresReceiptClaims) else {}
+
+    def follow_up_receipts(self) -> Sequence[str]:
+        found = self.definition
+        return found.follow_up_receipts() if isinstance(found, DeclaresFollowUps) else ()
+
+
+class _AnsweringDefinedWorkflow(_DefinedWorkflow):
+    """A definition that also records external answers (the outbox's `AppliesExternalAnswers`,
+    whose types live in the runtime): the capability stays visible through the adapter."""
+
+    def external_answer(self, request: Any, result: Any) -> Any:
+        return self.definition.external_answer(request, result)  # type: ignore[attr-defined]
+
+
+def as_workflow(definition: Workflow | WorkflowDefinition) -> Workflow:
+    """`definition` itself when it is a `Workflow`; else a `Workflow` that delegates to it and
+    answers "not declared" for each optional capability it lacks. The one place that looks at
+    what a workflow object has."""
+    if isinstance(definition, Workflow):
+        return definition
+    if callable(getattr(definition, "external_answer", None)):
+        return _AnsweringDefinedWorkflow(definition)
+    return _DefinedWorkflow(definition)

@@ -213,15 +213,13 @@ def turn_delivered(record: ReplayRecord, turn: AssistantTurn) -> None:
             if not decision.allowed:
                 count("command.confirmation_required", command_type=decision.command_type)
         for resolution in record.target_resolutions:
-            if resolution.resolution in ("ambiguous", "missing", "unauthorized", "stale"):
+            if resolution.resolution != "exact":
                 count(f"target.{resolution.resolution}")
         count("interaction.created", len(record.interactions_created))
         for attempt in record.provider_attempts:
             if attempt.latency_ms is not None:
                 record_ms("provider.latency_ms", attempt.latency_ms, purpose=attempt.purpose)
-            if attempt.outcome == "fell_back":
-                count("provider.fallback", purpose=attempt.purpose)
-            elif attempt.outcome == "failed":
+            if attempt.outcome == "failed":
                 count("provider.failed", purpose=attempt.purpose, code=attempt.code)
         replaced = [f for f in record.prose_findings if f.replaced_by == "server_copy"]
         count("claim.guard_replaced", len(replaced))

@@ -1,8 +1,11 @@
 """What an adopter implements around the runtime: the case directory, the workflow executor, the
-interpreter, the narrator. Documented `Protocol`s; the runtime never imports an implementation."""
+interpreter, the narrator. Documented `Protocol`s, and the `Executor` base class an adopter's
+executor subclasses (its optional `outcome()` defaults to "cannot tell"); `as_executor` is the one
+place that adapts a structural `WorkflowExecutor`. The runtime never imports an implementation."""
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal, Protocol
 
@@ -28,14 +31,18 @@ __all__ = [
     "ExecutionRejected",
     "ExecutionResult",
     "ExecutionTimeout",
+    "Executor",
     "Interpreter",
     "LoadedCase",
     "Narrator",
+    "OutcomeUntold",
     "ReviewRequest",
     "ReviewVerdict",
     "RevisionConflict",
     "TransitionRequest",
     "WorkflowExecutor",
+    "as_executor",
+    "offered_reviewer",
 ]
 
 
@@ -123,6 +130,13 @@ class ExecutionFailed(TurnframeError):
     code = codes.EXECUTION_FAILED
 
 
+class OutcomeUntold(TurnframeError):
+    """The executor cannot tell (now, or ever) what became of a command: its outcome stays
+    unknown. What `Executor.outcome` raises unless the executor overrides it."""
+
+    code = codes.EXECUTION_OUTCOME_UNTOLD
+
+
 class WorkflowExecutor(Protocol):
     """Applies command batches to the domain's own state.
 
@@ -138,6 +152,46 @@ class WorkflowExecutor(Protocol):
     """
 
     async def execute(self, batch: CommandBatch) -> ExecutionResult: ...
+
+
+class Executor(ABC):
+    """The base class an adopter's executor subclasses; the contract is `WorkflowExecutor`'s."""
+
+    @abstractmethod
+    async def execute(self, batch: CommandBatch) -> ExecutionResult:
+        """Apply the batch (all or none, idempotent per key) and report what it committed."""
+
+    async def outcome(self, idempotency_key: str) -> ExecutionResult | None:
+        """What became of one command, asked by recovery to settle an unknown outcome: its result
+        when it took effect, None when it did not and never will. Raise when it cannot tell yet;
+        by default it never can (`OutcomeUntold`), so unknown outcomes stay unknown."""
+        raise OutcomeUntold("this executor does not tell what became of a command")
+
+
+class _StructuralExecutor(Executor):
+    """A `WorkflowExecutor` seen as an `Executor`: calls go to it; without its own `outcome`
+    it answers as `Executor` does."""
+
+    def __init__(self, executor: WorkflowExecutor) -> None:
+        self.executor = executor
+
+    async def execute(self, batch: CommandBatch) -> ExecutionResult:
+        return await self.executor.execute(batch)
+
+    async def outcome(self, idempotency_key: str) -> ExecutionResult | None:
+        ask = getattr(self.executor, "outcome", None)
+        if not callable(ask):
+            return await super().outcome(idempotency_key)
+        answer: ExecutionResult | None = await ask(idempotency_key)
+        return answer
+
+
+def as_executor(executor: Executor | WorkflowExecutor) -> Executor:
+    """`executor` itself when it is an `Executor`; else an `Executor` that delegates to it (its
+    `outcome` when it has one). The one place that looks at what an executor object has."""
+    if isinstance(executor, Executor):
+        return executor
+    return _StructuralExecutor(executor)
 
 
 class Interpreter(Protocol):
@@ -218,3 +272,15 @@ class ClaimReviewer(Protocol):
     it offers one (a separate object with `review`), else the runtime refuses to start."""
 
     async def review(self, request: ReviewRequest) -> ReviewVerdict: ...
+
+
+def offered_reviewer(
+    narrator: Narrator | None, reviewer: ClaimReviewer | None
+) -> ClaimReviewer | None:
+    """The reviewer a runtime uses: `reviewer` when given, else the narrator's own `reviewer`
+    attribute when it offers one (an object with `review`), else None. The one place that
+    looks at what a narrator object has."""
+    if reviewer is not None:
+        return reviewer
+    offered = getattr(narrator, "reviewer", None)
+    return offered if callable(getattr(offered, "review", None)) else None

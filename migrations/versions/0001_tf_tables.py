@@ -1,12 +1,15 @@
 """The tf_* tables: conversations, turns, phase markers, cards, command journal, event ledger,
-outbox and replay records.
+outbox, replay records, stream events and the audit chain.
 
 Revision ID: 0001
 Revises:
-Create Date: 2026-11-30
+Create Date: 2026-12-02
 
-Times are timestamptz on PostgreSQL and integer milliseconds on SQLite; documents are canonical
-JSON text. Forward only.
+The one initial revision: nothing is released, so the five revisions written before were squashed
+into this one (decision 0020). Times are timestamptz on PostgreSQL and integer milliseconds on
+SQLite; documents are canonical JSON text. On PostgreSQL a row added to tf_outbox notifies
+`turnframe_outbox` (payload: the table's schema) with its transaction's COMMIT; SQLite relays
+poll. The audit chain links only final replay records, one immutable link each. Forward only.
 """
 
 from __future__ import annotations
@@ -199,6 +202,7 @@ def upgrade() -> None:
         _time("claim_taken_at", nullable=True),
         _text("last_failure", nullable=True),
         _text("remote_ref", nullable=True),
+        _time("dispatch_started_at", nullable=True),
         sa.PrimaryKeyConstraint("outbox_id", name="tf_outbox_pkey"),
         sa.UniqueConstraint(
             "destination", "idempotency_key", name="tf_outbox_destination_idempotency_key"
@@ -231,6 +235,71 @@ def upgrade() -> None:
         "tf_replay",
         ["account_id", "conversation_id", "first_recorded_at", "turn_id"],
     )
+    op.create_index("tf_replay_by_token", "tf_replay", ["replay_token"])
+    op.create_index(
+        "tf_replay_conversation_accounts", "tf_replay", ["conversation_id", "account_id"]
+    )
+
+    op.create_table(
+        "tf_stream_event",
+        _text("account_id"),
+        _text("turn_id"),
+        sa.Column("sequence", sa.BigInteger(), nullable=False),
+        _text("event_type"),
+        sa.Column("terminal", sa.Boolean(), nullable=False),
+        sa.Column("at", sa.BigInteger(), nullable=False),
+        _text("event"),
+        sa.PrimaryKeyConstraint("account_id", "turn_id", "sequence", name="tf_stream_event_pkey"),
+        sa.ForeignKeyConstraint(
+            ["account_id", "turn_id"],
+            ["tf_turn.account_id", "tf_turn.turn_id"],
+            name="tf_stream_event_turn_fk",
+            ondelete="CASCADE",
+        ),
+        sa.CheckConstraint("sequence >= 1", name="tf_stream_event_sequence_check"),
+    )
+    op.create_index(
+        "tf_stream_event_finished",
+        "tf_stream_event",
+        ["at", "account_id", "turn_id"],
+        **_partial("terminal"),
+    )
+
+    op.create_table(
+        "tf_audit_link",
+        _text("account_id"),
+        _text("conversation_id"),
+        sa.Column("position", sa.BigInteger(), nullable=False),
+        _text("turn_id"),
+        _text("record_digest"),
+        _text("previous_digest", nullable=True),
+        sa.Column("linked_at", sa.BigInteger(), nullable=False),
+        _text("link_digest"),
+        sa.PrimaryKeyConstraint(
+            "account_id", "conversation_id", "position", name="tf_audit_link_pkey"
+        ),
+        sa.UniqueConstraint("account_id", "turn_id", name="tf_audit_link_turn"),
+        sa.CheckConstraint("position >= 0", name="tf_audit_link_position_check"),
+    )
+
+    if op.get_bind().dialect.name == "postgresql":
+        op.execute(
+            """
+            CREATE OR REPLACE FUNCTION tf_outbox_notify() RETURNS trigger
+            LANGUAGE plpgsql AS $$
+            BEGIN
+                PERFORM pg_notify('turnframe_outbox', TG_TABLE_SCHEMA);
+                RETURN NULL;
+            END
+            $$
+            """
+        )
+        op.execute(
+            """
+            CREATE TRIGGER tf_outbox_notify AFTER INSERT ON tf_outbox
+            FOR EACH STATEMENT EXECUTE FUNCTION tf_outbox_notify()
+            """
+        )
 
 
 def downgrade() -> None:

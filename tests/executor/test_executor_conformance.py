@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from turnframe_core import CaseKey, CommandBatch
-from turnframe_runtime import ExecutionRejected, ExecutionResult
+from turnframe_runtime import ExecutionRejected, ExecutionResult, Executor
 from turnframe_store.sql.url import parse_url
 from turnframe_test.domains.travel import TripDesk, TripExecutor
 from turnframe_test.domains.travel_pg import PostgresTripDesk
@@ -225,3 +225,25 @@ async def test_an_executor_without_outcome_has_that_check_skipped_not_passed() -
     assert "SKIP check_outcome_tells_what_became_of_a_command" in report.describe()
     assert report.skipped_names == ("check_outcome_tells_what_became_of_a_command",)
     assert "0/1 executor conformance checks passed, 1 skipped" in report.describe()
+
+
+class _DefaultOutcome(Executor):
+    """A subclass of the base that keeps its default `outcome()`: it tells nothing."""
+
+    def __init__(self, desk: TripDesk) -> None:
+        self.inner = TripExecutor(desk)
+
+    async def execute(self, batch: CommandBatch) -> ExecutionResult:
+        return await self.inner.execute(batch)
+
+
+async def test_an_executor_keeping_the_default_outcome_has_that_check_skipped_not_passed() -> None:
+    report = await run_executor_checks(
+        memory_factory(_DefaultOutcome),  # type: ignore[arg-type]
+        names=[
+            "check_outcome_tells_what_became_of_a_command",
+            "check_a_refused_command_applies_nothing",
+        ],
+    )
+    assert report.skipped_names == ("check_outcome_tells_what_became_of_a_command",)
+    assert [r.passed for r in report.results if not r.skipped] == [True], report.describe()

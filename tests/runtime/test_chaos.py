@@ -250,9 +250,7 @@ async def test_every_interrupted_conversation_is_finished_and_keeps_every_invari
     make_desk, store_backend, point: str
 ) -> None:
     rng = random.Random(f"{point}-{store_backend.name}")
-    desk: DeskHarness = await make_desk(
-        config=RuntimeConfig(locales=("en", "it"), settle_wait_ms=50)
-    )
+    desk: DeskHarness = await make_desk(config=RuntimeConfig(locales=("en", "it")))
     desk.interpreter.understand = _interpret  # type: ignore[method-assign]
     chaos = _Chaos(desk, point, rng)
     for n in range(CONVERSATIONS):

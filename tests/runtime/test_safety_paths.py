@@ -27,7 +27,7 @@ async def _card(desk: DeskHarness):
 
 async def test_a_card_whose_command_has_an_unknown_outcome_cannot_be_answered_again(make_desk):
     # The second click waits (boundedly) for the card to settle; here it never does.
-    desk = await make_desk(config=RuntimeConfig(locales=("en", "it"), settle_wait_ms=50))
+    desk = await make_desk(config=RuntimeConfig(locales=("en", "it")))
     desk.ready_trip()
     card = await _card(desk)
     desk.executor.timeouts.add("trip.confirm_rebooking")

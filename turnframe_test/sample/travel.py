@@ -57,6 +57,7 @@ from turnframe_core import (
     RiskClass,
     ValueKind,
     ValueRule,
+    Workflow,
     WorkflowView,
     derive_id,
 )
@@ -67,6 +68,7 @@ from turnframe_runtime import (
     ExecutionRejected,
     ExecutionResult,
     ExecutionTimeout,
+    Executor,
     LoadedCase,
     OutboxRequest,
     RevisionConflict,
@@ -192,7 +194,7 @@ _OPERATIONS: tuple[OperationSpec, ...] = (
 )
 
 
-class TripWorkflow:
+class TripWorkflow(Workflow):
     """The trip workflow (pure: no I/O, no clock)."""
 
     key = TRIP
@@ -587,7 +589,7 @@ class ProcessCrash(BaseException):
     `BaseException` that is not an `Exception`), and recovery finishes the turn."""
 
 
-class TripExecutor:
+class TripExecutor(Executor):
     """Applies trip commands to the desk, all or nothing per batch, idempotent per envelope key.
 
     `timeouts` names command types whose execution times out (the airline never answers);

@@ -14,8 +14,7 @@ from alembic.migration import MigrationContext
 from services import Database
 from sqlalchemy.pool import NullPool
 
-from turnframe_core.derive import derive_replay_token
-from turnframe_core.replay import ReplayRecord, TurnPhase
+from turnframe_core.replay import TurnPhase
 from turnframe_core.turn import TurnInput
 from turnframe_store import UserTurnRecord
 from turnframe_store.sql._migrate import VERSION_TABLE
@@ -77,7 +76,7 @@ async def test_the_migrations_create_every_table_and_record_their_version(
     versions = await asyncio.to_thread(_inspect, database, _versions)
 
     assert names == TABLES | {VERSION_TABLE}
-    assert versions == ["0005"]
+    assert versions == ["0001"]
 
 
 async def test_migrating_again_on_the_next_start_keeps_the_data(database: Database) -> None:
@@ -96,7 +95,7 @@ async def test_migrating_again_on_the_next_start_keeps_the_data(database: Databa
     second = await database.migrated()
 
     assert (await second.conversations.get_phase("acct_1", "turn_1")).phase is TurnPhase.RECEIVED
-    assert await asyncio.to_thread(_inspect, database, _versions) == ["0005"]
+    assert await asyncio.to_thread(_inspect, database, _versions) == ["0001"]
 
 
 async def test_the_in_process_guard_lets_stores_in_one_process_migrate_together(
@@ -106,7 +105,7 @@ async def test_the_in_process_guard_lets_stores_in_one_process_migrate_together(
 
     await asyncio.gather(*(stores.migrate() for stores in starting))
 
-    assert await asyncio.to_thread(_inspect, database, _versions) == ["0005"]
+    assert await asyncio.to_thread(_inspect, database, _versions) == ["0001"]
     assert await asyncio.to_thread(_inspect, database, _differences) == []
 
 
@@ -138,42 +137,5 @@ async def test_two_processes_migrating_together_do_not_race(database: Database) 
     outcomes = [await process.communicate() for process in processes]
 
     assert [p.returncode for p in processes] == [0, 0, 0], [err for _, err in outcomes]
-    assert await asyncio.to_thread(_inspect, database, _versions) == ["0005"]
-    assert await asyncio.to_thread(_inspect, database, _differences) == []
-
-
-def _as_before_the_chain(connection: sa.Connection) -> None:
-    """The database as revision 0004 left it: no chain table, no audit indexes."""
-    connection.exec_driver_sql("DROP TABLE tf_audit_link")
-    connection.exec_driver_sql("DROP INDEX tf_replay_by_token")
-    connection.exec_driver_sql("DROP INDEX tf_replay_conversation_accounts")
-    connection.exec_driver_sql(f"UPDATE {VERSION_TABLE} SET version_num = '0004'")
-    connection.commit()
-
-
-async def test_upgrading_links_the_records_that_were_already_final(database: Database) -> None:
-    stores = await database.migrated()
-    records = []
-    for n, phase in enumerate([TurnPhase.DELIVERED, TurnPhase.FAILED, TurnPhase.DELIVERED]):
-        record = ReplayRecord(
-            turn_id=f"turn_{n}",
-            conversation_id="conv_1",
-            account_id="acct_1",
-            replay_token=derive_replay_token(f"turn_{n}"),
-            phase=phase,
-            recorded_at=100 + n,
-            input=TurnInput(account_id="acct_1", conversation_id="conv_1", text="hi"),
-        )
-        await stores.replay.put(record)
-        records.append(record)
-    in_flight = {"turn_id": "turn_9", "phase": TurnPhase.RECEIVED, "recorded_at": 200}
-    in_flight["replay_token"] = derive_replay_token("turn_9")
-    await stores.replay.put(records[0].model_copy(update=in_flight))
-    written = await stores.replay.chain("acct_1", "conv_1")
-    assert [link.turn_id for link in written] == ["turn_0", "turn_1", "turn_2"]
-    await asyncio.to_thread(_inspect, database, _as_before_the_chain)
-
-    upgraded = await database.migrated()
-
-    assert await upgraded.replay.chain("acct_1", "conv_1") == written
+    assert await asyncio.to_thread(_inspect, database, _versions) == ["0001"]
     assert await asyncio.to_thread(_inspect, database, _differences) == []
