@@ -626,7 +626,6 @@ GATES: tuple[Gate, ...] = (
             "tests/store/test_stored_turn_versions.py::test_a_turn_of_an_unknown_major_version_raises_unsupported_schema_version",
             "tests/core/test_replay_compat.py::test_a_chain_written_before_the_upgrade_is_intact_after_it",
             "tests/store/test_stored_inputs_on_backends.py::test_a_user_turn_and_its_record_stored_before_strict_input_read_back",
-            "tests/store/sql/test_sql_migrations.py::test_upgrading_links_the_records_that_were_already_final",
         ),
         docs=("docs/decisions/0004-sql-store.md", "docs/decisions/0007-turn-schema-version.md"),
     ),
