@@ -19,9 +19,7 @@ from turnframe_core.copytext import Localized
 from turnframe_core.events import DomainEvent
 from turnframe_core.replay import (
     CommandOutcome,
-    CommittedOutcome,
     CopyRender,
-    OutcomeUnknown,
     PolicyDecisionRecord,
     ProseFinding,
     ProviderAttempt,
@@ -135,7 +133,7 @@ class Purpose(StrEnum):
     NARRATE = "narrate"
 
 
-@dataclass
+@dataclass(frozen=True)
 class Executed:
     """One command that ran (or tried to) this turn, in execution order."""
 
@@ -222,15 +220,6 @@ class AuditTrail:
         """The call at `index` answered, but its answer was discarded (and why)."""
         kept = self.provider_attempts[index]
         self.provider_attempts[index] = kept.model_copy(update={"outcome": "failed", "code": code})
-
-    @property
-    def settled(self) -> bool:
-        """No command this turn ran has an unknown outcome."""
-        return not any(isinstance(e.outcome, OutcomeUnknown) for e in self.executed)
-
-    @property
-    def committed_anything(self) -> bool:
-        return any(isinstance(e.outcome, CommittedOutcome) for e in self.executed)
 
 
 def _label(text: str) -> str:

@@ -15,7 +15,7 @@ at its phase for recovery to finish by idempotency key.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -24,7 +24,7 @@ from turnframe_core.cases import CaseKey
 from turnframe_core.claims import ClaimGuardViolation
 from turnframe_core.events import DomainEvent
 from turnframe_core.interactions import Interaction
-from turnframe_core.replay import TurnPhase
+from turnframe_core.replay import OutcomeUnknown, TurnPhase
 from turnframe_core.stream import StreamMode
 from turnframe_core.turn import AssistantTurn, TurnInput
 from turnframe_core.understanding import Understanding
@@ -44,6 +44,7 @@ from turnframe_runtime.card_answer import (
 from turnframe_runtime.cards import RaisedCard, persist_card
 from turnframe_runtime.compose import Composer, TurnResult
 from turnframe_runtime.context import Purpose
+from turnframe_runtime.execute import Committed
 from turnframe_runtime.follow_up import FollowUp
 from turnframe_runtime.reduce import (
     CaseInView,
@@ -157,29 +158,32 @@ async def commit_and_deliver(
     assistant: AssistantTurn | None = None
     try:
         with observe.stage("M", "execute"):
-            await t.execution.run(started.commands)  # M
+            executed = await t.execution.run(started.commands)  # M
         answered = _answered_before(started, answer)
         with observe.stage("O", "re-project"):
             refreshed = await follow_up.refresh(_answered_late(started, answer))  # O
         with observe.stage("N-P", "commit"):
             async with t.events.transaction(kernel.stores) as tx:
-                readback = await t.execution.commit(tx, started.claimed, record=not fold)  # N
+                committed = await t.execution.commit(
+                    tx, started.claimed, executed, record=not fold
+                )  # N
+                settled = not any(isinstance(e.outcome, OutcomeUnknown) for e in committed.executed)
                 mark = t.events.mark()  # the reply's events go back with its savepoint
                 try:
                     result = await _raise_cards(
-                        kernel, tx, t, started, answer, answered, follow_up, refreshed, readback
+                        kernel, tx, t, started, answer, answered, follow_up, refreshed, committed
                     )
                     if fold:
                         async with tx.savepoint():
                             assistant = await _composer(kernel, t).compose(result)
-                            await t.recorder.deliver(tx, assistant, settled=t.audit.settled)
+                            await t.recorder.deliver(tx, assistant, settled=settled)
                 except BaseException as failure:
                     after_commit = failure
                     if fold:  # the record still says what committed
                         t.events.undo_to(mark)
                         await t.recorder.committed(tx)
     except BaseException as failure:
-        if not (started.effects_possible or t.execution.started):
+        if not started.effects_possible:
             await fail_before_effects(kernel, t, failure)
         raise
     if after_commit is not None:
@@ -197,7 +201,7 @@ async def commit_and_deliver(
             assistant = await fallback.compose(result)
         with observe.stage("U-V", "deliver"):
             async with t.events.transaction(kernel.stores) as tx:  # durable point 4: U/V
-                await t.recorder.deliver(tx, assistant, settled=t.audit.settled)
+                await t.recorder.deliver(tx, assistant, settled=settled)
     return assistant
 
 
@@ -306,7 +310,7 @@ async def _raise_cards(
     answered_before: Interaction | None,
     follow_up: FollowUp,
     refreshed: Sequence[CaseInView],
-    readback: Mapping[str, DomainEvent],
+    committed: Committed,
 ) -> TurnResult:
     """P inside the commit's transaction, behind a savepoint: a failure here undoes only its
     own writes, never the commit."""
@@ -322,12 +326,13 @@ async def _raise_cards(
         understanding=planned.understanding,
         plan=planned.plan,
         cases=t.cases,
-        readback=readback,
+        readback=committed.readback,
         shown=follow_up.shown,
         touched=frozenset(follow_up.touched),
         answered_before=answered_before,
         answered_events=answered_events,
         closed=answer if isinstance(answer, Closed) else None,
+        executed=committed.executed,
     )
 
 

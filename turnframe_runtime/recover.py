@@ -199,30 +199,37 @@ class Recovery:
             recorder,
             replays_invalidate=False,
         )
-        await self._reconcile(ctx, entries, planned, audit)
+        reconciled = await self._reconcile(ctx, entries, planned)
         claimed = self._claim(ctx, card, planned)
         if replied:
-            return await self._settle_after_reply(ctx, record, entries, claimed, execution, audit)
-        await execution.run([planned[e.command_id] for e in entries if e.status in _RUN_AGAIN])
-        resumed = bool(audit.executed)
-        if claimed is not None and _still_unknown(claimed, entries, audit):
+            return await self._settle_after_reply(
+                ctx, record, entries, claimed, execution, reconciled
+            )
+        ran = await execution.run(
+            [planned[e.command_id] for e in entries if e.status in _RUN_AGAIN]
+        )
+        executed = (*reconciled, *ran)
+        resumed = bool(executed)
+        if claimed is not None and _still_unknown(claimed, entries, executed):
             claimed = None  # a command of the card may still take effect: it stays resolving
         if resumed:
             async with stream.transaction(self.kernel.stores) as tx:
-                await execution.commit(tx, claimed)
-        # Everything the turn ran, as the journal now holds it: the reply cites all of it.
+                await execution.commit(tx, claimed, executed)
+        # Everything the turn ran, as the journal now holds it: the reply cites all of it, and
+        # says only what that came to (what running it said along the way is not the reply's).
         settled = [await self.kernel.stores.journal.get(account_id, e.command_id) for e in entries]
         unknown = sum(1 for e in settled if e.status is JournalStatus.OUTCOME_UNKNOWN)
         events = await self._events(account_id, settled)
-        notes.notices.clear()
-        audit.executed = [
+        notes = Notes(RecordingCopy(self.kernel.copy, audit.rendered), ctx.locale)
+        final = tuple(
             Executed(planned[e.command_id], e.outcome, _own(events, e.command_id))
             for e in settled
             if e.outcome is not None
-        ]
-        for executed in audit.executed:
-            tell_outcome(notes, executed.planned.envelope.case_ref, executed.outcome)
-        assistant = await self._compose(ctx, notes, audit, record, events, settled, card)
+        )
+        audit.executed = list(final)
+        for done in final:
+            tell_outcome(notes, done.planned.envelope.case_ref, done.outcome)
+        assistant = await self._compose(ctx, notes, audit, record, events, settled, card, final)
         async with stream.transaction(self.kernel.stores) as tx:
             await recorder.deliver(tx, assistant, settled=not unknown)
         outcome = RecoveryOutcome.RESUMED if resumed else RecoveryOutcome.REGENERATED
@@ -235,17 +242,17 @@ class Recovery:
         entries: Sequence[JournalEntry],
         claimed: ClaimedCard | None,
         execution: Execution,
-        audit: AuditTrail,
+        reconciled: Sequence[Executed],
     ) -> RecoveredTurn:
         """A turn whose reply is stored (and final: later records chain to its record) had
         outcomes nobody could tell. What reconciliation settled now commits with a server-written
         follow-up turn that tells the conversation of it (its receipts cite the events, its
         notices what failed), in one transaction: an event never commits without the turn that
         says so. The turn is finished once no outcome is unknown."""
-        settled_now = list(audit.executed)
+        settled_now = list(reconciled)
         told = {e.planned.envelope.command_id for e in settled_now}
-        unknown = len(_unknown(entries, audit))
-        if claimed is not None and _still_unknown(claimed, entries, audit):
+        unknown = len(_unknown(entries, settled_now))
+        if claimed is not None and _still_unknown(claimed, entries, settled_now):
             claimed = None  # a command of the card may still take effect: it stays resolving
         follow_up = None
         earlier: tuple[RecoveredTurn, ...] = ()
@@ -265,15 +272,14 @@ class Recovery:
             else self.kernel.stores.transaction()
         ) as tx:
             if follow_up is not None:
-                enqueued = len(audit.outbox_ids)
-                readback = await execution.commit(tx, claimed, record=False)
+                committed = await execution.commit(tx, claimed, settled_now, record=False)
                 await tell(
                     self.kernel,
                     tx,
                     follow_up,
                     settled=settled_now,
-                    readback=readback,
-                    outbox_ids=audit.outbox_ids[enqueued:],
+                    readback=committed.readback,
+                    outbox_ids=committed.outbox_ids,
                 )
             if not unknown:
                 await tx.conversations.set_phase(ctx.account_id, ctx.turn_id, TurnPhase.DELIVERED)
@@ -377,12 +383,13 @@ class Recovery:
         ctx: TurnContext,
         entries: Sequence[JournalEntry],
         planned: Mapping[str, PlannedCommand],
-        audit: AuditTrail,
-    ) -> None:
-        """Ask the executor what became of each command whose outcome is unknown."""
+    ) -> list[Executed]:
+        """Ask the executor what became of each command whose outcome is unknown; what it
+        could tell, in journal order."""
         ask = getattr(self.kernel.executor, "outcome", None)
+        settled: list[Executed] = []
         if ask is None:
-            return
+            return settled
         for entry in entries:
             if entry.status is not JournalStatus.OUTCOME_UNKNOWN:
                 continue
@@ -392,9 +399,7 @@ class Recovery:
                 continue
             command = planned[entry.command_id]
             if answer is None:
-                audit.executed.append(
-                    Executed(command, FailedOutcome(code=codes.EXECUTION_NOT_APPLIED))
-                )
+                settled.append(Executed(command, FailedOutcome(code=codes.EXECUTION_NOT_APPLIED)))
                 continue
             if not isinstance(answer, ExecutionResult):
                 continue
@@ -410,7 +415,8 @@ class Recovery:
             outcome = CommittedOutcome(
                 new_revision=answer.new_revision, event_ids=tuple(ev.event_id for ev in own)
             )
-            audit.executed.append(Executed(command, outcome, own, replayed=True))
+            settled.append(Executed(command, outcome, own, replayed=True))
+        return settled
 
     async def _events(
         self, account_id: str, settled: Sequence[JournalEntry]
@@ -437,6 +443,7 @@ class Recovery:
         events: Mapping[str, DomainEvent],
         settled: Sequence[JournalEntry],
         card: Interaction | None,
+        executed: Sequence[Executed],
     ) -> AssistantTurn:
         """The reply from the ledger and server copy, with the cards the cases need now."""
         understanding = _understanding(record)
@@ -467,6 +474,7 @@ class Recovery:
             readback=events,
             shown=follow_up.shown,
             touched=frozenset(follow_up.touched),
+            executed=executed,
         )
         return await self._composer(ctx, notes, audit).compose(result)
 
@@ -521,9 +529,9 @@ def _claimed_by(record: ReplayRecord, interaction_id: str) -> bool:
     )
 
 
-def _unknown(entries: Sequence[JournalEntry], audit: AuditTrail) -> set[str]:
-    """The commands whose outcome nobody could tell yet (reconciliation settled none of them)."""
-    told = {e.planned.envelope.command_id for e in audit.executed}
+def _unknown(entries: Sequence[JournalEntry], executed: Sequence[Executed]) -> set[str]:
+    """The commands whose outcome nobody could tell yet (none of `executed` settled them)."""
+    told = {e.planned.envelope.command_id for e in executed}
     return {
         e.command_id
         for e in entries
@@ -531,9 +539,11 @@ def _unknown(entries: Sequence[JournalEntry], audit: AuditTrail) -> set[str]:
     }
 
 
-def _still_unknown(card: ClaimedCard, entries: Sequence[JournalEntry], audit: AuditTrail) -> bool:
+def _still_unknown(
+    card: ClaimedCard, entries: Sequence[JournalEntry], executed: Sequence[Executed]
+) -> bool:
     """Whether a command of the card has an outcome nobody could tell yet."""
-    unknown = _unknown(entries, audit)
+    unknown = _unknown(entries, executed)
     return any(c.envelope.command_id in unknown for c in card.commands)
 
 

@@ -57,7 +57,7 @@ async def tell(
     enqueued."""
     user_turn, t.recorder.record = await accept_turn(tx, t.ctx, loaded)
     await tx.commits.commit(t.recorder.accepted(user_turn))
-    t.audit.executed.extend(settled)
+    t.audit.executed = list(settled)
     t.audit.outbox_ids.extend(outbox_ids)
     for executed in settled:
         tell_outcome(t.notes, executed.planned.envelope.case_ref, executed.outcome)
@@ -70,6 +70,7 @@ async def tell(
         readback=readback or {},
         shown=[],
         touched=frozenset(),
+        executed=tuple(settled),
     )
     composer = kernel.composer(t.ctx, t.copy, t.notes, t.audit, narrate=False)
     await t.recorder.deliver(tx, await composer.compose(result))
