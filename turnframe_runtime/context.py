@@ -31,7 +31,15 @@ from turnframe_core.workflow import DomainRefusal
 from turnframe_runtime.copy import CopyRenderError, MissingCopy, ServerCopy, as_params
 from turnframe_runtime.reduce import Plan, PlannedCommand
 
-__all__ = ["AuditTrail", "Executed", "Notes", "Notice", "Purpose", "TurnContext"]
+__all__ = [
+    "AuditTrail",
+    "Executed",
+    "Notes",
+    "Notice",
+    "Purpose",
+    "TurnContext",
+    "policy_decision",
+]
 
 
 @dataclass(frozen=True)
@@ -177,18 +185,7 @@ class AuditTrail:
 
     def decided(self, envelope: CommandEnvelope, policy: CommandPolicy, allowed: bool) -> None:
         """Record the policy decision for one command (what authorized it, or why not)."""
-        self.policy_decisions.append(
-            PolicyDecisionRecord(
-                command_id=envelope.command_id,
-                command_type=envelope.command_type,
-                policy=policy,
-                origin=envelope.origin,
-                allowed=allowed,
-                reason_code=(
-                    codes.POLICY_ALLOWED if allowed else codes.POLICY_TRUSTED_ORIGIN_REQUIRED
-                ),
-            )
-        )
+        self.policy_decisions.append(policy_decision(envelope, policy, allowed))
 
     def attempt(
         self,
@@ -220,6 +217,20 @@ class AuditTrail:
         """The call at `index` answered, but its answer was discarded (and why)."""
         kept = self.provider_attempts[index]
         self.provider_attempts[index] = kept.model_copy(update={"outcome": "failed", "code": code})
+
+
+def policy_decision(
+    envelope: CommandEnvelope, policy: CommandPolicy, allowed: bool
+) -> PolicyDecisionRecord:
+    """The policy decision for one command: what authorized it, or why not."""
+    return PolicyDecisionRecord(
+        command_id=envelope.command_id,
+        command_type=envelope.command_type,
+        policy=policy,
+        origin=envelope.origin,
+        allowed=allowed,
+        reason_code=codes.POLICY_ALLOWED if allowed else codes.POLICY_TRUSTED_ORIGIN_REQUIRED,
+    )
 
 
 def _label(text: str) -> str:

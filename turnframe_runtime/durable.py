@@ -253,7 +253,9 @@ async def _start(
     cards the turn raises before anything runs, and journal every command."""
     claim = None
     if planned.card_plan is not None:
-        claim = await claim_card(stores, planned.card_plan, kernel.workflows, t.notes, t.audit)
+        claimed_card = await claim_card(stores, planned.card_plan, kernel.workflows, t.notes)
+        t.audit.policy_decisions.extend(claimed_card.decisions)
+        claim = claimed_card.won
     claimed = claim if isinstance(claim, ClaimedCard) else None
     if claimed is not None and claimed.resolves:  # recovery knows which turn won the card
         t.audit.claimed_interaction = claimed.card.interaction_id
