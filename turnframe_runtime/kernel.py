@@ -20,6 +20,7 @@ from types import MappingProxyType
 from typing import Any
 
 from turnframe_core.ids import IdSource, UlidIdSource
+from turnframe_core.replay import PolicyDecisionRecord
 from turnframe_core.stream import StreamMode
 from turnframe_core.turn import TurnInput
 from turnframe_core.wording import ClaimClass
@@ -198,11 +199,13 @@ class Kernel:
         mode: StreamMode = StreamMode.WHOLE,
         *,
         streamed: bool = False,
+        decided: Sequence[PolicyDecisionRecord] = (),
     ) -> TurnState:
-        """A new turn's state (its id, when not given, the input's or a fresh one)."""
+        """A new turn's state (its id, when not given, the input's or a fresh one); `decided`:
+        policy decisions made before it began (a follow-up turn's, by the turn that ran them)."""
         turn_id = turn_id or turn_input.turn_id or self.ids.new_id("turn")
         ctx = TurnContext(turn_input, turn_id, self.clock())
-        audit = AuditTrail()
+        audit = AuditTrail(policy_decisions=list(decided))
         copy = RecordingCopy(self.copy, audit.rendered)
         notes = Notes(copy, ctx.locale)
         events = TurnEvents(

@@ -48,7 +48,7 @@ from turnframe_runtime.copy import RecordingCopy
 from turnframe_runtime.execute import Execution, tell_outcome
 from turnframe_runtime.follow_up import FollowUp
 from turnframe_runtime.ports import ExecutionResult
-from turnframe_runtime.record import Recorder
+from turnframe_runtime.record import Recorder, TurnFacts
 from turnframe_runtime.reduce import Plan, PlannedCommand
 from turnframe_runtime.server_turn import server_turn, tell
 from turnframe_runtime.state import TurnState
@@ -167,9 +167,8 @@ class Recovery:
         user = await conversations.get_user_turn(account_id, turn_id)
         ctx = TurnContext(user.input, turn_id, user.received_at)
         record = await self.kernel.stores.replay.get(account_id, turn_id)
-        audit = AuditTrail()
+        audit = _carried_on(TurnFacts.of(record))
         notes = Notes(RecordingCopy(self.kernel.copy, audit.rendered), ctx.locale)
-        _seed(audit, record)
         stream = TurnEvents(
             account_id,
             turn_id,
@@ -289,19 +288,12 @@ class Recovery:
 
     def _follow_up_turn(self, ctx: TurnContext, record: ReplayRecord, told: set[str]) -> TurnState:
         turn_id = settled_turn_id(ctx.account_id, ctx.turn_id, sorted(told))
-        follow = server_turn(
-            self.kernel,
-            ctx.account_id,
-            ctx.conversation_id,
-            turn_id,
-            f"reconciled:{ctx.turn_id}",
-            ctx.locale,
-        )
         # What authorized each command is what the turn that ran it decided.
-        follow.audit.policy_decisions.extend(
-            d for d in record.policy_decisions if d.command_id in told
+        decided = [d for d in record.policy_decisions if d.command_id in told]
+        cause = f"reconciled:{ctx.turn_id}"
+        return server_turn(
+            self.kernel, ctx.account_id, ctx.conversation_id, turn_id, cause, ctx.locale, decided
         )
-        return follow
 
     # --- what the turn had done --------------------------------------------------------------
 
@@ -579,20 +571,24 @@ def _understanding(record: ReplayRecord) -> Understanding:
         return Understanding()
 
 
-def _seed(audit: AuditTrail, record: ReplayRecord) -> None:
-    """What the stored record already says, so the final record keeps it."""
-    audit.understanding_problems.extend(record.understanding_problems)
-    audit.target_resolutions.extend(record.target_resolutions)
-    audit.policy_decisions.extend(record.policy_decisions)
-    audit.provider_attempts.extend(record.provider_attempts)
-    audit.interactions_created.extend(record.interactions_created)
-    audit.interaction_digests.extend(record.interaction_digests)
-    audit.outbox_ids.extend(record.outbox_ids)
-    audit.claim_violations.extend(record.claim_violations)
-    audit.prose_findings.extend(record.prose_findings)
-    audit.claimed_interaction = record.claimed_interaction
-    for render in record.copy_renders:
+def _carried_on(facts: TurnFacts) -> AuditTrail:
+    """The trail of a turn recovery carries on: what its stored record states, except what ran
+    (recovery tells that again, from the journal)."""
+    audit = AuditTrail(
+        understanding_problems=list(facts.understanding_problems),
+        target_resolutions=list(facts.target_resolutions),
+        policy_decisions=list(facts.policy_decisions),
+        provider_attempts=list(facts.provider_attempts),
+        interactions_created=list(facts.interactions_created),
+        interaction_digests=list(facts.interaction_digests),
+        outbox_ids=list(facts.outbox_ids),
+        claim_violations=list(facts.claim_violations),
+        prose_findings=list(facts.prose_findings),
+        claimed_interaction=facts.claimed_interaction,
+    )
+    for render in facts.copy_renders:
         audit.rendered(render)
+    return audit
 
 
 def settled_turn_id(account_id: str, turn_id: str, command_ids: Sequence[str]) -> str:

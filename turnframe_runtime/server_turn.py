@@ -16,6 +16,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from turnframe_core.events import DomainEvent
+from turnframe_core.replay import PolicyDecisionRecord
 from turnframe_core.turn import TurnInput
 from turnframe_core.understanding import Understanding
 from turnframe_runtime.accept import accept_turn
@@ -33,11 +34,18 @@ __all__ = ["server_turn", "tell"]
 
 
 def server_turn(
-    kernel: Kernel, account_id: str, conversation_id: str, turn_id: str, cause: str, locale: str
+    kernel: Kernel,
+    account_id: str,
+    conversation_id: str,
+    turn_id: str,
+    cause: str,
+    locale: str,
+    decided: Sequence[PolicyDecisionRecord] = (),
 ) -> TurnState:
-    """The follow-up turn `turn_id` begun, `cause` naming what it tells of."""
+    """The follow-up turn `turn_id` begun, `cause` naming what it tells of; `decided`: what
+    authorized the commands it tells of (decided by the turn that ran them)."""
     turn_input = TurnInput.server_turn(account_id, conversation_id, turn_id, cause, locale)
-    return kernel.begin(turn_input, turn_id)
+    return kernel.begin(turn_input, turn_id, decided=decided)
 
 
 async def tell(
