@@ -39,6 +39,7 @@ __all__ = [
     "Purpose",
     "TurnContext",
     "policy_decision",
+    "provider_attempt",
 ]
 
 
@@ -196,22 +197,12 @@ class AuditTrail:
         failure: BaseException | None = None,
     ) -> None:
         """Record one model call and how it ended (whatever the port says its model is)."""
-        model = getattr(port, "model_name", None)
-        self.provider_attempts.append(
-            ProviderAttempt(
-                attempt=1 + sum(1 for a in self.provider_attempts if a.purpose == purpose),
-                purpose=purpose,
-                provider=type(port).__name__,
-                model=_label(model) if isinstance(model, str) else "unspecified",
-                outcome="failed" if failure is not None else "succeeded",
-                code=None if failure is None else codes.code_of(failure),
-                latency_ms=max(0, now - started),
-            )
-        )
+        self.attempted(provider_attempt(purpose, port, started, now, failure))
 
-    def discard_last_attempt(self, code: str) -> None:
-        """The last call answered, but its answer was discarded (and why)."""
-        self.discard_attempt(len(self.provider_attempts) - 1, code)
+    def attempted(self, attempt: ProviderAttempt) -> None:
+        """Record one model call, numbered after the calls of its purpose recorded before."""
+        number = 1 + sum(1 for a in self.provider_attempts if a.purpose == attempt.purpose)
+        self.provider_attempts.append(attempt.model_copy(update={"attempt": number}))
 
     def discard_attempt(self, index: int, code: str) -> None:
         """The call at `index` answered, but its answer was discarded (and why)."""
@@ -230,6 +221,29 @@ def policy_decision(
         origin=envelope.origin,
         allowed=allowed,
         reason_code=codes.POLICY_ALLOWED if allowed else codes.POLICY_TRUSTED_ORIGIN_REQUIRED,
+    )
+
+
+def provider_attempt(
+    purpose: Purpose,
+    port: object,
+    started: int,
+    now: int,
+    failure: BaseException | None = None,
+    discarded: str | None = None,
+) -> ProviderAttempt:
+    """One model call and how it ended (whatever the port says its model is): failed when it
+    raised, or when its answer was `discarded` (and why)."""
+    model = getattr(port, "model_name", None)
+    failed = failure is not None or discarded is not None
+    return ProviderAttempt(
+        attempt=1,
+        purpose=purpose,
+        provider=type(port).__name__,
+        model=_label(model) if isinstance(model, str) else "unspecified",
+        outcome="failed" if failed else "succeeded",
+        code=discarded if failure is None else codes.code_of(failure),
+        latency_ms=max(0, now - started),
     )
 
 

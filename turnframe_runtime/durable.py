@@ -123,15 +123,21 @@ async def understand_and_start(kernel: Kernel, t: TurnState, accepted: Accepted)
     try:
         admitted = accepted.admitted
         with observe.stage("G", "understand"):
-            understanding = await understand(
+            understood = await understand(
                 kernel.interpreter,
                 t.ctx,
                 t.cases.handles,
                 admitted.card if admitted else None,
                 kernel.clock,
-                t.notes,
-                t.audit,
             )  # G
+        understanding = understood.understanding
+        if understood.attempt is not None:
+            t.audit.attempted(understood.attempt)
+        t.audit.understanding_problems.extend(understood.problems)
+        if understood.notice is not None:
+            t.notes.notice(understood.notice)
+        if understood.trusted:
+            t.audit.understanding = understanding
         with observe.stage("J-K", "reduce"):
             planned = _plan(kernel, t, admitted, understanding)  # J/K
         if not planned.writes_anything:
