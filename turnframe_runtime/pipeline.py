@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING
 from turnframe_core import codes
 from turnframe_core.errors import TurnframeError
 from turnframe_core.stream import StreamMode
-from turnframe_core.turn import AssistantTurn, TurnInput
+from turnframe_core.turn import AssistantTurn, InvalidTurnInput, TurnInput
 from turnframe_runtime import observe
 from turnframe_runtime.accept import PreviousTurnUnfinished
 from turnframe_runtime.durable import accept, commit_and_deliver, loaded, understand_and_start
@@ -31,7 +31,18 @@ from turnframe_runtime.errors import ConversationBusy, TurnInProgress
 if TYPE_CHECKING:
     from turnframe_runtime.kernel import Kernel
 
-__all__ = ["run_turn"]
+__all__ = ["judged", "run_turn"]
+
+
+def judged(turn_input: TurnInput) -> TurnInput:
+    """A user's turn input, judged again by its rules (a few microseconds): one built with
+    model_construct or changed with model_copy(update=...) skipped them."""
+    if not isinstance(turn_input, TurnInput):  # e.g. a dict or JSON: the caller validates
+        raise InvalidTurnInput("a turn is given as a TurnInput")
+    turn_input = TurnInput.model_validate(turn_input.model_dump(warnings=False))
+    if turn_input.is_server_turn:
+        raise InvalidTurnInput("a user's turn cannot carry a server turn's origin")
+    return turn_input
 
 
 async def run_turn(

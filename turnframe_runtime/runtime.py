@@ -17,7 +17,7 @@ from turnframe_core.ids import IdSource
 from turnframe_core.replay import ReplayRecord
 from turnframe_core.stream import StreamEvent, StreamMode
 from turnframe_core.stream import TurnFailed as TurnFailedEvent
-from turnframe_core.turn import AssistantTurn, InvalidTurnInput, TurnInput
+from turnframe_core.turn import AssistantTurn, TurnInput
 from turnframe_core.workflow import WorkflowDefinition
 from turnframe_runtime.audit import Audit, audit_turn
 from turnframe_runtime.config import OutboxConfig, RuntimeConfig
@@ -26,7 +26,7 @@ from turnframe_runtime.errors import TurnFailed, TurnInProgress, UnknownWorkflow
 from turnframe_runtime.kernel import Kernel
 from turnframe_runtime.outbox.dispatch import OutboxDispatcher
 from turnframe_runtime.outbox.ports import OutboxSender
-from turnframe_runtime.pipeline import run_turn
+from turnframe_runtime.pipeline import judged, run_turn
 from turnframe_runtime.ports import (
     CaseDirectory,
     ClaimReviewer,
@@ -143,7 +143,7 @@ class TurnRuntime:
         follow-up cards); deliver. A click-only turn makes no model call, so it accepts and
         starts in one transaction; without a narrator the reply is delivered with the commit.
         """
-        turn_input = self._judged(turn_input)
+        turn_input = judged(turn_input)
         async with self._kernel.lock(turn_input.account_id, turn_input.conversation_id):
             return await run_turn(self._kernel, turn_input)
 
@@ -163,7 +163,7 @@ class TurnRuntime:
         A refused turn raises as `handle_turn` would, before any event; a failure that leaves
         the turn to recovery raises after the events logged before it (`StreamInterrupted` when
         the turn's task was cancelled)."""
-        turn_input = self._judged(turn_input)
+        turn_input = judged(turn_input)
         mode = StreamMode(mode)
         turn_id = turn_input.turn_id or self._kernel.ids.new_id("turn")
         account_id = turn_input.account_id
@@ -263,17 +263,6 @@ class TurnRuntime:
         self._kernel.hub.notify(account_id, turn_id)
         if not task.cancelled():
             task.exception()
-
-    @staticmethod
-    def _judged(turn_input: TurnInput) -> TurnInput:
-        if not isinstance(turn_input, TurnInput):  # e.g. a dict or JSON: the caller validates
-            raise InvalidTurnInput("a turn is given as a TurnInput")
-        # Judged again (a few microseconds): one built with model_construct or changed with
-        # model_copy(update=...) skipped its rules.
-        turn_input = TurnInput.model_validate(turn_input.model_dump(warnings=False))
-        if turn_input.is_server_turn:
-            raise InvalidTurnInput("a user's turn cannot carry a server turn's origin")
-        return turn_input
 
     # --- test seams: a test swaps a port as a restarted process would ----------------------------
 
