@@ -45,7 +45,7 @@ from turnframe_core.understanding import ConstraintKind, Understanding
 from turnframe_core.workflow import DomainRefusal, ResolvedAct, WorkflowDefinition
 from turnframe_runtime.cards import CardFactory, RaisedCard, purpose_of
 from turnframe_runtime.cases import CaseBook, workflow_for
-from turnframe_runtime.context import AuditTrail, Notes, TurnContext
+from turnframe_runtime.context import Notes, TurnContext, policy_decision
 from turnframe_runtime.reduce import (
     BLOCKING_NOTICE,
     CaseInView,
@@ -65,6 +65,7 @@ __all__ = [
     "Apply",
     "CardAnswer",
     "CardPlan",
+    "Claim",
     "ClaimedCard",
     "Closed",
     "Decline",
@@ -234,7 +235,7 @@ def plan_card_answer(
 ) -> CardPlan:
     """What the admitted answer does. The card's act comes before the message's acts."""
     card, accepted = admitted.card, admitted.accepted
-    audit = AuditTrail()  # its decisions count only if this answer wins the card
+    decisions: list[PolicyDecisionRecord] = []  # they count only if this answer wins the card
     case = cases.get(card.case_ref.key)
     assert case is not None  # admission loaded it
     action = accepted.action
@@ -249,7 +250,9 @@ def plan_card_answer(
         return tuple(commands)
 
     def compiled(act_id: str, operation: str, arguments: Mapping[str, Any]) -> list[PlannedCommand]:
-        return _compile_for_card(turn, case, act_id, operation, arguments, accepted, notes, audit)
+        return _compile_for_card(
+            turn, case, act_id, operation, arguments, accepted, notes, decisions
+        )
 
     effect: AnswerEffect
     if isinstance(action, ConfirmCommands):
@@ -267,12 +270,12 @@ def plan_card_answer(
         commands = admit(compiled(APPLY_ACT, action.operation, arguments))
         effect = Apply(commands) if commands else Hold()
     elif isinstance(action, SelectTarget):
-        effect = _run_deferred(card, action, cases, understanding, turn, factory, notes, audit)
+        effect = _run_deferred(card, action, cases, understanding, turn, factory, notes, decisions)
     elif isinstance(action, Dismiss):
         effect = DismissCard()
     else:
         effect = ResolveOnly()
-    return CardPlan(card, accepted, effect, constraints, tuple(audit.policy_decisions))
+    return CardPlan(card, accepted, effect, constraints, tuple(decisions))
 
 
 def _run_deferred(
@@ -283,7 +286,7 @@ def _run_deferred(
     turn: TurnContext,
     factory: CardFactory,
     notes: Notes,
-    audit: AuditTrail,
+    decisions: list[PolicyDecisionRecord],
 ) -> AnswerEffect:
     """Plan the act a selection card deferred, on the chosen case only, under the constraints of
     the turn that deferred it and of this one."""
@@ -303,8 +306,7 @@ def _run_deferred(
         act_scope=scope,
     )
     notes.report(plan)
-    for command in plan.ready:
-        audit.decided(command.envelope, command.policy, True)
+    decisions.extend(policy_decision(c.envelope, c.policy, True) for c in plan.ready)
     return RunDeferred(
         ready=tuple(plan.ready),
         cards=tuple(
@@ -322,7 +324,7 @@ def _compile_for_card(
     arguments: Mapping[str, Any],
     accepted: AcceptedAnswer,
     notes: Notes,
-    audit: AuditTrail,
+    decisions: list[PolicyDecisionRecord],
 ) -> list[PlannedCommand]:
     """Compile an operation a card option stored; its commands carry the answer's origin."""
     resolved = ResolvedAct(
@@ -345,7 +347,7 @@ def _compile_for_card(
             turn.account_id, turn.turn_id, card_act, position, case.case_ref, origin, command
         )
         allowed = origin_satisfies(origin, policy)
-        audit.decided(envelope, policy, allowed)
+        decisions.append(policy_decision(envelope, policy, allowed))
         if not allowed:
             code = codes.POLICY_TRUSTED_ORIGIN_REQUIRED
             notes.refuse(None, DomainRefusal(code=code, explanation=code))
@@ -370,26 +372,31 @@ class ClaimedCard:
     cards: tuple[RaisedCard, ...] = ()
 
 
+@dataclass(frozen=True)
+class Claim:
+    """L's result for a card answer: what it won (None: nothing was claimed and the card stays
+    open; AnsweredBefore: another answer won it) and the policy decisions it made (none when
+    another answer won: nothing of this one runs)."""
+
+    won: ClaimedCard | AnsweredBefore | None
+    decisions: tuple[PolicyDecisionRecord, ...] = ()
+
+
 async def claim_card(
     stores: Stores,
     plan: CardPlan,
     workflows: Mapping[str, WorkflowDefinition],
     notes: Notes,
-    audit: AuditTrail,
-) -> ClaimedCard | AnsweredBefore | None:
-    """Gather what the answer runs and move the card out of `active` by compare-and-swap. None:
-    nothing was claimed (the card stays open). AnsweredBefore: another answer won."""
+) -> Claim:
+    """Gather what the answer runs and move the card out of `active` by compare-and-swap."""
     card, account_id = plan.card, plan.card.account_id
-    mark = len(audit.policy_decisions)
-    audit.policy_decisions.extend(plan.decisions)
     try:
         async with stores.savepoint():
-            claimed = await _claim(stores, plan, workflows, notes, audit)
+            claimed, gathered = await _claim(stores, plan, workflows, notes)
     except Conflict:
         notes.withdraw(codes.NOTICE_INSTRUCTION_DECLINED)
-        del audit.policy_decisions[mark:]  # nothing of this answer will run
-        return AnsweredBefore(await stores.interactions.get(account_id, card.interaction_id))
-    return claimed
+        return Claim(AnsweredBefore(await stores.interactions.get(account_id, card.interaction_id)))
+    return Claim(claimed, (*plan.decisions, *gathered))
 
 
 async def _claim(
@@ -397,17 +404,18 @@ async def _claim(
     plan: CardPlan,
     workflows: Mapping[str, WorkflowDefinition],
     notes: Notes,
-    audit: AuditTrail,
-) -> ClaimedCard | None:
+) -> tuple[ClaimedCard | None, tuple[PolicyDecisionRecord, ...]]:
+    """The claim, and the decisions that let the card's journaled commands run."""
     card, option_id, effect = plan.card, plan.accepted.option_id, plan.effect
     account_id = card.account_id
     interactions = stores.interactions
     if isinstance(effect, RunJournaled):
-        commands = await _gather_confirmed(stores, plan, effect, workflows, notes, audit)
+        commands, gathered = await _gather_confirmed(stores, plan, effect, workflows, notes)
+        decisions = tuple(policy_decision(c.envelope, c.policy, True) for c in gathered)
         if commands is None:
-            return None
+            return None, decisions
         await interactions.begin_resolution(account_id, card.interaction_id, option_id)
-        return ClaimedCard(card, option_id, resolves=True, commands=commands)
+        return ClaimedCard(card, option_id, resolves=True, commands=commands), decisions
     if isinstance(effect, Decline):
         declines = await _journaled_awaiting(
             stores, account_id, card.payload.confirmed_command_ids()
@@ -415,12 +423,12 @@ async def _claim(
         await interactions.decline(account_id, card.interaction_id, option_id)
         return ClaimedCard(
             card, option_id, resolves=False, commands=effect.record, declines=declines
-        )
+        ), ()
     if isinstance(effect, DismissCard):
         await interactions.dismiss(account_id, card.interaction_id)
-        return ClaimedCard(card, option_id, resolves=False)
+        return ClaimedCard(card, option_id, resolves=False), ()
     if isinstance(effect, Hold):
-        return None
+        return None, ()
     await interactions.begin_resolution(account_id, card.interaction_id, option_id)
     return ClaimedCard(
         card,
@@ -428,7 +436,7 @@ async def _claim(
         resolves=True,
         commands=_effect_commands(effect),
         cards=effect.cards if isinstance(effect, RunDeferred) else (),
-    )
+    ), ()
 
 
 def _effect_commands(effect: AnswerEffect) -> tuple[PlannedCommand, ...]:
@@ -463,32 +471,31 @@ async def _gather_confirmed(
     effect: RunJournaled,
     workflows: Mapping[str, WorkflowDefinition],
     notes: Notes,
-    audit: AuditTrail,
-) -> tuple[PlannedCommand, ...] | None:
-    """The commands journaled with the card, exactly as journaled; None (and a notice) when a
-    constraint blocks one or one is missing: the answer fails closed and the card stays open."""
+) -> tuple[tuple[PlannedCommand, ...] | None, tuple[PlannedCommand, ...]]:
+    """The commands journaled with the card, exactly as journaled (and each one found); None
+    (and a notice) when a constraint blocks one or one is missing: the answer fails closed and
+    the card stays open."""
     entries = await _journaled_awaiting(stores, plan.card.account_id, effect.command_ids)
-    gathered = [
+    gathered = tuple(
         planned
-        for planned in (_journaled_command(entry, plan.card, workflows, audit) for entry in entries)
+        for planned in (_journaled_command(entry, plan.card, workflows) for entry in entries)
         if planned is not None
-    ]
+    )
     blocked = [b for b in (blocking_constraint(plan.constraints, c.policy) for c in gathered) if b]
     if blocked:
         for kind in blocked:
             notes.notice(BLOCKING_NOTICE[kind])
-        return None
+        return None, gathered
     if len(gathered) != len(effect.command_ids):
         notes.notice(codes.NOTICE_COMMAND_FAILED)
-        return None
-    return tuple(gathered)
+        return None, gathered
+    return gathered, gathered
 
 
 def _journaled_command(
     entry: JournalEntry,
     card: Interaction,
     workflows: Mapping[str, WorkflowDefinition],
-    audit: AuditTrail,
 ) -> PlannedCommand | None:
     """A journaled command, if it is the one this card confirms and still what its key says."""
     origin = entry.origin
@@ -510,5 +517,4 @@ def _journaled_command(
     )
     if envelope.idempotency_key != entry.idempotency_key or not origin_satisfies(origin, policy):
         return None
-    audit.decided(envelope, policy, True)
     return PlannedCommand(CONFIRM_ACT, envelope, policy)

@@ -52,7 +52,7 @@ from turnframe_core.wording import ClaimClass, TurnBacking, check_wording
 from turnframe_core.workflow import Obligation, WorkflowDefinition
 from turnframe_runtime.card_answer import Closed
 from turnframe_runtime.cases import CaseBook, in_key_order, workflow_for
-from turnframe_runtime.context import AuditTrail, Notes, TurnContext
+from turnframe_runtime.context import AuditTrail, Executed, Notes, TurnContext
 from turnframe_runtime.copy import (
     CopyRenderError,
     MissingCopy,
@@ -98,6 +98,8 @@ class TurnResult:
     #: the events a card answered before committed, read back with the turn's own
     answered_events: Sequence[DomainEvent] = ()
     closed: Closed | None = None
+    #: what ran this turn, in execution order, as its commit judged it
+    executed: Sequence[Executed] = ()
 
     def touched_cases(self) -> list[CaseInView]:
         found = (self.cases.get(key) for key in in_key_order(self.touched))
@@ -136,7 +138,7 @@ class Composer:
     async def compose(self, result: TurnResult) -> AssistantTurn:
         turn = self.turn
         groups: list[tuple[str, Sequence[DomainEvent]]] = []
-        for executed in self.audit.executed:
+        for executed in result.executed:
             outcome = executed.outcome
             if isinstance(outcome, CommittedOutcome):
                 events = [result.readback[i] for i in outcome.event_ids if i in result.readback]
@@ -335,8 +337,9 @@ class Composer:
             return [handles[h] for h in question.about if h in handles]
         return list(handles.values())
 
-    def _basis(self) -> AnswerBasis:
-        if self.audit.committed_anything:
+    @staticmethod
+    def _basis(result: TurnResult) -> AnswerBasis:
+        if any(isinstance(e.outcome, CommittedOutcome) for e in result.executed):
             return AnswerBasis.COMMITTED_STATE_AFTER_TURN
         return AnswerBasis.CURRENT_COMMITTED_STATE
 
@@ -374,7 +377,7 @@ class Composer:
                         locale=self.turn.locale,
                         question_id=question.question_id,
                         question=question.text,
-                        basis=self._basis(),
+                        basis=self._basis(result),
                         allowed_facts=tuple(f for case in cases for f in self._case_facts(case)),
                         forbidden_claims=forbidden_claims(backing),
                     ),
@@ -423,7 +426,7 @@ class Composer:
             block_id=block_id,
             question_id=question.question_id,
             text=" ".join(lines),
-            basis=self._basis(),
+            basis=self._basis(result),
             facts_used=tuple(facts),
             copy_ref=copy_ref,
         )
@@ -528,7 +531,7 @@ class Composer:
         then the card or the one thing to ask, else an invitation to go on."""
         parts: list[RenderedCopy] = []
         done = [r for r in receipts if any(ev in result.readback for ev in r.event_ids)]
-        executed = self.audit.executed
+        executed = result.executed
         unknown = any(_may_have_landed(e.outcome) for e in executed)
         for severity, template in _SAYS_BY_SEVERITY:
             shown = [r.title for r in done if r.severity is severity]

@@ -19,9 +19,7 @@ from turnframe_core.copytext import Localized
 from turnframe_core.events import DomainEvent
 from turnframe_core.replay import (
     CommandOutcome,
-    CommittedOutcome,
     CopyRender,
-    OutcomeUnknown,
     PolicyDecisionRecord,
     ProseFinding,
     ProviderAttempt,
@@ -33,7 +31,16 @@ from turnframe_core.workflow import DomainRefusal
 from turnframe_runtime.copy import CopyRenderError, MissingCopy, ServerCopy, as_params
 from turnframe_runtime.reduce import Plan, PlannedCommand
 
-__all__ = ["AuditTrail", "Executed", "Notes", "Notice", "Purpose", "TurnContext"]
+__all__ = [
+    "AuditTrail",
+    "Executed",
+    "Notes",
+    "Notice",
+    "Purpose",
+    "TurnContext",
+    "policy_decision",
+    "provider_attempt",
+]
 
 
 @dataclass(frozen=True)
@@ -135,7 +142,7 @@ class Purpose(StrEnum):
     NARRATE = "narrate"
 
 
-@dataclass
+@dataclass(frozen=True)
 class Executed:
     """One command that ran (or tried to) this turn, in execution order."""
 
@@ -179,18 +186,7 @@ class AuditTrail:
 
     def decided(self, envelope: CommandEnvelope, policy: CommandPolicy, allowed: bool) -> None:
         """Record the policy decision for one command (what authorized it, or why not)."""
-        self.policy_decisions.append(
-            PolicyDecisionRecord(
-                command_id=envelope.command_id,
-                command_type=envelope.command_type,
-                policy=policy,
-                origin=envelope.origin,
-                allowed=allowed,
-                reason_code=(
-                    codes.POLICY_ALLOWED if allowed else codes.POLICY_TRUSTED_ORIGIN_REQUIRED
-                ),
-            )
-        )
+        self.policy_decisions.append(policy_decision(envelope, policy, allowed))
 
     def attempt(
         self,
@@ -201,36 +197,54 @@ class AuditTrail:
         failure: BaseException | None = None,
     ) -> None:
         """Record one model call and how it ended (whatever the port says its model is)."""
-        model = getattr(port, "model_name", None)
-        self.provider_attempts.append(
-            ProviderAttempt(
-                attempt=1 + sum(1 for a in self.provider_attempts if a.purpose == purpose),
-                purpose=purpose,
-                provider=type(port).__name__,
-                model=_label(model) if isinstance(model, str) else "unspecified",
-                outcome="failed" if failure is not None else "succeeded",
-                code=None if failure is None else codes.code_of(failure),
-                latency_ms=max(0, now - started),
-            )
-        )
+        self.attempted(provider_attempt(purpose, port, started, now, failure))
 
-    def discard_last_attempt(self, code: str) -> None:
-        """The last call answered, but its answer was discarded (and why)."""
-        self.discard_attempt(len(self.provider_attempts) - 1, code)
+    def attempted(self, attempt: ProviderAttempt) -> None:
+        """Record one model call, numbered after the calls of its purpose recorded before."""
+        number = 1 + sum(1 for a in self.provider_attempts if a.purpose == attempt.purpose)
+        self.provider_attempts.append(attempt.model_copy(update={"attempt": number}))
 
     def discard_attempt(self, index: int, code: str) -> None:
         """The call at `index` answered, but its answer was discarded (and why)."""
         kept = self.provider_attempts[index]
         self.provider_attempts[index] = kept.model_copy(update={"outcome": "failed", "code": code})
 
-    @property
-    def settled(self) -> bool:
-        """No command this turn ran has an unknown outcome."""
-        return not any(isinstance(e.outcome, OutcomeUnknown) for e in self.executed)
 
-    @property
-    def committed_anything(self) -> bool:
-        return any(isinstance(e.outcome, CommittedOutcome) for e in self.executed)
+def policy_decision(
+    envelope: CommandEnvelope, policy: CommandPolicy, allowed: bool
+) -> PolicyDecisionRecord:
+    """The policy decision for one command: what authorized it, or why not."""
+    return PolicyDecisionRecord(
+        command_id=envelope.command_id,
+        command_type=envelope.command_type,
+        policy=policy,
+        origin=envelope.origin,
+        allowed=allowed,
+        reason_code=codes.POLICY_ALLOWED if allowed else codes.POLICY_TRUSTED_ORIGIN_REQUIRED,
+    )
+
+
+def provider_attempt(
+    purpose: Purpose,
+    port: object,
+    started: int,
+    now: int,
+    failure: BaseException | None = None,
+    discarded: str | None = None,
+) -> ProviderAttempt:
+    """One model call and how it ended (whatever the port says its model is): failed when it
+    raised, or when its answer was `discarded` (and why)."""
+    model = getattr(port, "model_name", None)
+    failed = failure is not None or discarded is not None
+    return ProviderAttempt(
+        attempt=1,
+        purpose=purpose,
+        provider=type(port).__name__,
+        model=_label(model) if isinstance(model, str) else "unspecified",
+        outcome="failed" if failed else "succeeded",
+        code=discarded if failure is None else codes.code_of(failure),
+        latency_ms=max(0, now - started),
+    )
 
 
 def _label(text: str) -> str:

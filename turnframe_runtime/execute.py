@@ -13,8 +13,8 @@
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
 
 from turnframe_core import codes
 from turnframe_core.cases import CaseKey, CaseRef
@@ -60,7 +60,18 @@ from turnframe_store.records import (
     UserTurnRecord,
 )
 
-__all__ = ["Execution", "tell_outcome"]
+__all__ = ["Committed", "Execution", "tell_outcome"]
+
+
+@dataclass(frozen=True)
+class Committed:
+    """N's result: what ran, as the commit judged it (a replay citing another command's events
+    is a failure), the committed events read back from the ledger by id (empty when nothing
+    committed), and the outbox rows the bundle enqueued."""
+
+    executed: tuple[Executed, ...] = ()
+    readback: Mapping[str, DomainEvent] = field(default_factory=dict)
+    outbox_ids: tuple[str, ...] = ()
 
 
 @dataclass
@@ -76,11 +87,6 @@ class Execution:
     #: a result the executor replays (it took effect before) invalidates the case's cards; not
     #: so for recovery, where the case may have moved on since (its cards are newer)
     replays_invalidate: bool = True
-
-    @property
-    def started(self) -> bool:
-        """Whether any command may have had an effect (a batch ran, or tried to)."""
-        return bool(self.audit.executed)
 
     async def admit(
         self,
@@ -129,10 +135,13 @@ class Execution:
         self.recorder.record = record
         return commands
 
-    async def run(self, commands: Sequence[PlannedCommand]) -> None:
-        """M: one batch per case, in plan order, through the domain's executor."""
+    async def run(self, commands: Sequence[PlannedCommand]) -> tuple[Executed, ...]:
+        """M: one batch per case, in plan order, through the domain's executor; what each
+        command came to, in execution order."""
+        executed: list[Executed] = []
         for case_key, batch in group_by_case(commands).items():
-            self.audit.executed.extend(await self._run_batch(case_key, batch))
+            executed.extend(await self._run_batch(case_key, batch))
+        return tuple(executed)
 
     async def _run_batch(self, case_key: CaseKey, commands: list[PlannedCommand]) -> list[Executed]:
         external = next((c.policy.atomicity for c in commands if c.is_external), None)
@@ -209,12 +218,12 @@ class Execution:
             for e in result.events
         )
 
-    def _finish(self, card: ClaimedCard) -> InteractionFinish | None:
+    def _finish(self, card: ClaimedCard, executed: Sequence[Executed]) -> InteractionFinish | None:
         """How the commit settles a card this turn claimed. A card whose command has an unknown
         outcome stays `resolving` (it holds the slot; a second click is a duplicate) until
         reconciliation settles the command."""
         own = {c.envelope.command_id for c in card.commands}
-        runs = [e for e in self.audit.executed if e.planned.envelope.command_id in own]
+        runs = [e for e in executed if e.planned.envelope.command_id in own]
         if not card.resolves or any(isinstance(e.outcome, OutcomeUnknown) for e in runs):
             return None
         committed = [e for e in runs if isinstance(e.outcome, CommittedOutcome)]
@@ -231,11 +240,13 @@ class Execution:
             event_ids=tuple(ev.event_id for e in committed for ev in e.events),
         )
 
-    def _distrust_foreign_replays(self, ledger: dict[str, DomainEvent]) -> None:
+    def _distrust_foreign_replays(
+        self, executed: Sequence[Executed], ledger: dict[str, DomainEvent]
+    ) -> tuple[Executed, ...]:
         """A replayed result must cite events its own commands produced: an event the ledger
         holds under another command or case makes the whole batch's result untrusted, and each
         of its commands a failure (nothing of it is appended or cited)."""
-        replays = [e for e in self.audit.executed if e.replayed]
+        replays = [e for e in executed if e.replayed]
         untrusted = {
             e.planned.envelope.case_ref.key
             for e in replays
@@ -247,19 +258,23 @@ class Execution:
                 or ledger[ev.event_id].account_id != ev.account_id
             )
         }
-        for executed in replays:
-            if executed.planned.envelope.case_ref.key not in untrusted:
-                continue
-            for ev in executed.events:
-                ledger.pop(ev.event_id, None)
-            executed.outcome = FailedOutcome(code=codes.EXECUTION_UNTRUSTED_RESULT)
-            executed.events = ()
-        if untrusted:
-            self.notes.notice(codes.NOTICE_RESULT_UNCONFIRMED)
+        if not untrusted:
+            return tuple(executed)
+        self.notes.notice(codes.NOTICE_RESULT_UNCONFIRMED)
+        judged = []
+        for e in executed:
+            if e.replayed and e.planned.envelope.case_ref.key in untrusted:
+                for ev in e.events:
+                    ledger.pop(ev.event_id, None)
+                e = replace(
+                    e, outcome=FailedOutcome(code=codes.EXECUTION_UNTRUSTED_RESULT), events=()
+                )
+            judged.append(e)
+        return tuple(judged)
 
-    def _outbox(self) -> list[OutboxEntry]:
+    def _outbox(self, ran: Sequence[Executed]) -> list[OutboxEntry]:
         rows: list[OutboxEntry] = []
-        for executed in self.audit.executed:
+        for executed in ran:
             atomicity = executed.planned.policy.atomicity
             if not (
                 isinstance(executed.outcome, CommittedOutcome)
@@ -288,12 +303,17 @@ class Execution:
         return rows
 
     async def commit(
-        self, stores: Stores, card: ClaimedCard | None, *, record: bool = True
-    ) -> dict[str, DomainEvent]:
-        """N: ONE all-or-nothing bundle of what the turn did; returns the committed events as
-        read back from the ledger, by id (empty when nothing committed). Without `record`, the
-        replay record and the phase marker are left to the delivery in the same transaction."""
-        turn, executed = self.turn, self.audit.executed
+        self,
+        stores: Stores,
+        card: ClaimedCard | None,
+        executed: Sequence[Executed],
+        *,
+        record: bool = True,
+    ) -> Committed:
+        """N: ONE all-or-nothing bundle of what the turn did (`executed`, as `run` returned
+        it). Without `record`, the replay record and the phase marker are left to the delivery
+        in the same transaction."""
+        turn = self.turn
         # An executor that saw these keys before replayed them: events the ledger holds already
         # are not appended again, and must be this command's own.
         replayed = [ev.event_id for e in executed if e.replayed for ev in e.events]
@@ -301,7 +321,10 @@ class Execution:
         if replayed:
             stored = await stores.events.get_by_ids(turn.account_id, replayed)
             ledger = {ev.event_id: ev for ev in stored}
-            self._distrust_foreign_replays(ledger)
+            executed = self._distrust_foreign_replays(executed, ledger)
+        executed = tuple(executed)
+        # What the record says ran is what this commit judged (the trail's only writer).
+        self.audit.executed = list(executed)
         completions = [
             JournalCompletion(command_id=e.planned.envelope.command_id, outcome=e.outcome)
             for e in executed
@@ -311,17 +334,18 @@ class Execution:
             JournalCompletion(command_id=entry.command_id, outcome=declined)
             for entry in (card.declines if card else ())
         ]
-        finish = self._finish(card) if card is not None else None
+        finish = self._finish(card, executed) if card is not None else None
         if not (completions or finish):
-            return {}
+            return Committed(executed)
         invalidations: dict[CaseKey, int] = {}
         for e in executed:
             if isinstance(e.outcome, CommittedOutcome) and (
                 self.replays_invalidate or not e.replayed
             ):
                 invalidations[e.planned.envelope.case_ref.key] = e.outcome.new_revision
-        outbox = self._outbox()
-        self.audit.outbox_ids.extend(row.outbox_id for row in outbox)
+        outbox = self._outbox(executed)
+        outbox_ids = tuple(row.outbox_id for row in outbox)
+        self.audit.outbox_ids.extend(outbox_ids)
         replay = self.recorder.at(TurnPhase.COMMITTED) if record else None
         self.recorder.events.phase(TurnPhase.COMMITTED)
         self.recorder.events.step("compose")
@@ -352,13 +376,13 @@ class Execution:
         # 0006: inside the committing transaction, used only once its COMMIT succeeded).
         committed_ids = [ev.event_id for e in executed for ev in e.events]
         if not committed_ids:
-            return {}
+            return Committed(executed, {}, outbox_ids)
         # The ledger's own rows: those the bundle's inserts returned, and those a replayed
         # execution found stored already.
         readback = {**ledger, **{ev.event_id: ev for ev in result.events}}
         if len(readback) != len(set(committed_ids)):
             self.notes.notice(codes.NOTICE_VERIFICATION_IN_PROGRESS)  # committed, not yet readable
-        return readback
+        return Committed(executed, readback, outbox_ids)
 
     async def _settle_invalidated(self, stores: Stores, invalidated: Sequence[str]) -> None:
         """Commands journaled with a card the commit invalidated can never be confirmed: settle

@@ -44,6 +44,16 @@ class Followers:
         self._lock = threading.Lock()
         self._reading: dict[tuple[str, str], int] = {}
 
+    async def prune(self, now: int, limit: int = 1_000) -> int:
+        """Delete the stream logs of turns finished longer ago than
+        `RuntimeConfig.stream_retention_ms` before `now`; how many turns' logs went (at most
+        `limit`)."""
+        cutoff = now - self._config.stream_retention_ms
+        if cutoff <= 0:
+            return 0
+        async with self._stores.transaction() as tx:
+            return await tx.conversations.prune_stream_events(cutoff, limit)
+
     def reading(self, account_id: str, turn_id: str) -> int:
         """How many followers read the turn's log in this process now."""
         with self._lock:

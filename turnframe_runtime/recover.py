@@ -19,9 +19,10 @@ Recovery takes the conversation's lock, so it never runs beside a turn still in 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from enum import StrEnum
+from typing import TYPE_CHECKING
 
 from turnframe_core import codes
 from turnframe_core.cases import CaseKey
@@ -35,28 +36,28 @@ from turnframe_core.replay import (
     ReplayRecord,
     TurnPhase,
 )
-from turnframe_core.turn import AssistantTurn, TurnInput
+from turnframe_core.turn import AssistantTurn
 from turnframe_core.understanding import Understanding
-from turnframe_core.wording import ClaimClass
-from turnframe_core.workflow import WorkflowDefinition
 from turnframe_runtime import observe
-from turnframe_runtime.accept import accept_turn
 from turnframe_runtime.card_answer import ClaimedCard
 from turnframe_runtime.cards import CardFactory
 from turnframe_runtime.cases import CaseBook, workflow_for
 from turnframe_runtime.compose import Composer, TurnResult
-from turnframe_runtime.config import RuntimeConfig
 from turnframe_runtime.context import AuditTrail, Executed, Notes, TurnContext
-from turnframe_runtime.copy import RecordingCopy, ServerCopy
+from turnframe_runtime.copy import RecordingCopy
 from turnframe_runtime.execute import Execution, tell_outcome
 from turnframe_runtime.follow_up import FollowUp
-from turnframe_runtime.ports import CaseDirectory, ExecutionResult, WorkflowExecutor
-from turnframe_runtime.record import Recorder
+from turnframe_runtime.ports import ExecutionResult
+from turnframe_runtime.record import Recorder, TurnFacts
 from turnframe_runtime.reduce import Plan, PlannedCommand
-from turnframe_runtime.stream import StreamHub, TurnEvents
-from turnframe_store.bundle import Stores
+from turnframe_runtime.server_turn import server_turn, tell
+from turnframe_runtime.state import TurnState
+from turnframe_runtime.stream import TurnEvents
 from turnframe_store.errors import NotFound, StoreError
 from turnframe_store.records import JournalEntry, JournalStatus
+
+if TYPE_CHECKING:
+    from turnframe_runtime.kernel import Kernel
 
 __all__ = ["RecoveredTurn", "Recovery", "RecoveryOutcome", "RecoveryReport"]
 
@@ -112,18 +113,39 @@ class RecoveryReport:
 
 @dataclass(frozen=True)
 class Recovery:
-    """Finishes interrupted turns with the runtime's own collaborators."""
+    """Finishes interrupted turns with the kernel's collaborators."""
 
-    stores: Stores
-    workflows: Mapping[str, WorkflowDefinition]
-    directory: CaseDirectory
-    executor: WorkflowExecutor
-    copy: ServerCopy
-    config: RuntimeConfig
-    clock: Callable[[], int]
-    follow_up_codes: frozenset[str]
-    receipt_claims: Mapping[str, tuple[ClaimClass, ...]] = field(default_factory=dict)
-    hub: StreamHub | None = None  # wakes this process's readers of the streams it carries on
+    kernel: Kernel
+
+    async def sweep(
+        self, *, limit: int = 1_000, older_than_ms: int | None = None
+    ) -> RecoveryReport:
+        """Finish every unfinished turn (at most `limit`; with `older_than_ms`, only turns whose
+        marker moved longer ago), each under its conversation's lock. A turn that cannot be
+        finished now is listed in `failed` for the next sweep; the others go on."""
+        markers = await self.kernel.stores.conversations.list_unfinished_turns(limit)
+        cutoff = None if older_than_ms is None else self.kernel.clock() - older_than_ms
+        turns: dict[tuple[str, str], RecoveredTurn] = {}
+        failed: list[tuple[str, str, str]] = []
+        for marker in markers:
+            key = (marker.account_id, marker.turn_id)
+            if key in turns or (cutoff is not None and marker.updated_at > cutoff):
+                continue  # (a turn another one finished first is reported as it ended)
+            try:
+                recovered = await self.locked(marker.account_id, marker.turn_id)
+            except Exception as failure:  # this turn waits for the next sweep; the others go on
+                failed.append((marker.account_id, marker.turn_id, codes.code_of(failure)))
+                continue
+            for turn in (*recovered.earlier, recovered):
+                turns[(turn.account_id, turn.turn_id)] = turn
+        return RecoveryReport(tuple(turns.values()), tuple(failed))
+
+    async def locked(self, account_id: str, turn_id: str) -> RecoveredTurn:
+        """Finish one turn under its conversation's lock. `NotFound` for a turn this account
+        does not have."""
+        user = await self.kernel.stores.conversations.get_user_turn(account_id, turn_id)
+        async with self.kernel.lock(account_id, user.conversation_id):
+            return await self.turn(account_id, turn_id)
 
     async def turn(self, account_id: str, turn_id: str, *, counted: bool = True) -> RecoveredTurn:
         """Finish one turn (the caller holds its conversation's lock). `counted` False: not a
@@ -138,25 +160,24 @@ class Recovery:
             return recovered
 
     async def _turn(self, account_id: str, turn_id: str) -> RecoveredTurn:
-        conversations = self.stores.conversations
+        conversations = self.kernel.stores.conversations
         marker = await conversations.get_phase(account_id, turn_id)
         if marker.phase.is_terminal:
             return RecoveredTurn(account_id, turn_id, RecoveryOutcome.FINISHED)
         user = await conversations.get_user_turn(account_id, turn_id)
         ctx = TurnContext(user.input, turn_id, user.received_at)
-        record = await self.stores.replay.get(account_id, turn_id)
-        audit = AuditTrail()
-        notes = Notes(RecordingCopy(self.copy, audit.rendered), ctx.locale)
-        _seed(audit, record)
+        record = await self.kernel.stores.replay.get(account_id, turn_id)
+        audit = _carried_on(TurnFacts.of(record))
+        notes = Notes(RecordingCopy(self.kernel.copy, audit.rendered), ctx.locale)
         stream = TurnEvents(
             account_id,
             turn_id,
-            self.clock,
-            hub=self.hub,
+            self.kernel.clock,
+            hub=self.kernel.hub,
             fresh=False,
-            only_if_begun=not self.config.stream_every_turn,
+            only_if_begun=not self.kernel.config.stream_every_turn,
         )
-        recorder = Recorder(audit, self.clock, stream)
+        recorder = Recorder(audit, self.kernel.clock, stream)
         recorder.resume(record)
         card = await self._claimed_card(ctx, record)
         entries = await self._started(ctx, record)
@@ -169,33 +190,46 @@ class Recovery:
             return await self._interrupt(ctx, card, record, notes, audit, recorder)
         planned = {e.command_id: self._planned(e) for e in entries}
         execution = Execution(
-            self.executor, self.config, ctx, notes, audit, recorder, replays_invalidate=False
+            self.kernel.executor,
+            self.kernel.config,
+            ctx,
+            notes,
+            audit,
+            recorder,
+            replays_invalidate=False,
         )
-        await self._reconcile(ctx, entries, planned, audit)
+        reconciled = await self._reconcile(ctx, entries, planned)
         claimed = self._claim(ctx, card, planned)
         if replied:
-            return await self._settle_after_reply(ctx, record, entries, claimed, execution, audit)
-        await execution.run([planned[e.command_id] for e in entries if e.status in _RUN_AGAIN])
-        resumed = bool(audit.executed)
-        if claimed is not None and _still_unknown(claimed, entries, audit):
+            return await self._settle_after_reply(
+                ctx, record, entries, claimed, execution, reconciled
+            )
+        ran = await execution.run(
+            [planned[e.command_id] for e in entries if e.status in _RUN_AGAIN]
+        )
+        executed = (*reconciled, *ran)
+        resumed = bool(executed)
+        if claimed is not None and _still_unknown(claimed, entries, executed):
             claimed = None  # a command of the card may still take effect: it stays resolving
         if resumed:
-            async with stream.transaction(self.stores) as tx:
-                await execution.commit(tx, claimed)
-        # Everything the turn ran, as the journal now holds it: the reply cites all of it.
-        settled = [await self.stores.journal.get(account_id, e.command_id) for e in entries]
+            async with stream.transaction(self.kernel.stores) as tx:
+                await execution.commit(tx, claimed, executed)
+        # Everything the turn ran, as the journal now holds it: the reply cites all of it, and
+        # says only what that came to (what running it said along the way is not the reply's).
+        settled = [await self.kernel.stores.journal.get(account_id, e.command_id) for e in entries]
         unknown = sum(1 for e in settled if e.status is JournalStatus.OUTCOME_UNKNOWN)
         events = await self._events(account_id, settled)
-        notes.notices.clear()
-        audit.executed = [
+        notes = Notes(RecordingCopy(self.kernel.copy, audit.rendered), ctx.locale)
+        final = tuple(
             Executed(planned[e.command_id], e.outcome, _own(events, e.command_id))
             for e in settled
             if e.outcome is not None
-        ]
-        for executed in audit.executed:
-            tell_outcome(notes, executed.planned.envelope.case_ref, executed.outcome)
-        assistant = await self._compose(ctx, notes, audit, record, events, settled, card)
-        async with stream.transaction(self.stores) as tx:
+        )
+        audit.executed = list(final)
+        for done in final:
+            tell_outcome(notes, done.planned.envelope.case_ref, done.outcome)
+        assistant = await self._compose(ctx, notes, audit, record, events, settled, card, final)
+        async with stream.transaction(self.kernel.stores) as tx:
             await recorder.deliver(tx, assistant, settled=not unknown)
         outcome = RecoveryOutcome.RESUMED if resumed else RecoveryOutcome.REGENERATED
         return RecoveredTurn(account_id, turn_id, outcome, unknown)
@@ -207,24 +241,24 @@ class Recovery:
         entries: Sequence[JournalEntry],
         claimed: ClaimedCard | None,
         execution: Execution,
-        audit: AuditTrail,
+        reconciled: Sequence[Executed],
     ) -> RecoveredTurn:
         """A turn whose reply is stored (and final: later records chain to its record) had
         outcomes nobody could tell. What reconciliation settled now commits with a server-written
         follow-up turn that tells the conversation of it (its receipts cite the events, its
         notices what failed), in one transaction: an event never commits without the turn that
         says so. The turn is finished once no outcome is unknown."""
-        settled_now = list(audit.executed)
+        settled_now = list(reconciled)
         told = {e.planned.envelope.command_id for e in settled_now}
-        unknown = len(_unknown(entries, audit))
-        if claimed is not None and _still_unknown(claimed, entries, audit):
+        unknown = len(_unknown(entries, settled_now))
+        if claimed is not None and _still_unknown(claimed, entries, settled_now):
             claimed = None  # a command of the card may still take effect: it stays resolving
         follow_up = None
         earlier: tuple[RecoveredTurn, ...] = ()
         if settled_now:
             # The follow-up turn goes last in the conversation, after any turn a crash left
             # unfinished there (finished first: the caller holds the conversation's lock).
-            last = await self.stores.replay.last_for_conversation(
+            last = await self.kernel.stores.replay.last_for_conversation(
                 ctx.account_id, ctx.conversation_id
             )
             if last is not None and not last.phase.is_terminal and last.turn_id != ctx.turn_id:
@@ -232,46 +266,33 @@ class Recovery:
             follow_up = self._follow_up_turn(ctx, record, told)
         stream = follow_up.events if follow_up is not None else None
         async with (
-            stream.transaction(self.stores) if stream is not None else self.stores.transaction()
+            stream.transaction(self.kernel.stores)
+            if stream is not None
+            else self.kernel.stores.transaction()
         ) as tx:
             if follow_up is not None:
-                enqueued = len(audit.outbox_ids)
-                readback = await execution.commit(tx, claimed, record=False)
-                await follow_up.tell(tx, settled_now, readback, audit.outbox_ids[enqueued:])
+                committed = await execution.commit(tx, claimed, settled_now, record=False)
+                await tell(
+                    self.kernel,
+                    tx,
+                    follow_up,
+                    settled=settled_now,
+                    readback=committed.readback,
+                    outbox_ids=committed.outbox_ids,
+                )
             if not unknown:
                 await tx.conversations.set_phase(ctx.account_id, ctx.turn_id, TurnPhase.DELIVERED)
         return RecoveredTurn(
             ctx.account_id, ctx.turn_id, RecoveryOutcome.RECONCILED, unknown, earlier
         )
 
-    def _follow_up_turn(
-        self, ctx: TurnContext, record: ReplayRecord, told: set[str]
-    ) -> _SettledLater:
+    def _follow_up_turn(self, ctx: TurnContext, record: ReplayRecord, told: set[str]) -> TurnState:
         turn_id = settled_turn_id(ctx.account_id, ctx.turn_id, sorted(told))
-        cause = f"reconciled:{ctx.turn_id}"
-        turn_input = TurnInput.server_turn(
-            ctx.account_id, ctx.conversation_id, turn_id, cause, ctx.locale
-        )
-        follow = TurnContext(turn_input, turn_id, self.clock())
-        audit = AuditTrail()
         # What authorized each command is what the turn that ran it decided.
-        audit.policy_decisions.extend(d for d in record.policy_decisions if d.command_id in told)
-        notes = Notes(RecordingCopy(self.copy, audit.rendered), follow.locale)
-        events = TurnEvents(
-            ctx.account_id,
-            turn_id,
-            self.clock,
-            hub=self.hub,
-            fresh=True,
-            logged=self.config.stream_every_turn,
-        )
-        return _SettledLater(
-            follow,
-            CaseBook(self.directory, self.workflows, ctx.account_id),
-            audit,
-            notes,
-            Recorder(audit, self.clock, events),
-            self._composer,
+        decided = [d for d in record.policy_decisions if d.command_id in told]
+        cause = f"reconciled:{ctx.turn_id}"
+        return server_turn(
+            self.kernel, ctx.account_id, ctx.conversation_id, turn_id, cause, ctx.locale, decided
         )
 
     # --- what the turn had done --------------------------------------------------------------
@@ -283,7 +304,9 @@ class Recovery:
         if response is None or not _claimed_by(record, response.interaction_id):
             return None
         try:
-            return await self.stores.interactions.get(ctx.account_id, response.interaction_id)
+            return await self.kernel.stores.interactions.get(
+                ctx.account_id, response.interaction_id
+            )
         except NotFound:
             return None
 
@@ -306,12 +329,12 @@ class Recovery:
             if not decision.allowed or decision.command_id in found:
                 continue
             try:
-                found[decision.command_id] = await self.stores.journal.get(
+                found[decision.command_id] = await self.kernel.stores.journal.get(
                     ctx.account_id, decision.command_id
                 )
             except NotFound:
                 continue
-        own = await self.stores.journal.for_turn(ctx.account_id, ctx.turn_id)
+        own = await self.kernel.stores.journal.for_turn(ctx.account_id, ctx.turn_id)
         return _ran(e for e in (*found.values(), *own) if _started_by(e, ctx.turn_id, won))
 
     @staticmethod
@@ -344,7 +367,7 @@ class Recovery:
             command_type=entry.command_type,
             payload=entry.payload,
         )
-        workflow = workflow_for(self.workflows, entry.case_ref.workflow)
+        workflow = workflow_for(self.kernel.workflows, entry.case_ref.workflow)
         return PlannedCommand("recovered", envelope, workflow.policy(entry.command_type))
 
     async def _reconcile(
@@ -352,12 +375,13 @@ class Recovery:
         ctx: TurnContext,
         entries: Sequence[JournalEntry],
         planned: Mapping[str, PlannedCommand],
-        audit: AuditTrail,
-    ) -> None:
-        """Ask the executor what became of each command whose outcome is unknown."""
-        ask = getattr(self.executor, "outcome", None)
+    ) -> list[Executed]:
+        """Ask the executor what became of each command whose outcome is unknown; what it
+        could tell, in journal order."""
+        ask = getattr(self.kernel.executor, "outcome", None)
+        settled: list[Executed] = []
         if ask is None:
-            return
+            return settled
         for entry in entries:
             if entry.status is not JournalStatus.OUTCOME_UNKNOWN:
                 continue
@@ -367,9 +391,7 @@ class Recovery:
                 continue
             command = planned[entry.command_id]
             if answer is None:
-                audit.executed.append(
-                    Executed(command, FailedOutcome(code=codes.EXECUTION_NOT_APPLIED))
-                )
+                settled.append(Executed(command, FailedOutcome(code=codes.EXECUTION_NOT_APPLIED)))
                 continue
             if not isinstance(answer, ExecutionResult):
                 continue
@@ -385,7 +407,8 @@ class Recovery:
             outcome = CommittedOutcome(
                 new_revision=answer.new_revision, event_ids=tuple(ev.event_id for ev in own)
             )
-            audit.executed.append(Executed(command, outcome, own, replayed=True))
+            settled.append(Executed(command, outcome, own, replayed=True))
+        return settled
 
     async def _events(
         self, account_id: str, settled: Sequence[JournalEntry]
@@ -398,7 +421,7 @@ class Recovery:
         ]
         if not wanted:
             return {}
-        stored = await self.stores.events.get_by_ids(account_id, wanted)
+        stored = await self.kernel.stores.events.get_by_ids(account_id, wanted)
         return {ev.event_id: ev for ev in stored}
 
     # --- the reply ------------------------------------------------------------------------------
@@ -412,10 +435,11 @@ class Recovery:
         events: Mapping[str, DomainEvent],
         settled: Sequence[JournalEntry],
         card: Interaction | None,
+        executed: Sequence[Executed],
     ) -> AssistantTurn:
         """The reply from the ledger and server copy, with the cards the cases need now."""
         understanding = _understanding(record)
-        cases = CaseBook(self.directory, self.workflows, ctx.account_id)
+        cases = CaseBook(self.kernel.directory, self.kernel.workflows, ctx.account_id)
         touched: set[CaseKey] = {e.case_ref.key for e in settled}
         if card is not None:
             touched.add(card.case_ref.key)
@@ -424,12 +448,14 @@ class Recovery:
         shown = await self._open_cards(ctx, record)
         touched |= {c.case_ref.key for c in shown}
         factory = CardFactory(
-            ctx, RecordingCopy(self.copy, audit.rendered), self.config.max_selection_candidates
+            ctx,
+            RecordingCopy(self.kernel.copy, audit.rendered),
+            self.kernel.config.max_selection_candidates,
         )
         follow_up = FollowUp(ctx, cases, factory, notes, audit, shown, touched)
         refreshed = await follow_up.refresh(())
         try:
-            async with self.stores.transaction() as tx, tx.savepoint():
+            async with self.kernel.stores.transaction() as tx, tx.savepoint():
                 await follow_up.raise_cards(tx, understanding, [], refreshed)
         except StoreError:
             notes.notice(codes.NOTICE_CASE_REFRESH_UNAVAILABLE)
@@ -440,28 +466,20 @@ class Recovery:
             readback=events,
             shown=follow_up.shown,
             touched=frozenset(follow_up.touched),
+            executed=executed,
         )
         return await self._composer(ctx, notes, audit).compose(result)
 
     def _composer(self, ctx: TurnContext, notes: Notes, audit: AuditTrail) -> Composer:
-        return Composer(
-            ctx,
-            self.workflows,
-            RecordingCopy(self.copy, audit.rendered),
-            self.clock,
-            None,  # recovery resubmits no model request
-            notes,
-            audit,
-            follow_up_codes=self.follow_up_codes,
-            receipt_claims=self.receipt_claims,
-        )
+        copy = RecordingCopy(self.kernel.copy, audit.rendered)
+        return self.kernel.composer(ctx, copy, notes, audit, narrate=False)  # no model request
 
     async def _open_cards(self, ctx: TurnContext, record: ReplayRecord) -> list[Interaction]:
         """The cards this turn persisted that are still open (they may be shown)."""
         shown = []
         for interaction_id in record.interactions_created:
             try:
-                card = await self.stores.interactions.get(ctx.account_id, interaction_id)
+                card = await self.kernel.stores.interactions.get(ctx.account_id, interaction_id)
             except NotFound:
                 continue
             if card.status is InteractionStatus.ACTIVE:
@@ -480,14 +498,14 @@ class Recovery:
         """Nothing ran: the card the turn claimed is active again, and the turn ends
         `interrupted` with a notice (and the cards it persisted, which are real)."""
         if card is not None and card.status is InteractionStatus.RESOLVING:
-            async with self.stores.transaction() as tx:
+            async with self.kernel.stores.transaction() as tx:
                 await tx.interactions.finish(
                     ctx.account_id, card.interaction_id, InteractionStatus.ACTIVE
                 )
         assistant = self._composer(ctx, notes, audit).interrupted(
             await self._open_cards(ctx, record)
         )
-        async with recorder.events.transaction(self.stores) as tx:
+        async with recorder.events.transaction(self.kernel.stores) as tx:
             await recorder.deliver(tx, assistant, failure_code=codes.RUNTIME_TURN_INTERRUPTED)
         return RecoveredTurn(ctx.account_id, ctx.turn_id, RecoveryOutcome.INTERRUPTED)
 
@@ -503,9 +521,9 @@ def _claimed_by(record: ReplayRecord, interaction_id: str) -> bool:
     )
 
 
-def _unknown(entries: Sequence[JournalEntry], audit: AuditTrail) -> set[str]:
-    """The commands whose outcome nobody could tell yet (reconciliation settled none of them)."""
-    told = {e.planned.envelope.command_id for e in audit.executed}
+def _unknown(entries: Sequence[JournalEntry], executed: Sequence[Executed]) -> set[str]:
+    """The commands whose outcome nobody could tell yet (none of `executed` settled them)."""
+    told = {e.planned.envelope.command_id for e in executed}
     return {
         e.command_id
         for e in entries
@@ -513,9 +531,11 @@ def _unknown(entries: Sequence[JournalEntry], audit: AuditTrail) -> set[str]:
     }
 
 
-def _still_unknown(card: ClaimedCard, entries: Sequence[JournalEntry], audit: AuditTrail) -> bool:
+def _still_unknown(
+    card: ClaimedCard, entries: Sequence[JournalEntry], executed: Sequence[Executed]
+) -> bool:
     """Whether a command of the card has an outcome nobody could tell yet."""
-    unknown = _unknown(entries, audit)
+    unknown = _unknown(entries, executed)
     return any(c.envelope.command_id in unknown for c in card.commands)
 
 
@@ -551,20 +571,24 @@ def _understanding(record: ReplayRecord) -> Understanding:
         return Understanding()
 
 
-def _seed(audit: AuditTrail, record: ReplayRecord) -> None:
-    """What the stored record already says, so the final record keeps it."""
-    audit.understanding_problems.extend(record.understanding_problems)
-    audit.target_resolutions.extend(record.target_resolutions)
-    audit.policy_decisions.extend(record.policy_decisions)
-    audit.provider_attempts.extend(record.provider_attempts)
-    audit.interactions_created.extend(record.interactions_created)
-    audit.interaction_digests.extend(record.interaction_digests)
-    audit.outbox_ids.extend(record.outbox_ids)
-    audit.claim_violations.extend(record.claim_violations)
-    audit.prose_findings.extend(record.prose_findings)
-    audit.claimed_interaction = record.claimed_interaction
-    for render in record.copy_renders:
+def _carried_on(facts: TurnFacts) -> AuditTrail:
+    """The trail of a turn recovery carries on: what its stored record states, except what ran
+    (recovery tells that again, from the journal)."""
+    audit = AuditTrail(
+        understanding_problems=list(facts.understanding_problems),
+        target_resolutions=list(facts.target_resolutions),
+        policy_decisions=list(facts.policy_decisions),
+        provider_attempts=list(facts.provider_attempts),
+        interactions_created=list(facts.interactions_created),
+        interaction_digests=list(facts.interaction_digests),
+        outbox_ids=list(facts.outbox_ids),
+        claim_violations=list(facts.claim_violations),
+        prose_findings=list(facts.prose_findings),
+        claimed_interaction=facts.claimed_interaction,
+    )
+    for render in facts.copy_renders:
         audit.rendered(render)
+    return audit
 
 
 def settled_turn_id(account_id: str, turn_id: str, command_ids: Sequence[str]) -> str:
@@ -575,46 +599,3 @@ def settled_turn_id(account_id: str, turn_id: str, command_ids: Sequence[str]) -
         "turnframe.settled_turn.v1",
         {"account_id": account_id, "turn_id": turn_id, "command_ids": list(command_ids)},
     )
-
-
-@dataclass(frozen=True)
-class _SettledLater:
-    """The follow-up turn that tells a conversation what settled after a turn's reply."""
-
-    ctx: TurnContext
-    cases: CaseBook
-    audit: AuditTrail
-    notes: Notes
-    recorder: Recorder
-    composer: Callable[[TurnContext, Notes, AuditTrail], Composer]
-
-    @property
-    def events(self) -> TurnEvents:
-        return self.recorder.events
-
-    async def tell(
-        self,
-        tx: Stores,
-        settled: Sequence[Executed],
-        readback: Mapping[str, DomainEvent],
-        outbox_ids: Sequence[str],
-    ) -> None:
-        """Accept, compose (receipts for what committed, notices for the rest) and deliver the
-        turn, in the caller's transaction; its record names what the settlement committed (the
-        events, and the outbox rows it enqueued)."""
-        user_turn, self.recorder.record = await accept_turn(tx, self.ctx, ())
-        await tx.commits.commit(self.recorder.accepted(user_turn))
-        self.audit.executed.extend(settled)
-        self.audit.outbox_ids.extend(outbox_ids)
-        for executed in settled:
-            tell_outcome(self.notes, executed.planned.envelope.case_ref, executed.outcome)
-        result = TurnResult(
-            understanding=Understanding(),
-            plan=Plan(),
-            cases=self.cases,
-            readback=readback,
-            shown=[],
-            touched=frozenset(),
-        )
-        assistant = await self.composer(self.ctx, self.notes, self.audit).compose(result)
-        await self.recorder.deliver(tx, assistant)

@@ -3,14 +3,18 @@
 The interpreter sees only the brief: opaque handles, the operations on offer and the card on
 screen. Its proposal is validated all-or-nothing against what the brief offered; a failed call or
 a rejected proposal changes nothing and the turn says so. A click-only turn makes no model call.
+What it decided leaves as one value (`Understood`): the understanding, the call, the problems
+and the notice.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 
 from turnframe_core import codes
 from turnframe_core.interactions import Interaction
+from turnframe_core.replay import ProviderAttempt
 from turnframe_core.understanding import (
     Brief,
     OfferedCard,
@@ -22,11 +26,28 @@ from turnframe_core.understanding import (
     validate_understanding,
 )
 from turnframe_runtime import observe
-from turnframe_runtime.context import AuditTrail, Notes, Purpose, TurnContext
+from turnframe_runtime.context import Purpose, TurnContext, provider_attempt
 from turnframe_runtime.ports import Interpreter
 from turnframe_runtime.reduce import CaseInView
 
-__all__ = ["brief_for", "understand"]
+__all__ = ["Understood", "brief_for", "understand"]
+
+
+@dataclass(frozen=True)
+class Understood:
+    """G's result: the understanding to plan on (empty when there is none to trust), the model
+    call that produced it, the problems a refused proposal had, and the notice the turn shows
+    when it understood nothing."""
+
+    understanding: Understanding
+    attempt: ProviderAttempt | None = None
+    problems: tuple[Problem, ...] = ()
+    notice: str | None = None
+
+    @property
+    def trusted(self) -> bool:
+        """The interpreter answered and its proposal was accepted."""
+        return self.attempt is not None and self.notice is None
 
 
 def brief_for(
@@ -68,38 +89,41 @@ async def understand(
     handles: Mapping[str, CaseInView],
     card: Interaction | None,
     clock: Callable[[], int],
-    notes: Notes,
-    audit: AuditTrail,
-) -> Understanding:
-    """The validated understanding of the turn's text (empty when there is none to trust)."""
+) -> Understood:
+    """The validated understanding of the turn's text."""
     text = (turn.input.text or "").strip()
     if not text:
-        return Understanding()
+        return Understood(Understanding())
     if interpreter is None:
-        notes.notice(codes.NOTICE_MESSAGE_UNREADABLE)
-        return Understanding()
+        return Understood(Understanding(), notice=codes.NOTICE_MESSAGE_UNREADABLE)
     brief = brief_for(turn, handles, card)
     started = clock()
     try:
         with observe.span("model.understand"):
             proposal = await interpreter.understand(brief)
     except Exception as exc:  # any provider failure before commit: no effect
-        audit.attempt(Purpose.UNDERSTAND, interpreter, started, clock(), exc)
-        notes.notice(codes.NOTICE_MESSAGE_UNREADABLE)
-        return Understanding()
-    audit.attempt(Purpose.UNDERSTAND, interpreter, started, clock())
+        failed = provider_attempt(Purpose.UNDERSTAND, interpreter, started, clock(), exc)
+        return Understood(Understanding(), failed, notice=codes.NOTICE_MESSAGE_UNREADABLE)
+    answered = clock()
     try:
         understood = validate_understanding(proposal, brief)
     except UnderstandingRejected as rejected:  # the call answered; its answer was refused
-        audit.discard_last_attempt(rejected.code)
-        audit.understanding_problems.extend(rejected.problems)
-        notes.notice(codes.NOTICE_NOT_UNDERSTOOD)
-        return Understanding()
+        return Understood(
+            Understanding(),
+            provider_attempt(
+                Purpose.UNDERSTAND, interpreter, started, answered, None, rejected.code
+            ),
+            tuple(rejected.problems),
+            codes.NOTICE_NOT_UNDERSTOOD,
+        )
     except Exception as unjudged:  # a proposal no rule could even read: never an effect
         code = codes.code_of(unjudged)
-        audit.discard_last_attempt(code)
-        audit.understanding_problems.append(Problem(code=code, path="understanding"))
-        notes.notice(codes.NOTICE_NOT_UNDERSTOOD)
-        return Understanding()
-    audit.understanding = understood
-    return understood
+        return Understood(
+            Understanding(),
+            provider_attempt(Purpose.UNDERSTAND, interpreter, started, answered, None, code),
+            (Problem(code=code, path="understanding"),),
+            codes.NOTICE_NOT_UNDERSTOOD,
+        )
+    return Understood(
+        understood, provider_attempt(Purpose.UNDERSTAND, interpreter, started, answered)
+    )

@@ -31,12 +31,8 @@ from turnframe_core import codes
 from turnframe_core.cases import CaseKey
 from turnframe_core.commands import ExternalCallback, origin_satisfies
 from turnframe_core.ids import derive_id
-from turnframe_core.stream import StreamMode
-from turnframe_core.turn import TurnInput
-from turnframe_core.understanding import Understanding
 from turnframe_runtime import observe
 from turnframe_runtime.accept import PreviousTurnUnfinished, accept_turn
-from turnframe_runtime.compose import TurnResult
 from turnframe_runtime.config import OutboxConfig
 from turnframe_runtime.outbox.ports import (
     AppliesExternalAnswers,
@@ -48,13 +44,15 @@ from turnframe_runtime.outbox.ports import (
     SendResult,
     SendUnknown,
 )
-from turnframe_runtime.reduce import CaseInView, Plan, PlannedCommand, envelope_for
+from turnframe_runtime.reduce import CaseInView, PlannedCommand, envelope_for
+from turnframe_runtime.server_turn import server_turn, tell
+from turnframe_runtime.state import TurnState
 from turnframe_store.bundle import Stores
 from turnframe_store.errors import Conflict, InvalidRecord, NotFound, StoreError
 from turnframe_store.records import OUTBOX_CLAIM_EXPIRED, OutboxEntry, OutboxStatus
 
 if TYPE_CHECKING:
-    from turnframe_runtime.runtime import TurnRuntime, _Turn
+    from turnframe_runtime.kernel import Kernel
 
 __all__ = ["DispatchOutcome", "NoSender", "OutboxDispatcher", "follow_up_turn_id"]
 
@@ -92,24 +90,24 @@ def follow_up_turn_id(account_id: str, outbox_id: str, purpose: str) -> str:
 
 
 class OutboxDispatcher:
-    """Carries out outbox rows for one runtime, with its senders (by destination)."""
+    """Carries out outbox rows for one runtime's kernel, with its senders (by destination)."""
 
     def __init__(
         self,
-        runtime: TurnRuntime,
+        kernel: Kernel,
         senders: Mapping[str, OutboxSender],
         config: OutboxConfig | None = None,
     ) -> None:
-        self._runtime = runtime
+        self.kernel = kernel
         self._senders = dict(senders)
         self.config = config or OutboxConfig()
 
     @property
     def stores(self) -> Stores:
-        return self._runtime.stores
+        return self.kernel.stores
 
     def _now(self) -> int:
-        return self._runtime._clock()
+        return self.kernel.clock()
 
     # --- the actors' bodies ----------------------------------------------------------------------
 
@@ -226,7 +224,7 @@ class OutboxDispatcher:
         transaction (told once per row, whatever attempt ends unknown)."""
         check_at = self._now() + self.config.reconcile_after_ms
 
-        async def record(tx: Stores, t: _Turn | None) -> bool:
+        async def record(tx: Stores, t: TurnState | None) -> bool:
             # A row that moved on from this attempt refuses (`Conflict`: a duplicate).
             await tx.outbox.mark_outcome_unknown(
                 row.outbox_id, result.reference, check_at, row.attempt_count
@@ -250,7 +248,7 @@ class OutboxDispatcher:
         that turn finished like any interrupted turn."""
         completed = isinstance(result, SendCompleted)
 
-        async def record(tx: Stores, t: _Turn | None) -> bool:
+        async def record(tx: Stores, t: TurnState | None) -> bool:
             await self._settle_row(tx, row, result)
             if t is None:
                 return True
@@ -282,7 +280,7 @@ class OutboxDispatcher:
         destination. Were even that impossible, the row alone ends failed."""
         code = codes.OUTBOX_ANSWER_UNRECORDABLE
 
-        async def settle(tx: Stores, t: _Turn | None) -> bool:
+        async def settle(tx: Stores, t: TurnState | None) -> bool:
             await tx.outbox.mark_failed(row.outbox_id, code, None, row.attempt_count)
             if t is not None and not await _told(tx, t):
                 await self._tell(tx, t, codes.NOTICE_RESULT_UNCONFIRMED)
@@ -300,7 +298,7 @@ class OutboxDispatcher:
 
     def _answer_command(
         self,
-        t: _Turn,
+        t: TurnState,
         request: OutboxRequest,
         result: SendCompleted | SendFailed,
         case: CaseInView | None,
@@ -326,15 +324,11 @@ class OutboxDispatcher:
         return [PlannedCommand(_ANSWER_ACT, envelope, policy)]  # admitting records the decision
 
     async def _tell(
-        self, tx: Stores, t: _Turn, notice: str, loaded: Sequence[CaseInView] = ()
+        self, tx: Stores, t: TurnState, notice: str, loaded: Sequence[CaseInView] = ()
     ) -> None:
         """A follow-up turn that runs nothing: its notice composed from server copy and
         delivered with the user-less turn, in the caller's transaction."""
-        user_turn, t.recorder.record = await accept_turn(tx, t.ctx, loaded)
-        await tx.commits.commit(t.recorder.accepted(user_turn))
-        t.notes.notice(notice)
-        assistant = await self._runtime._composer(t, narrate=False).compose(_nothing(t))
-        await t.recorder.deliver(tx, assistant)
+        await tell(self.kernel, tx, t, notice=notice, loaded=loaded)
 
     async def _settle_row(
         self, tx: Stores, row: OutboxEntry, result: SendCompleted | SendFailed
@@ -351,7 +345,7 @@ class OutboxDispatcher:
         self,
         row: OutboxEntry,
         purpose: str,
-        record: Callable[[Stores, _Turn | None], Awaitable[bool]],
+        record: Callable[[Stores, TurnState | None], Awaitable[bool]],
         *,
         load: CaseKey | None = None,
         finish: bool = False,
@@ -367,28 +361,27 @@ class OutboxDispatcher:
         account_id, conversation_id, locale = where
         turn_id = follow_up_turn_id(account_id, row.outbox_id, purpose)
         cause = f"outbox:{row.outbox_id}:{purpose}"
-        turn_input = TurnInput.server_turn(account_id, conversation_id, turn_id, cause, locale)
-        runtime = self._runtime
-        async with runtime._conversation(account_id, conversation_id):
+        kernel = self.kernel
+        async with kernel.lock(account_id, conversation_id):
             for _ in range(2):
-                t = runtime._begin(turn_input, turn_id, StreamMode.WHOLE)
+                t = server_turn(kernel, account_id, conversation_id, turn_id, cause, locale)
                 if load is not None:
                     await t.cases.load(load)
                 try:
                     recorded = await self._recorded(record, t)
                     break
                 except PreviousTurnUnfinished as previous:
-                    await runtime._recovery().turn(account_id, previous.turn_id)
+                    await kernel.recovery().turn(account_id, previous.turn_id)
             else:
                 raise PreviousTurnUnfinished(turn_id)
             # Only a turn that was written is finished: an answer the case records nothing of
             # settles the row alone.
             if recorded and finish and t.recorder.record is not None:
-                await runtime._recovery().turn(account_id, turn_id, counted=False)
+                await kernel.recovery().turn(account_id, turn_id, counted=False)
         return recorded
 
     async def _recorded(
-        self, record: Callable[[Stores, _Turn | None], Awaitable[bool]], t: _Turn | None
+        self, record: Callable[[Stores, TurnState | None], Awaitable[bool]], t: TurnState | None
     ) -> bool:
         """`record` in one transaction (the follow-up turn's, when there is one). False when
         another worker recorded the row first; `_Unrecordable` when the answer can never be
@@ -442,22 +435,10 @@ class _Unrecordable(Exception):
     it (`InvalidRecord`), it has no canonical form, or the workflow's `external_answer` raised."""
 
 
-async def _told(tx: Stores, t: _Turn) -> bool:
+async def _told(tx: Stores, t: TurnState) -> bool:
     """Whether this follow-up turn was written before (an earlier attempt's)."""
     try:
         await tx.conversations.get_user_turn(t.ctx.account_id, t.ctx.turn_id)
     except NotFound:
         return False
     return True
-
-
-def _nothing(t: _Turn) -> TurnResult:
-    """A turn that ran nothing and showed nothing: only its notices speak."""
-    return TurnResult(
-        understanding=Understanding(),
-        plan=Plan(),
-        cases=t.cases,
-        readback={},
-        shown=[],
-        touched=frozenset(),
-    )

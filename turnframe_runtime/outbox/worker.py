@@ -96,7 +96,8 @@ class OutboxWorker:
         relay: bool = True,
         consume: bool = True,
     ) -> None:
-        self._runtime = runtime
+        self._dispatcher = runtime.outbox
+        self._kernel = runtime.outbox.kernel
         self.broker = broker
         self._threads = threads
         self._with_relay = relay
@@ -117,15 +118,15 @@ class OutboxWorker:
 
     @property
     def config(self) -> OutboxConfig:
-        return self._runtime.outbox.config
+        return self._dispatcher.config
 
     def relay(self) -> Relay:
         return Relay(
-            self._runtime.stores,
+            self._kernel.stores,
             self.publish,
             self.publish_reconcile,
             config=self.config,
-            clock=self._runtime._clock,
+            clock=self._kernel.clock,
         )
 
     # --- publishing ------------------------------------------------------------------------------
@@ -185,10 +186,10 @@ class OutboxWorker:
             raise AttemptFailed(codes.code_of(failure)) from None
 
     def _dispatch_sync(self, outbox_id: str, attempt: int) -> None:
-        self._run(self._runtime.outbox.dispatch(outbox_id, attempt))
+        self._run(self._dispatcher.dispatch(outbox_id, attempt))
 
     def _reconcile_sync(self, outbox_id: str) -> None:
-        self._run(self._runtime.outbox.reconcile(outbox_id))
+        self._run(self._dispatcher.reconcile(outbox_id))
 
     # --- lifecycle ------------------------------------------------------------------------------
 
@@ -218,11 +219,11 @@ class OutboxWorker:
                 if self._stop.is_set():
                     break
                 try:
-                    await self._runtime.recover_unfinished(older_than_ms=lease_ms)
+                    await self._kernel.recovery().sweep(older_than_ms=lease_ms)
                 except Exception as failure:
                     observe.failure(_log, "outbox.recovery_sweep_failed", failure)
                 try:  # finished turns' stream logs past their retention
-                    await self._runtime.prune_streams()
+                    await self._kernel.followers.prune(self._kernel.clock())
                 except Exception as failure:
                     observe.failure(_log, "outbox.stream_prune_failed", failure)
 
@@ -233,7 +234,7 @@ class OutboxWorker:
         For the embedded mode and tests: production workers simply run."""
         deadline = time.monotonic() + timeout_s
         while time.monotonic() < deadline:
-            if await self._runtime.stores.outbox.pending_count() == 0:
+            if await self._kernel.stores.outbox.pending_count() == 0:
                 return True
             await asyncio.sleep(0.02)
         return False
