@@ -499,6 +499,14 @@ class Workflow(ABC):
         declared, so no prose may promise a follow-up."""
         return ()
 
+    def external_answer(self, request: Any, result: Any) -> CompiledCommand | None:
+        """The command that records an external system's answer to one of this workflow's
+        outbox requests (`request` an `OutboxRequest`, `result` a `SendCompleted` or
+        `SendFailed`: the runtime's outbox types; see its `AppliesExternalAnswers`). None, the
+        default, records nothing on the case: the follow-up turn then tells only that the
+        request failed, when it did."""
+        return None
+
 
 class _DefinedWorkflow(Workflow):
     """A `WorkflowDefinition` seen as a `Workflow`: each call goes to the definition; an
@@ -569,13 +577,9 @@ class _DefinedWorkflow(Workflow):
         found = self.definition
         return found.follow_up_receipts() if isinstance(found, DeclaresFollowUps) else ()
 
-
-class _AnsweringDefinedWorkflow(_DefinedWorkflow):
-    """A definition that also records external answers (the outbox's `AppliesExternalAnswers`,
-    whose types live in the runtime): the capability stays visible through the adapter."""
-
-    def external_answer(self, request: Any, result: Any) -> Any:
-        return self.definition.external_answer(request, result)  # type: ignore[attr-defined]
+    def external_answer(self, request: Any, result: Any) -> CompiledCommand | None:
+        answer = getattr(self.definition, "external_answer", None)
+        return answer(request, result) if callable(answer) else None
 
 
 def as_workflow(definition: Workflow | WorkflowDefinition) -> Workflow:
@@ -584,6 +588,4 @@ def as_workflow(definition: Workflow | WorkflowDefinition) -> Workflow:
     what a workflow object has."""
     if isinstance(definition, Workflow):
         return definition
-    if callable(getattr(definition, "external_answer", None)):
-        return _AnsweringDefinedWorkflow(definition)
     return _DefinedWorkflow(definition)

@@ -42,7 +42,7 @@ from turnframe_core.interactions import (
 )
 from turnframe_core.replay import PolicyDecisionRecord
 from turnframe_core.understanding import ConstraintKind, Understanding
-from turnframe_core.workflow import DomainRefusal, ResolvedAct, WorkflowDefinition
+from turnframe_core.workflow import DomainRefusal, ResolvedAct, Workflow
 from turnframe_runtime.cards import CardFactory, RaisedCard, purpose_of
 from turnframe_runtime.cases import CaseBook, workflow_for
 from turnframe_runtime.context import Notes, TurnContext, policy_decision
@@ -385,7 +385,7 @@ class Claim:
 async def claim_card(
     stores: Stores,
     plan: CardPlan,
-    workflows: Mapping[str, WorkflowDefinition],
+    workflows: Mapping[str, Workflow],
     notes: Notes,
 ) -> Claim:
     """Gather what the answer runs and move the card out of `active` by compare-and-swap."""
@@ -402,7 +402,7 @@ async def claim_card(
 async def _claim(
     stores: Stores,
     plan: CardPlan,
-    workflows: Mapping[str, WorkflowDefinition],
+    workflows: Mapping[str, Workflow],
     notes: Notes,
 ) -> tuple[ClaimedCard | None, tuple[PolicyDecisionRecord, ...]]:
     """The claim, and the decisions that let the card's journaled commands run."""
@@ -469,7 +469,7 @@ async def _gather_confirmed(
     stores: Stores,
     plan: CardPlan,
     effect: RunJournaled,
-    workflows: Mapping[str, WorkflowDefinition],
+    workflows: Mapping[str, Workflow],
     notes: Notes,
 ) -> tuple[tuple[PlannedCommand, ...] | None, tuple[PlannedCommand, ...]]:
     """The commands journaled with the card, exactly as journaled (and each one found); None
@@ -495,7 +495,7 @@ async def _gather_confirmed(
 def _journaled_command(
     entry: JournalEntry,
     card: Interaction,
-    workflows: Mapping[str, WorkflowDefinition],
+    workflows: Mapping[str, Workflow],
 ) -> PlannedCommand | None:
     """A journaled command, if it is the one this card confirms and still what its key says."""
     origin = entry.origin

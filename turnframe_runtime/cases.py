@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 
 from turnframe_core.cases import CaseKey, CaseRef
-from turnframe_core.workflow import ViewInvariantViolation, WorkflowDefinition, check_view
+from turnframe_core.workflow import ViewInvariantViolation, Workflow, check_view
 from turnframe_runtime.errors import UnknownWorkflow
 from turnframe_runtime.ports import CaseDirectory
 from turnframe_runtime.reduce import CaseInView
@@ -23,7 +23,7 @@ def in_key_order(keys: Iterable[CaseKey]) -> list[CaseKey]:
     return sorted(keys, key=lambda key: (key.workflow, key.case_id))
 
 
-def workflow_for(workflows: Mapping[str, WorkflowDefinition], key: str) -> WorkflowDefinition:
+def workflow_for(workflows: Mapping[str, Workflow], key: str) -> Workflow:
     workflow = workflows.get(key)
     if workflow is None:
         raise UnknownWorkflow("a case names a workflow this runtime does not run")
@@ -36,7 +36,7 @@ class CaseBook:
     def __init__(
         self,
         directory: CaseDirectory,
-        workflows: Mapping[str, WorkflowDefinition],
+        workflows: Mapping[str, Workflow],
         account_id: str,
     ) -> None:
         self._directory = directory

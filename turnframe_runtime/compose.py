@@ -49,7 +49,7 @@ from turnframe_core.replay import CommittedOutcome, FailedOutcome, OutcomeUnknow
 from turnframe_core.turn import AssistantTurn, Expectation, ExpectationKind, Offer, TurnStatus
 from turnframe_core.understanding import Question, Understanding
 from turnframe_core.wording import ClaimClass, TurnBacking, check_wording
-from turnframe_core.workflow import Obligation, WorkflowDefinition
+from turnframe_core.workflow import Obligation, Workflow
 from turnframe_runtime.card_answer import Closed
 from turnframe_runtime.cases import CaseBook, in_key_order, workflow_for
 from turnframe_runtime.context import AuditTrail, Executed, Notes, TurnContext
@@ -111,7 +111,7 @@ class Composer:
     """Composes one turn's blocks."""
 
     turn: TurnContext
-    workflows: Mapping[str, WorkflowDefinition]
+    workflows: Mapping[str, Workflow]
     copy: ServerCopy
     clock: Callable[[], int]
     narration: Narration | None

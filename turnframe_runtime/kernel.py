@@ -24,14 +24,7 @@ from turnframe_core.replay import PolicyDecisionRecord
 from turnframe_core.stream import StreamMode
 from turnframe_core.turn import TurnInput
 from turnframe_core.wording import ClaimClass
-from turnframe_core.workflow import (
-    DeclaresCopy,
-    DeclaresCopySamples,
-    DeclaresFollowUps,
-    DeclaresReceiptClaims,
-    DeclaresReceiptTemplates,
-    WorkflowDefinition,
-)
+from turnframe_core.workflow import Workflow, WorkflowDefinition, as_workflow
 from turnframe_runtime.cards import CardFactory
 from turnframe_runtime.cases import CaseBook
 from turnframe_runtime.compose import Composer
@@ -51,9 +44,12 @@ from turnframe_runtime.narration import Narration
 from turnframe_runtime.ports import (
     CaseDirectory,
     ClaimReviewer,
+    Executor,
     Interpreter,
     Narrator,
     WorkflowExecutor,
+    as_executor,
+    offered_reviewer,
 )
 from turnframe_runtime.record import Recorder
 from turnframe_runtime.recover import Recovery
@@ -70,9 +66,9 @@ class Kernel:
     """The runtime's shared state; build it with `Kernel.build`."""
 
     stores: Stores
-    workflows: Mapping[str, WorkflowDefinition]
+    workflows: Mapping[str, Workflow]
     directory: CaseDirectory
-    executor: WorkflowExecutor
+    executor: Executor
     interpreter: Interpreter | None
     narrator: Narrator | None
     reviewer: ClaimReviewer | None
@@ -93,9 +89,9 @@ class Kernel:
         cls,
         *,
         stores: Stores,
-        workflows: Sequence[WorkflowDefinition],
+        workflows: Sequence[Workflow | WorkflowDefinition],
         directory: CaseDirectory,
-        executor: WorkflowExecutor,
+        executor: Executor | WorkflowExecutor,
         interpreter: Interpreter | None = None,
         narrator: Narrator | None = None,
         reviewer: ClaimReviewer | None = None,
@@ -105,32 +101,27 @@ class Kernel:
         ids: IdSource | None = None,
     ) -> Kernel:
         """The kernel, its collaborators judged (see the module's rules)."""
-        by_key = {w.key: w for w in workflows}
-        if len(by_key) != len(workflows):
+        adopted = [as_workflow(w) for w in workflows]
+        by_key = {w.key: w for w in adopted}
+        if len(by_key) != len(adopted):
             raise ValueError("workflow keys must be unique")
         if not stores.transactional:
             raise StoresWithoutTransactions(
                 "these stores cannot commit a turn's writes together; use MemoryStores, "
                 "SqlStores or stores whose transaction() passes the conformance suite"
             )
-        if reviewer is None:  # a narrator may ship its own reviewer, a port of its own
-            offered = getattr(narrator, "reviewer", None)
-            reviewer = offered if callable(getattr(offered, "review", None)) else None
+        reviewer = offered_reviewer(narrator, reviewer)  # a narrator may ship its own
         if narrator is not None and reviewer is None:
             raise ReviewerRequired(
                 "a narrator's prose is reviewed by a separate ClaimReviewer; pass reviewer="
             )
         follow_up_codes = frozenset(
-            code
-            for workflow in workflows
-            if isinstance(workflow, DeclaresFollowUps)
-            for code in workflow.follow_up_receipts()
+            code for workflow in adopted for code in workflow.follow_up_receipts()
         )
         receipt_claims: Mapping[str, tuple[ClaimClass, ...]] = MappingProxyType(
             {
                 code: tuple(classes)
-                for workflow in workflows
-                if isinstance(workflow, DeclaresReceiptClaims)
+                for workflow in adopted
                 for code, classes in workflow.receipt_claims().items()
             }
         )
@@ -140,23 +131,12 @@ class Kernel:
         served: ServerCopy = (copy or library_copy()).serving(config.locales)
         clock = clock or (lambda: time.time_ns() // 1_000_000)
         required = [
-            *(
-                receipt_title(template)
-                for workflow in workflows
-                if isinstance(workflow, DeclaresReceiptTemplates)
-                for template in workflow.receipt_templates()
-            ),
-            *(
-                template
-                for workflow in workflows
-                if isinstance(workflow, DeclaresCopy)
-                for template in workflow.copy_templates()
-            ),
+            *(receipt_title(t) for workflow in adopted for t in workflow.receipt_templates()),
+            *(template for workflow in adopted for template in workflow.copy_templates()),
         ]
         samples: dict[str, Sequence[Mapping[str, Any]]] = {}
-        for workflow in workflows:
-            if isinstance(workflow, DeclaresCopySamples):
-                samples.update(workflow.copy_samples())
+        for workflow in adopted:
+            samples.update(workflow.copy_samples())
         missing = served.missing(config.locales, required=required, samples=samples)
         if missing:
             raise MissingCopy(missing)
@@ -165,7 +145,7 @@ class Kernel:
             stores=stores,
             workflows=MappingProxyType(by_key),
             directory=directory,
-            executor=executor,
+            executor=as_executor(executor),
             interpreter=interpreter,
             narrator=narrator,
             reviewer=reviewer,

@@ -378,16 +378,13 @@ class Recovery:
     ) -> list[Executed]:
         """Ask the executor what became of each command whose outcome is unknown; what it
         could tell, in journal order."""
-        ask = getattr(self.kernel.executor, "outcome", None)
         settled: list[Executed] = []
-        if ask is None:
-            return settled
         for entry in entries:
             if entry.status is not JournalStatus.OUTCOME_UNKNOWN:
                 continue
             try:
-                answer = await ask(entry.idempotency_key)
-            except Exception:  # it cannot tell now: the outcome stays unknown
+                answer = await self.kernel.executor.outcome(entry.idempotency_key)
+            except Exception:  # it cannot tell now (`OutcomeUntold`: ever): it stays unknown
                 continue
             command = planned[entry.command_id]
             if answer is None:

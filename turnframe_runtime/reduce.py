@@ -57,7 +57,7 @@ from turnframe_core.workflow import (
     CompiledCommand,
     DomainRefusal,
     ResolvedAct,
-    WorkflowDefinition,
+    Workflow,
     WorkflowView,
 )
 
@@ -98,7 +98,7 @@ class CaseInView:
     label: str
     state: Mapping[str, Any] | None
     view: WorkflowView
-    workflow: WorkflowDefinition
+    workflow: Workflow
 
 
 @dataclass(frozen=True)

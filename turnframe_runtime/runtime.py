@@ -18,7 +18,7 @@ from turnframe_core.replay import ReplayRecord
 from turnframe_core.stream import StreamEvent, StreamMode
 from turnframe_core.stream import TurnFailed as TurnFailedEvent
 from turnframe_core.turn import AssistantTurn, TurnInput
-from turnframe_core.workflow import WorkflowDefinition
+from turnframe_core.workflow import Workflow, WorkflowDefinition
 from turnframe_runtime.audit import Audit, audit_turn
 from turnframe_runtime.config import OutboxConfig, RuntimeConfig
 from turnframe_runtime.copy import CopyDrift, ServerCopy, drift
@@ -30,9 +30,11 @@ from turnframe_runtime.pipeline import judged, run_turn
 from turnframe_runtime.ports import (
     CaseDirectory,
     ClaimReviewer,
+    Executor,
     Interpreter,
     Narrator,
     WorkflowExecutor,
+    as_executor,
 )
 from turnframe_runtime.recover import RecoveredTurn, RecoveryReport
 from turnframe_store.bundle import Stores
@@ -48,9 +50,9 @@ class TurnRuntime:
         self,
         *,
         stores: Stores,
-        workflows: Sequence[WorkflowDefinition],
+        workflows: Sequence[Workflow | WorkflowDefinition],
         directory: CaseDirectory,
-        executor: WorkflowExecutor,
+        executor: Executor | WorkflowExecutor,
         interpreter: Interpreter | None = None,
         narrator: Narrator | None = None,
         reviewer: ClaimReviewer | None = None,
@@ -82,7 +84,7 @@ class TurnRuntime:
         return self._kernel.stores
 
     @property
-    def workflows(self) -> Mapping[str, WorkflowDefinition]:
+    def workflows(self) -> Mapping[str, Workflow]:
         return self._kernel.workflows
 
     @property
@@ -90,7 +92,7 @@ class TurnRuntime:
         return self._kernel.directory
 
     @property
-    def executor(self) -> WorkflowExecutor:
+    def executor(self) -> Executor:
         return self._kernel.executor
 
     @property
@@ -267,12 +269,12 @@ class TurnRuntime:
     # --- test seams: a test swaps a port as a restarted process would ----------------------------
 
     @property
-    def _executor(self) -> WorkflowExecutor:
+    def _executor(self) -> Executor:
         return self._kernel.executor
 
     @_executor.setter
-    def _executor(self, executor: WorkflowExecutor) -> None:
-        self._swap(executor=executor)
+    def _executor(self, executor: Executor | WorkflowExecutor) -> None:
+        self._swap(executor=as_executor(executor))
 
     @property
     def _interpreter(self) -> Interpreter | None:

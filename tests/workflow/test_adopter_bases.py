@@ -69,9 +69,19 @@ def test_an_adapted_workflow_delegates_the_required_methods() -> None:
 
 
 def test_an_adapted_workflow_keeps_the_outbox_answer_it_offers() -> None:
-    adapted = as_workflow(PlainTrip())
-    assert callable(getattr(adapted, "external_answer", None))
-    assert not hasattr(as_workflow(_Bare()), "external_answer")  # type: ignore[arg-type]
+    answered: list[tuple[object, object]] = []
+
+    class Answering(PlainTrip):
+        def external_answer(self, request: object, result: object) -> str:
+            answered.append((request, result))
+            return "recorded"
+
+    request, result = object(), object()
+    assert as_workflow(Answering()).external_answer(request, result) == "recorded"
+    assert answered == [(request, result)]
+    # one that offers none records nothing, as a `Workflow` that does not override it
+    assert as_workflow(_Bare()).external_answer(request, result) is None  # type: ignore[arg-type]
+    assert _Minimal().external_answer(request, result) is None
 
 
 class _Minimal(Workflow):

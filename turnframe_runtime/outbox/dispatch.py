@@ -35,7 +35,6 @@ from turnframe_runtime import observe
 from turnframe_runtime.accept import PreviousTurnUnfinished, accept_turn
 from turnframe_runtime.config import OutboxConfig
 from turnframe_runtime.outbox.ports import (
-    AppliesExternalAnswers,
     NotReceived,
     OutboxRequest,
     OutboxSender,
@@ -308,8 +307,6 @@ class OutboxDispatcher:
         if case is None:
             return []
         workflow = case.workflow
-        if not isinstance(workflow, AppliesExternalAnswers):
-            return []
         command = workflow.external_answer(request, result)
         if command is None:
             return []
