@@ -45,7 +45,14 @@ from turnframe_core.understanding import ConstraintKind, Understanding
 from turnframe_core.workflow import DomainRefusal, ResolvedAct, Workflow
 from turnframe_runtime.cards import CardFactory, RaisedCard, purpose_of
 from turnframe_runtime.cases import CaseBook, workflow_for
-from turnframe_runtime.context import Notes, TurnContext, policy_decision
+from turnframe_runtime.context import (
+    NOTHING,
+    Noticed,
+    Teller,
+    TurnContext,
+    noticed,
+    policy_decision,
+)
 from turnframe_runtime.reduce import (
     BLOCKING_NOTICE,
     CaseInView,
@@ -75,6 +82,7 @@ __all__ = [
     "RunDeferred",
     "RunJournaled",
     "admit_card_answer",
+    "answer_notices",
     "claim_card",
     "plan_card_answer",
 ]
@@ -223,6 +231,11 @@ class CardPlan:
     constraints: frozenset[ConstraintKind]
     #: the policy decisions made while planning; recorded only if this answer wins the card
     decisions: tuple[PolicyDecisionRecord, ...] = ()
+    #: what the answer says it does (a declined instruction); shown unless another answer wins
+    #: the card
+    declared: Noticed = NOTHING
+    #: why what the answer does will not run (shown whoever wins the card)
+    noticed: Noticed = NOTHING
 
 
 def plan_card_answer(
@@ -231,11 +244,13 @@ def plan_card_answer(
     understanding: Understanding,
     turn: TurnContext,
     factory: CardFactory,
-    notes: Notes,
+    tell: Teller,
 ) -> CardPlan:
     """What the admitted answer does. The card's act comes before the message's acts."""
     card, accepted = admitted.card, admitted.accepted
     decisions: list[PolicyDecisionRecord] = []  # they count only if this answer wins the card
+    said: list[Noticed] = []
+    declared = NOTHING
     case = cases.get(card.case_ref.key)
     assert case is not None  # admission loaded it
     action = accepted.action
@@ -245,20 +260,20 @@ def plan_card_answer(
         for command in commands:
             blocked = blocking_constraint(constraints, command.policy)
             if blocked is not None:
-                notes.notice(BLOCKING_NOTICE[blocked])
+                said.append(noticed(BLOCKING_NOTICE[blocked]))
                 return ()
         return tuple(commands)
 
     def compiled(act_id: str, operation: str, arguments: Mapping[str, Any]) -> list[PlannedCommand]:
         return _compile_for_card(
-            turn, case, act_id, operation, arguments, accepted, notes, decisions
+            turn, case, act_id, operation, arguments, accepted, tell, said, decisions
         )
 
     effect: AnswerEffect
     if isinstance(action, ConfirmCommands):
         effect = RunJournaled(tuple(action.command_ids))
     elif isinstance(action, DeclineCommands | DeclineAndRecord):
-        notes.notice(codes.NOTICE_INSTRUCTION_DECLINED)
+        declared = noticed(codes.NOTICE_INSTRUCTION_DECLINED)
         record: tuple[PlannedCommand, ...] = ()
         if isinstance(action, DeclineAndRecord):
             record = admit(compiled(RECORD_ACT, action.operation, action.arguments))
@@ -270,12 +285,16 @@ def plan_card_answer(
         commands = admit(compiled(APPLY_ACT, action.operation, arguments))
         effect = Apply(commands) if commands else Hold()
     elif isinstance(action, SelectTarget):
-        effect = _run_deferred(card, action, cases, understanding, turn, factory, notes, decisions)
+        effect = _run_deferred(
+            card, action, cases, understanding, turn, factory, tell, said, decisions
+        )
     elif isinstance(action, Dismiss):
         effect = DismissCard()
     else:
         effect = ResolveOnly()
-    return CardPlan(card, accepted, effect, constraints, tuple(decisions))
+    return CardPlan(
+        card, accepted, effect, constraints, tuple(decisions), declared, sum(said, NOTHING)
+    )
 
 
 def _run_deferred(
@@ -285,7 +304,8 @@ def _run_deferred(
     understanding: Understanding,
     turn: TurnContext,
     factory: CardFactory,
-    notes: Notes,
+    tell: Teller,
+    said: list[Noticed],
     decisions: list[PolicyDecisionRecord],
 ) -> AnswerEffect:
     """Plan the act a selection card deferred, on the chosen case only, under the constraints of
@@ -293,7 +313,8 @@ def _run_deferred(
     chosen = cases.get(action.case_ref.key)
     deferred = purpose_of(card)
     if chosen is None or not isinstance(deferred, DefersAct):
-        notes.notice(codes.NOTICE_COMMAND_FAILED)  # fail closed: the stored card is unusable
+        # fail closed: the stored card is unusable
+        said.append(noticed(codes.NOTICE_COMMAND_FAILED))
         return ResolveOnly()
     scope = f"select:{card.interaction_id}:"
     plan = reduce_on_case(
@@ -305,7 +326,7 @@ def _run_deferred(
         cards=factory,
         act_scope=scope,
     )
-    notes.report(plan)
+    said.append(tell.report(plan))
     decisions.extend(policy_decision(c.envelope, c.policy, True) for c in plan.ready)
     return RunDeferred(
         ready=tuple(plan.ready),
@@ -323,7 +344,8 @@ def _compile_for_card(
     operation: str,
     arguments: Mapping[str, Any],
     accepted: AcceptedAnswer,
-    notes: Notes,
+    tell: Teller,
+    said: list[Noticed],
     decisions: list[PolicyDecisionRecord],
 ) -> list[PlannedCommand]:
     """Compile an operation a card option stored; its commands carry the answer's origin."""
@@ -336,7 +358,7 @@ def _compile_for_card(
     )
     compiled = case.workflow.compile(resolved, case.view, case.state)
     if isinstance(compiled, DomainRefusal):
-        notes.refuse(case.case_ref, compiled)
+        said.append(tell.refuse(case.case_ref, compiled))
         return []
     origin = origin_for_answer(accepted)
     planned: list[PlannedCommand] = []
@@ -350,7 +372,7 @@ def _compile_for_card(
         decisions.append(policy_decision(envelope, policy, allowed))
         if not allowed:
             code = codes.POLICY_TRUSTED_ORIGIN_REQUIRED
-            notes.refuse(None, DomainRefusal(code=code, explanation=code))
+            said.append(tell.refuse(None, DomainRefusal(code=code, explanation=code)))
             return []
         planned.append(PlannedCommand(act_id, envelope, policy))
     return planned
@@ -375,68 +397,85 @@ class ClaimedCard:
 @dataclass(frozen=True)
 class Claim:
     """L's result for a card answer: what it won (None: nothing was claimed and the card stays
-    open; AnsweredBefore: another answer won it) and the policy decisions it made (none when
-    another answer won: nothing of this one runs)."""
+    open; AnsweredBefore: another answer won it), the policy decisions it made (none when
+    another answer won: nothing of this one runs) and why the card's commands will not run."""
 
     won: ClaimedCard | AnsweredBefore | None
     decisions: tuple[PolicyDecisionRecord, ...] = ()
+    noticed: Noticed = NOTHING
+
+    @property
+    def lost(self) -> bool:
+        """Another answer won the card."""
+        return isinstance(self.won, AnsweredBefore)
+
+
+def answer_notices(plan: CardPlan, claim: Claim) -> Noticed:
+    """What the card answer's plan says: what it declared it does (unless another answer won
+    the card, when none of it happens), then why its parts will not run."""
+    return (NOTHING if claim.lost else plan.declared) + plan.noticed
 
 
 async def claim_card(
     stores: Stores,
     plan: CardPlan,
     workflows: Mapping[str, Workflow],
-    notes: Notes,
 ) -> Claim:
     """Gather what the answer runs and move the card out of `active` by compare-and-swap."""
     card, account_id = plan.card, plan.card.account_id
     try:
         async with stores.savepoint():
-            claimed, gathered = await _claim(stores, plan, workflows, notes)
+            claimed, gathered, said = await _claim(stores, plan, workflows)
     except Conflict:
-        notes.withdraw(codes.NOTICE_INSTRUCTION_DECLINED)
         return Claim(AnsweredBefore(await stores.interactions.get(account_id, card.interaction_id)))
-    return Claim(claimed, (*plan.decisions, *gathered))
+    return Claim(claimed, (*plan.decisions, *gathered), said)
 
 
 async def _claim(
     stores: Stores,
     plan: CardPlan,
     workflows: Mapping[str, Workflow],
-    notes: Notes,
-) -> tuple[ClaimedCard | None, tuple[PolicyDecisionRecord, ...]]:
-    """The claim, and the decisions that let the card's journaled commands run."""
+) -> tuple[ClaimedCard | None, tuple[PolicyDecisionRecord, ...], Noticed]:
+    """The claim, the decisions that let the card's journaled commands run, and why they will
+    not."""
     card, option_id, effect = plan.card, plan.accepted.option_id, plan.effect
     account_id = card.account_id
     interactions = stores.interactions
     if isinstance(effect, RunJournaled):
-        commands, gathered = await _gather_confirmed(stores, plan, effect, workflows, notes)
+        commands, gathered, said = await _gather_confirmed(stores, plan, effect, workflows)
         decisions = tuple(policy_decision(c.envelope, c.policy, True) for c in gathered)
         if commands is None:
-            return None, decisions
+            return None, decisions, said
         await interactions.begin_resolution(account_id, card.interaction_id, option_id)
-        return ClaimedCard(card, option_id, resolves=True, commands=commands), decisions
+        claimed = ClaimedCard(card, option_id, resolves=True, commands=commands)
+        return claimed, decisions, said
     if isinstance(effect, Decline):
         declines = await _journaled_awaiting(
             stores, account_id, card.payload.confirmed_command_ids()
         )
         await interactions.decline(account_id, card.interaction_id, option_id)
-        return ClaimedCard(
-            card, option_id, resolves=False, commands=effect.record, declines=declines
-        ), ()
+        return (
+            ClaimedCard(card, option_id, resolves=False, commands=effect.record, declines=declines),
+            (),
+            NOTHING,
+        )
     if isinstance(effect, DismissCard):
         await interactions.dismiss(account_id, card.interaction_id)
-        return ClaimedCard(card, option_id, resolves=False), ()
+        return ClaimedCard(card, option_id, resolves=False), (), NOTHING
     if isinstance(effect, Hold):
-        return None, ()
+        return None, (), NOTHING
     await interactions.begin_resolution(account_id, card.interaction_id, option_id)
-    return ClaimedCard(
-        card,
-        option_id,
-        resolves=True,
-        commands=_effect_commands(effect),
-        cards=effect.cards if isinstance(effect, RunDeferred) else (),
-    ), ()
+    return (
+        ClaimedCard(
+            card,
+            option_id,
+            resolves=True,
+            commands=_effect_commands(effect),
+            cards=effect.cards if isinstance(effect, RunDeferred) else (),
+        ),
+        (),
+        NOTHING,
+    )
 
 
 def _effect_commands(effect: AnswerEffect) -> tuple[PlannedCommand, ...]:
@@ -470,8 +509,7 @@ async def _gather_confirmed(
     plan: CardPlan,
     effect: RunJournaled,
     workflows: Mapping[str, Workflow],
-    notes: Notes,
-) -> tuple[tuple[PlannedCommand, ...] | None, tuple[PlannedCommand, ...]]:
+) -> tuple[tuple[PlannedCommand, ...] | None, tuple[PlannedCommand, ...], Noticed]:
     """The commands journaled with the card, exactly as journaled (and each one found); None
     (and a notice) when a constraint blocks one or one is missing: the answer fails closed and
     the card stays open."""
@@ -483,13 +521,10 @@ async def _gather_confirmed(
     )
     blocked = [b for b in (blocking_constraint(plan.constraints, c.policy) for c in gathered) if b]
     if blocked:
-        for kind in blocked:
-            notes.notice(BLOCKING_NOTICE[kind])
-        return None, gathered
+        return None, gathered, sum((noticed(BLOCKING_NOTICE[k]) for k in blocked), NOTHING)
     if len(gathered) != len(effect.command_ids):
-        notes.notice(codes.NOTICE_COMMAND_FAILED)
-        return None, gathered
-    return gathered, gathered
+        return None, gathered, noticed(codes.NOTICE_COMMAND_FAILED)
+    return gathered, gathered, NOTHING
 
 
 def _journaled_command(

@@ -33,11 +33,17 @@ from turnframe_runtime.reduce import Plan, PlannedCommand
 
 __all__ = [
     "AuditTrail",
+    "NOTHING",
     "Executed",
     "Notes",
     "Notice",
+    "Noticed",
     "Purpose",
+    "Refusal",
+    "Teller",
     "TurnContext",
+    "merge_notices",
+    "noticed",
     "policy_decision",
     "provider_attempt",
 ]
@@ -73,24 +79,50 @@ class Notice:
     copy: Localized | None = None
 
 
-class Notes:
-    """The notices a turn will show, in the order they arose (each code with the same parameters
-    once), and the refusals its narration may state."""
+Refusal = tuple[CaseRef | None, DomainRefusal]
 
-    def __init__(self, copy: ServerCopy, locale: str) -> None:
-        self._copy = copy
-        self._locale = locale
-        self.notices: list[Notice] = []
-        self.refusals: list[tuple[CaseRef | None, DomainRefusal]] = []
 
-    def notice(self, code: str, copy: Localized | None = None, **params: Any) -> None:
-        if all((n.code, n.params, n.copy) != (code, params, copy) for n in self.notices):
-            self.notices.append(Notice(code, params, copy))
+@dataclass(frozen=True)
+class Noticed:
+    """What one step says about what it did not do: its notices, in the order they arose, and
+    the refusals its narration may state."""
 
-    def withdraw(self, code: str) -> None:
-        self.notices = [n for n in self.notices if n.code != code]
+    notices: tuple[Notice, ...] = ()
+    refusals: tuple[Refusal, ...] = ()
 
-    def refuse(self, case_ref: CaseRef | None, refusal: DomainRefusal) -> None:
+    def __add__(self, other: Noticed) -> Noticed:
+        return Noticed(self.notices + other.notices, self.refusals + other.refusals)
+
+
+#: a step that has nothing to say
+NOTHING = Noticed()
+
+
+def noticed(code: str, copy: Localized | None = None, **params: Any) -> Noticed:
+    """One notice of `code` (with its parameters, or the copy it shows instead)."""
+    return Noticed((Notice(code, params, copy),))
+
+
+def merge_notices(*parts: Noticed) -> Noticed:
+    """The notices a turn shows: its steps' notices in the order given (the order they arose),
+    each code with the same parameters and copy once; every refusal, in order."""
+    notices: list[Notice] = []
+    for notice in (n for part in parts for n in part.notices):
+        if notice not in notices:
+            notices.append(notice)
+    return Noticed(tuple(notices), tuple(r for part in parts for r in part.refusals))
+
+
+@dataclass(frozen=True)
+class Teller:
+    """Writes the notices of refusals in one turn's locale (rendering their copy once, to check
+    it can be written: a sentence that cannot falls back to the domain's words or the generic
+    notice)."""
+
+    copy: ServerCopy
+    locale: str
+
+    def refuse(self, case_ref: CaseRef | None, refusal: DomainRefusal) -> Noticed:
         """An act that will not run, in the domain's words: the copy its refusal names; the
         runtime's own refusals (whose explanation is their code) and a code a catalog holds a
         template for read from server copy; anything else is the domain's own sentence."""
@@ -98,37 +130,61 @@ class Notes:
         copy: Localized | None = None
         if isinstance(explanation, Localized):
             copy = explanation
-        elif explanation == refusal.code and self._copy.has(
+        elif explanation == refusal.code and self.copy.has(
             template := f"turnframe.refusal.{refusal.code.rsplit('.', 1)[-1]}"
         ):
             copy = Localized(template_id=template)
-        elif self._copy.has(refusal.code):
+        elif self.copy.has(refusal.code):
             copy = Localized(template_id=refusal.code)
         if copy is not None:
             copy = copy.model_copy(update={"params": as_params(copy.params)})
             try:
-                text = self._copy.render(copy.template_id, self._locale, copy.params).text
+                text = self.copy.render(copy.template_id, self.locale, copy.params).text
             except (MissingCopy, CopyRenderError):
                 copy = None  # its copy cannot be written: the domain's words, or the generic
         if copy is not None:
-            self.refusals.append((case_ref, refusal.model_copy(update={"explanation": text})))
-            self.notice(codes.NOTICE_ACT_REFUSED, copy=copy)
-        elif isinstance(explanation, str) and explanation != refusal.code:
-            self.refusals.append((case_ref, refusal))
-            self.notice(codes.NOTICE_ACT_REFUSED, explanation=explanation)
-        else:
-            generic = self._copy.render(codes.NOTICE_COMMAND_FAILED, self._locale, {}).text
-            self.refusals.append((case_ref, refusal.model_copy(update={"explanation": generic})))
-            self.notice(codes.NOTICE_COMMAND_FAILED)
+            said = refusal.model_copy(update={"explanation": text})
+            return Noticed((Notice(codes.NOTICE_ACT_REFUSED, {}, copy),), ((case_ref, said),))
+        if isinstance(explanation, str) and explanation != refusal.code:
+            notice = Notice(codes.NOTICE_ACT_REFUSED, {"explanation": explanation})
+            return Noticed((notice,), ((case_ref, refusal),))
+        generic = self.copy.render(codes.NOTICE_COMMAND_FAILED, self.locale, {}).text
+        said = refusal.model_copy(update={"explanation": generic})
+        return Noticed((Notice(codes.NOTICE_COMMAND_FAILED),), ((case_ref, said),))
+
+    def report(self, plan: Plan) -> Noticed:
+        """Every act of `plan` that will not run says why: refusals, constraint blocks, policy."""
+        said = NOTHING
+        for _act_id, case_ref, refusal in plan.refusals:
+            said += self.refuse(case_ref, refusal)
+        for code in plan.blocked_notices:
+            said += noticed(code)
+        for _act_id, code in plan.policy_refusals:
+            said += self.refuse(None, DomainRefusal(code=code, explanation=code))
+        return said
+
+
+class Notes:
+    """The notices a turn will show, in the order they arose (each code with the same parameters
+    once), and the refusals its narration may state."""
+
+    def __init__(self, copy: ServerCopy, locale: str) -> None:
+        self.tell = Teller(copy, locale)
+        self.notices: list[Notice] = []
+        self.refusals: list[Refusal] = []
+
+    def add(self, said: Noticed) -> None:
+        merged = merge_notices(Noticed(tuple(self.notices), tuple(self.refusals)), said)
+        self.notices, self.refusals = list(merged.notices), list(merged.refusals)
+
+    def notice(self, code: str, copy: Localized | None = None, **params: Any) -> None:
+        self.add(noticed(code, copy, **params))
+
+    def refuse(self, case_ref: CaseRef | None, refusal: DomainRefusal) -> None:
+        self.add(self.tell.refuse(case_ref, refusal))
 
     def report(self, plan: Plan) -> None:
-        """Every act of `plan` that will not run says why: refusals, constraint blocks, policy."""
-        for _act_id, case_ref, refusal in plan.refusals:
-            self.refuse(case_ref, refusal)
-        for code in plan.blocked_notices:
-            self.notice(code)
-        for _act_id, code in plan.policy_refusals:
-            self.refuse(None, DomainRefusal(code=code, explanation=code))
+        self.add(self.tell.report(plan))
 
 
 class Purpose(StrEnum):

@@ -38,12 +38,13 @@ from turnframe_runtime.card_answer import (
     ClaimedCard,
     Closed,
     admit_card_answer,
+    answer_notices,
     claim_card,
     plan_card_answer,
 )
 from turnframe_runtime.cards import RaisedCard, persist_card
 from turnframe_runtime.compose import Composer, TurnResult
-from turnframe_runtime.context import Purpose
+from turnframe_runtime.context import NOTHING, Noticed, Purpose
 from turnframe_runtime.execute import Committed
 from turnframe_runtime.follow_up import FollowUp
 from turnframe_runtime.reduce import (
@@ -141,6 +142,7 @@ async def understand_and_start(kernel: Kernel, t: TurnState, accepted: Accepted)
         with observe.stage("J-K", "reduce"):
             planned = _plan(kernel, t, admitted, understanding)  # J/K
         if not planned.writes_anything:
+            t.notes.add(planned.noticed)
             return Started(planned)
         starting = True
         with observe.stage("L", "start"):
@@ -221,7 +223,9 @@ def _plan(
     message reduced to one plan, and the cards its acts wait for."""
     card_plan = None
     if admitted is not None:
-        card_plan = plan_card_answer(admitted, t.cases, understanding, t.ctx, t.factory, t.notes)
+        card_plan = plan_card_answer(
+            admitted, t.cases, understanding, t.ctx, t.factory, t.notes.tell
+        )
     card_case_ref = admitted.card.case_ref if admitted else None
     plan = reduce_turn(
         account_id=t.ctx.account_id,
@@ -235,7 +239,7 @@ def _plan(
     t.audit.target_resolutions.extend(
         target_resolutions(understanding, t.cases.handles, card_case_ref)
     )
-    t.notes.report(plan)
+    reported = t.notes.tell.report(plan)  # renders its refusals' copy before the cards'
     raised = [
         RaisedCard(act_id, waiting.card, waiting.commands, deferrable=True)
         for act_id, waiting in plan.awaiting.items()
@@ -245,7 +249,7 @@ def _plan(
         RaisedCard(act_id, t.factory.selection(acts[act_id], options, understanding.constraints))
         for act_id, options in plan.selections.items()
     )
-    return Planned(understanding, card_plan, plan, raised)
+    return Planned(understanding, card_plan, plan, raised, reported)
 
 
 async def _start(
@@ -259,9 +263,14 @@ async def _start(
     cards the turn raises before anything runs, and journal every command."""
     claim = None
     if planned.card_plan is not None:
-        claimed_card = await claim_card(stores, planned.card_plan, kernel.workflows, t.notes)
+        claimed_card = await claim_card(stores, planned.card_plan, kernel.workflows)
         t.audit.policy_decisions.extend(claimed_card.decisions)
         claim = claimed_card.won
+        t.notes.add(
+            answer_notices(planned.card_plan, claimed_card) + planned.noticed + claimed_card.noticed
+        )
+    else:
+        t.notes.add(planned.noticed)
     claimed = claim if isinstance(claim, ClaimedCard) else None
     if claimed is not None and claimed.resolves:  # recovery knows which turn won the card
         t.audit.claimed_interaction = claimed.card.interaction_id
@@ -382,12 +391,14 @@ class Accepted:
 
 @dataclass(frozen=True)
 class Planned:
-    """J/K's result: the understanding, what the card answer does, the plan, the cards raised."""
+    """J/K's result: the understanding, what the card answer does, the plan, the cards raised,
+    and why the plan's other acts will not run."""
 
     understanding: Understanding
     card_plan: CardPlan | None
     plan: Plan
     raised: list[RaisedCard]
+    noticed: Noticed = NOTHING
 
     @property
     def writes_anything(self) -> bool:
