@@ -166,15 +166,17 @@ async def commit_and_deliver(
     assistant: AssistantTurn | None = None
     try:
         with observe.stage("M", "execute"):
-            executed = await t.execution.run(started.commands)  # M
+            ran = await t.execution.run(started.commands)  # M
+        t.notes.add(ran.noticed)
         answered = _answered_before(started, answer)
         with observe.stage("O", "re-project"):
             refreshed = await follow_up.refresh(_answered_late(started, answer))  # O
         with observe.stage("N-P", "commit"):
             async with t.events.transaction(kernel.stores) as tx:
                 committed = await t.execution.commit(
-                    tx, started.claimed, executed, record=not fold
+                    tx, started.claimed, ran.executed, record=not fold
                 )  # N
+                t.notes.add(committed.noticed)
                 settled = not any(isinstance(e.outcome, OutcomeUnknown) for e in committed.executed)
                 mark = t.events.mark()  # the reply's events go back with its savepoint
                 try:

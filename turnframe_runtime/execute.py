@@ -34,7 +34,15 @@ from turnframe_core.replay import (
 from turnframe_core.workflow import DomainRefusal
 from turnframe_runtime.card_answer import ClaimedCard
 from turnframe_runtime.config import RuntimeConfig
-from turnframe_runtime.context import AuditTrail, Executed, Notes, TurnContext
+from turnframe_runtime.context import (
+    NOTHING,
+    AuditTrail,
+    Executed,
+    Noticed,
+    Teller,
+    TurnContext,
+    noticed,
+)
 from turnframe_runtime.errors import TurnInProgress
 from turnframe_runtime.ports import (
     ExecutionFailed,
@@ -60,18 +68,28 @@ from turnframe_store.records import (
     UserTurnRecord,
 )
 
-__all__ = ["Committed", "Execution", "tell_outcome"]
+__all__ = ["Committed", "Execution", "Ran", "tell_outcome"]
 
 
 @dataclass(frozen=True)
 class Committed:
     """N's result: what ran, as the commit judged it (a replay citing another command's events
     is a failure), the committed events read back from the ledger by id (empty when nothing
-    committed), and the outbox rows the bundle enqueued."""
+    committed), the outbox rows the bundle enqueued, and what the commit could not confirm."""
 
     executed: tuple[Executed, ...] = ()
     readback: Mapping[str, DomainEvent] = field(default_factory=dict)
     outbox_ids: tuple[str, ...] = ()
+    noticed: Noticed = NOTHING
+
+
+@dataclass(frozen=True)
+class Ran:
+    """M's result: what each command came to, in execution order, and what the batches that
+    did not run say."""
+
+    executed: tuple[Executed, ...] = ()
+    noticed: Noticed = NOTHING
 
 
 @dataclass
@@ -81,7 +99,7 @@ class Execution:
     executor: WorkflowExecutor
     config: RuntimeConfig
     turn: TurnContext
-    notes: Notes
+    tell: Teller
     audit: AuditTrail
     recorder: Recorder
     #: a result the executor replays (it took effect before) invalidates the case's cards; not
@@ -135,15 +153,20 @@ class Execution:
         self.recorder.record = record
         return commands
 
-    async def run(self, commands: Sequence[PlannedCommand]) -> tuple[Executed, ...]:
+    async def run(self, commands: Sequence[PlannedCommand]) -> Ran:
         """M: one batch per case, in plan order, through the domain's executor; what each
         command came to, in execution order."""
         executed: list[Executed] = []
+        said = NOTHING
         for case_key, batch in group_by_case(commands).items():
-            executed.extend(await self._run_batch(case_key, batch))
-        return tuple(executed)
+            ran, told = await self._run_batch(case_key, batch)
+            executed.extend(ran)
+            said += told
+        return Ran(tuple(executed), said)
 
-    async def _run_batch(self, case_key: CaseKey, commands: list[PlannedCommand]) -> list[Executed]:
+    async def _run_batch(
+        self, case_key: CaseKey, commands: list[PlannedCommand]
+    ) -> tuple[list[Executed], Noticed]:
         external = next((c.policy.atomicity for c in commands if c.is_external), None)
         scope = external if external is not None else PerCase()
         batch = CommandBatch(
@@ -160,15 +183,15 @@ class Execution:
 
         outcome = await self._attempt(batch, case_key, commands)
         if isinstance(outcome, ExecutionResult):
-            return self._committed(commands, outcome)
+            return self._committed(commands, outcome), NOTHING
         # Nothing of the batch is cited: every command shares its outcome and one notice.
-        tell_outcome(self.notes, commands[0].envelope.case_ref, outcome)
+        said = tell_outcome(self.tell, commands[0].envelope.case_ref, outcome)
         if isinstance(outcome, OutcomeUnknown):
             return [
                 Executed(c, outcome.model_copy(update={"attempt_id": c.envelope.command_id}))
                 for c in commands
-            ]
-        return [Executed(c, outcome) for c in commands]
+            ], said
+        return [Executed(c, outcome) for c in commands], said
 
     async def _attempt(
         self, batch: CommandBatch, case_key: CaseKey, commands: Sequence[PlannedCommand]
@@ -242,7 +265,7 @@ class Execution:
 
     def _distrust_foreign_replays(
         self, executed: Sequence[Executed], ledger: dict[str, DomainEvent]
-    ) -> tuple[Executed, ...]:
+    ) -> tuple[tuple[Executed, ...], Noticed]:
         """A replayed result must cite events its own commands produced: an event the ledger
         holds under another command or case makes the whole batch's result untrusted, and each
         of its commands a failure (nothing of it is appended or cited)."""
@@ -259,8 +282,7 @@ class Execution:
             )
         }
         if not untrusted:
-            return tuple(executed)
-        self.notes.notice(codes.NOTICE_RESULT_UNCONFIRMED)
+            return tuple(executed), NOTHING
         judged = []
         for e in executed:
             if e.replayed and e.planned.envelope.case_ref.key in untrusted:
@@ -270,7 +292,7 @@ class Execution:
                     e, outcome=FailedOutcome(code=codes.EXECUTION_UNTRUSTED_RESULT), events=()
                 )
             judged.append(e)
-        return tuple(judged)
+        return tuple(judged), noticed(codes.NOTICE_RESULT_UNCONFIRMED)
 
     def _outbox(self, ran: Sequence[Executed]) -> list[OutboxEntry]:
         rows: list[OutboxEntry] = []
@@ -318,10 +340,11 @@ class Execution:
         # are not appended again, and must be this command's own.
         replayed = [ev.event_id for e in executed if e.replayed for ev in e.events]
         ledger: dict[str, DomainEvent] = {}
+        said = NOTHING
         if replayed:
             stored = await stores.events.get_by_ids(turn.account_id, replayed)
             ledger = {ev.event_id: ev for ev in stored}
-            executed = self._distrust_foreign_replays(executed, ledger)
+            executed, said = self._distrust_foreign_replays(executed, ledger)
         executed = tuple(executed)
         # What the record says ran is what this commit judged (the trail's only writer).
         self.audit.executed = list(executed)
@@ -376,13 +399,13 @@ class Execution:
         # 0006: inside the committing transaction, used only once its COMMIT succeeded).
         committed_ids = [ev.event_id for e in executed for ev in e.events]
         if not committed_ids:
-            return Committed(executed, {}, outbox_ids)
+            return Committed(executed, {}, outbox_ids, said)
         # The ledger's own rows: those the bundle's inserts returned, and those a replayed
         # execution found stored already.
         readback = {**ledger, **{ev.event_id: ev for ev in result.events}}
         if len(readback) != len(set(committed_ids)):
-            self.notes.notice(codes.NOTICE_VERIFICATION_IN_PROGRESS)  # committed, not yet readable
-        return Committed(executed, readback, outbox_ids)
+            said += noticed(codes.NOTICE_VERIFICATION_IN_PROGRESS)  # committed, not yet readable
+        return Committed(executed, readback, outbox_ids, said)
 
     async def _settle_invalidated(self, stores: Stores, invalidated: Sequence[str]) -> None:
         """Commands journaled with a card the commit invalidated can never be confirmed: settle
@@ -406,28 +429,28 @@ class Execution:
                 await stores.journal.complete(account_id, command_id, invalidated)
 
 
-def tell_outcome(notes: Notes, case_ref: CaseRef, outcome: CommandOutcome) -> None:
+def tell_outcome(tell: Teller, case_ref: CaseRef, outcome: CommandOutcome) -> Noticed:
     """The notice (or, in the domain's own words, the refusal) a command's outcome shows."""
     if isinstance(outcome, RevisionConflictOutcome):
-        notes.notice(codes.NOTICE_REVISION_CONFLICT)
-    elif isinstance(outcome, RejectedOutcome):
+        return noticed(codes.NOTICE_REVISION_CONFLICT)
+    if isinstance(outcome, RejectedOutcome):
         explanation = outcome.explanation.strip()
         if explanation:  # a refusal the narrator may state (ActRefused)
-            notes.refuse(case_ref, DomainRefusal(code=outcome.code, explanation=explanation))
-        else:  # nothing of the domain's own to say: the generic sentence
-            notes.notice(codes.NOTICE_COMMAND_FAILED)
-    elif isinstance(outcome, OutcomeUnknown):
+            return tell.refuse(case_ref, DomainRefusal(code=outcome.code, explanation=explanation))
+        return noticed(codes.NOTICE_COMMAND_FAILED)  # nothing of the domain's own to say
+    if isinstance(outcome, OutcomeUnknown):
         timed_out = outcome.reason == "execution_timeout"
-        notes.notice(
+        return noticed(
             codes.NOTICE_VERIFICATION_IN_PROGRESS if timed_out else codes.NOTICE_OUTCOME_UNCERTAIN
         )
-    elif isinstance(outcome, FailedOutcome):
+    if isinstance(outcome, FailedOutcome):
         if outcome.code == codes.EXECUTION_UNTRUSTED_RESULT:
-            notes.notice(codes.NOTICE_RESULT_UNCONFIRMED)
-        elif outcome.code == codes.EXECUTION_DECLINED:
-            notes.notice(codes.NOTICE_INSTRUCTION_DECLINED)
-        elif outcome.code != codes.EXECUTION_CARD_INVALIDATED:
-            notes.notice(codes.NOTICE_COMMAND_FAILED)
+            return noticed(codes.NOTICE_RESULT_UNCONFIRMED)
+        if outcome.code == codes.EXECUTION_DECLINED:
+            return noticed(codes.NOTICE_INSTRUCTION_DECLINED)
+        if outcome.code != codes.EXECUTION_CARD_INVALIDATED:
+            return noticed(codes.NOTICE_COMMAND_FAILED)
+    return NOTHING
 
 
 def _described(error: BaseException) -> str:

@@ -206,7 +206,7 @@ class Kernel:
             copy=copy,
             factory=CardFactory(ctx, copy, self.config.max_selection_candidates),
             recorder=recorder,
-            execution=Execution(self.executor, self.config, ctx, notes, audit, recorder),
+            execution=Execution(self.executor, self.config, ctx, notes.tell, audit, recorder),
         )
 
     def composer(

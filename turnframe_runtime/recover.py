@@ -193,7 +193,7 @@ class Recovery:
             self.kernel.executor,
             self.kernel.config,
             ctx,
-            notes,
+            notes.tell,
             audit,
             recorder,
             replays_invalidate=False,
@@ -207,7 +207,7 @@ class Recovery:
         ran = await execution.run(
             [planned[e.command_id] for e in entries if e.status in _RUN_AGAIN]
         )
-        executed = (*reconciled, *ran)
+        executed = (*reconciled, *ran.executed)
         resumed = bool(executed)
         if claimed is not None and _still_unknown(claimed, entries, executed):
             claimed = None  # a command of the card may still take effect: it stays resolving
@@ -227,7 +227,7 @@ class Recovery:
         )
         audit.executed = list(final)
         for done in final:
-            tell_outcome(notes, done.planned.envelope.case_ref, done.outcome)
+            notes.add(tell_outcome(notes.tell, done.planned.envelope.case_ref, done.outcome))
         assistant = await self._compose(ctx, notes, audit, record, events, settled, card, final)
         async with stream.transaction(self.kernel.stores) as tx:
             await recorder.deliver(tx, assistant, settled=not unknown)

@@ -68,7 +68,9 @@ async def tell(
     t.audit.executed = list(settled)
     t.audit.outbox_ids.extend(outbox_ids)
     for executed in settled:
-        tell_outcome(t.notes, executed.planned.envelope.case_ref, executed.outcome)
+        t.notes.add(
+            tell_outcome(t.notes.tell, executed.planned.envelope.case_ref, executed.outcome)
+        )
     if notice is not None:
         t.notes.notice(notice)
     result = TurnResult(
