@@ -14,7 +14,6 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from turnframe_core import codes
 from turnframe_core.commands import ConfirmationPolicy
 from turnframe_core.derive import derive_interaction_id
 from turnframe_core.errors import TurnframeError
@@ -36,7 +35,7 @@ from turnframe_core.interactions import (
 )
 from turnframe_core.understanding import Constraint, ProposedAct
 from turnframe_core.workflow import CompiledCommand, InteractionRequirement
-from turnframe_runtime.context import AuditTrail, Notes, TurnContext
+from turnframe_runtime.context import AuditTrail, TurnContext
 from turnframe_runtime.copy import CopyRenderError, ServerCopy, as_data, as_params
 from turnframe_runtime.reduce import CaseInView, PlannedCommand
 from turnframe_store.bundle import Stores
@@ -297,12 +296,11 @@ async def persist_card(
     turn: TurnContext,
     card: Interaction,
     commands: Sequence[PlannedCommand],
-    notes: Notes,
     audit: AuditTrail,
 ) -> bool:
     """Persist a card, then journal the commands it will confirm, as one savepoint. True when
     the card may be shown; on any failure nothing of it remains (a half-persisted card never
-    stays answerable) and `interaction_unavailable` says so."""
+    stays answerable) and the caller says `interaction_unavailable`."""
     try:
         async with stores.savepoint():
             if card.blocking:
@@ -318,7 +316,6 @@ async def persist_card(
         with contextlib.suppress(StoreError):  # stores without savepoints may have kept it
             async with stores.savepoint():
                 await stores.interactions.dismiss(turn.account_id, card.interaction_id)
-        notes.notice(codes.NOTICE_INTERACTION_UNAVAILABLE)
         return False
     audit.interactions_created.append(card.interaction_id)
     audit.interaction_digests.append(card.content_digest())

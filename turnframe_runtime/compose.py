@@ -52,7 +52,15 @@ from turnframe_core.wording import ClaimClass, TurnBacking, check_wording
 from turnframe_core.workflow import Obligation, Workflow
 from turnframe_runtime.card_answer import Closed
 from turnframe_runtime.cases import CaseBook, in_key_order, workflow_for
-from turnframe_runtime.context import AuditTrail, Executed, Notes, TurnContext
+from turnframe_runtime.context import (
+    NOTHING,
+    AuditTrail,
+    Executed,
+    Noticed,
+    TurnContext,
+    merge_notices,
+    noticed,
+)
 from turnframe_runtime.copy import (
     CopyRenderError,
     MissingCopy,
@@ -100,10 +108,22 @@ class TurnResult:
     closed: Closed | None = None
     #: what ran this turn, in execution order, as its commit judged it
     executed: Sequence[Executed] = ()
+    #: what the turn's steps said about what they did not do, merged in the order it arose
+    noticed: Noticed = NOTHING
 
     def touched_cases(self) -> list[CaseInView]:
         found = (self.cases.get(key) for key in in_key_order(self.touched))
         return [case for case in found if case is not None]
+
+
+def shown_notices(result: TurnResult) -> Noticed:
+    """The notices a turn shows, merged once: what its steps said, in the order it arose, then
+    that the answered card was answered before or is closed."""
+    return merge_notices(
+        result.noticed,
+        noticed(codes.NOTICE_ALREADY_ANSWERED) if result.answered_before is not None else NOTHING,
+        noticed(result.closed.code) if result.closed is not None else NOTHING,
+    )
 
 
 @dataclass(frozen=True)
@@ -115,7 +135,6 @@ class Composer:
     copy: ServerCopy
     clock: Callable[[], int]
     narration: Narration | None
-    notes: Notes
     audit: AuditTrail
     #: receipt status codes that say a follow-up is scheduled (`DeclaresFollowUps`)
     follow_up_codes: frozenset[str] = frozenset()
@@ -143,14 +162,10 @@ class Composer:
             if isinstance(outcome, CommittedOutcome):
                 events = [result.readback[i] for i in outcome.event_ids if i in result.readback]
                 groups.append((executed.planned.envelope.case_ref.workflow, events))
-        if result.answered_before is not None:
-            self.notes.notice(codes.NOTICE_ALREADY_ANSWERED)
-            if result.answered_events:
-                groups.append((result.answered_before.case_ref.workflow, result.answered_events))
-        if result.closed is not None:
-            self.notes.notice(result.closed.code)
+        if result.answered_before is not None and result.answered_events:
+            groups.append((result.answered_before.case_ref.workflow, result.answered_events))
         receipts = self._receipts(groups)
-        notices = self._notices()
+        notices = self._notices(shown_notices(result))
         cards = self._cards(result.shown)
         backing = TurnBacking.of(
             [*receipts, *notices, *cards], self.follow_up_codes, self.receipt_claims
@@ -191,8 +206,8 @@ class Composer:
     def interrupted(self, shown: Sequence[Interaction]) -> AssistantTurn:
         """The reply of a turn recovery could not finish (nothing of it ran): the interruption
         notice, and the cards it stored, which are real."""
-        self.notes.notice(codes.NOTICE_TURN_INTERRUPTED)
-        blocks: list[ResponseBlock] = [*self._notices(), *self._cards(shown)]
+        interrupted = noticed(codes.NOTICE_TURN_INTERRUPTED)
+        blocks: list[ResponseBlock] = [*self._notices(interrupted), *self._cards(shown)]
         return self._turn(TurnStatus.INTERRUPTED, blocks, shown, (), ())
 
     def _turn(
@@ -306,9 +321,9 @@ class Composer:
         except (MissingCopy, CopyRenderError):  # no template, or params it cannot format
             return self._render("turnframe.receipt.recorded")
 
-    def _notices(self) -> list[NoticeBlock]:
+    def _notices(self, said: Noticed) -> list[NoticeBlock]:
         blocks: list[NoticeBlock] = []
-        for index, notice in enumerate(self.notes.notices):
+        for index, notice in enumerate(said.notices):
             if notice.copy is not None:  # a refusal, in the copy its domain named
                 rendered = self.copy.render(
                     notice.copy.template_id, self.turn.locale, notice.copy.params
@@ -495,7 +510,7 @@ class Composer:
             facts: list[NarratableFact] = [*_outcomes(receipts), *_available(cards)]
             facts.extend(
                 ActRefused(case_ref=case_ref, code=r.code, explanation=plain(r.explanation))
-                for case_ref, r in self.notes.refusals
+                for case_ref, r in result.noticed.refusals
             )
             if result.plan.unchanged:
                 unchanged = self._render("turnframe.act.changed_nothing").text

@@ -1,8 +1,9 @@
-"""What every stage of one turn shares: who and when (`TurnContext`), what the turn will say about
-everything it did not do (`Notes`), and what the audit record will hold (`AuditTrail`).
+"""What every stage of one turn shares: who and when (`TurnContext`), how what it did not do is
+said (`Noticed` values, written by a `Teller` and merged once by `merge_notices`), and what the
+audit record will hold (`AuditTrail`).
 
-A stage takes these explicitly and only appends to them; what a stage decides leaves it as its own
-typed result, never as a flag set here.
+A stage returns what it says as a `Noticed` value with its result and only appends to the audit
+trail; what a stage decides leaves it as its own typed result, never as a flag set here.
 """
 
 from __future__ import annotations
@@ -35,7 +36,6 @@ __all__ = [
     "AuditTrail",
     "NOTHING",
     "Executed",
-    "Notes",
     "Notice",
     "Noticed",
     "Purpose",
@@ -162,29 +162,6 @@ class Teller:
         for _act_id, code in plan.policy_refusals:
             said += self.refuse(None, DomainRefusal(code=code, explanation=code))
         return said
-
-
-class Notes:
-    """The notices a turn will show, in the order they arose (each code with the same parameters
-    once), and the refusals its narration may state."""
-
-    def __init__(self, copy: ServerCopy, locale: str) -> None:
-        self.tell = Teller(copy, locale)
-        self.notices: list[Notice] = []
-        self.refusals: list[Refusal] = []
-
-    def add(self, said: Noticed) -> None:
-        merged = merge_notices(Noticed(tuple(self.notices), tuple(self.refusals)), said)
-        self.notices, self.refusals = list(merged.notices), list(merged.refusals)
-
-    def notice(self, code: str, copy: Localized | None = None, **params: Any) -> None:
-        self.add(noticed(code, copy, **params))
-
-    def refuse(self, case_ref: CaseRef | None, refusal: DomainRefusal) -> None:
-        self.add(self.tell.refuse(case_ref, refusal))
-
-    def report(self, plan: Plan) -> None:
-        self.add(self.tell.report(plan))
 
 
 class Purpose(StrEnum):

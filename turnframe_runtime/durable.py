@@ -44,7 +44,7 @@ from turnframe_runtime.card_answer import (
 )
 from turnframe_runtime.cards import RaisedCard, persist_card
 from turnframe_runtime.compose import Composer, TurnResult
-from turnframe_runtime.context import NOTHING, Noticed, Purpose
+from turnframe_runtime.context import NOTHING, Noticed, Purpose, merge_notices, noticed
 from turnframe_runtime.execute import Committed
 from turnframe_runtime.follow_up import FollowUp
 from turnframe_runtime.reduce import (
@@ -135,15 +135,13 @@ async def understand_and_start(kernel: Kernel, t: TurnState, accepted: Accepted)
         if understood.attempt is not None:
             t.audit.attempted(understood.attempt)
         t.audit.understanding_problems.extend(understood.problems)
-        if understood.notice is not None:
-            t.notes.notice(understood.notice)
+        heard = noticed(understood.notice) if understood.notice is not None else NOTHING
         if understood.trusted:
             t.audit.understanding = understanding
         with observe.stage("J-K", "reduce"):
-            planned = _plan(kernel, t, admitted, understanding)  # J/K
+            planned = _plan(kernel, t, admitted, understanding, heard)  # J/K
         if not planned.writes_anything:
-            t.notes.add(planned.noticed)
-            return Started(planned)
+            return Started(planned, noticed=planned.heard + planned.noticed)
         starting = True
         with observe.stage("L", "start"):
             async with t.events.transaction(kernel.stores) as tx:
@@ -167,21 +165,28 @@ async def commit_and_deliver(
     try:
         with observe.stage("M", "execute"):
             ran = await t.execution.run(started.commands)  # M
-        t.notes.add(ran.noticed)
         answered = _answered_before(started, answer)
         with observe.stage("O", "re-project"):
-            refreshed = await follow_up.refresh(_answered_late(started, answer))  # O
+            refreshed, unrefreshed = await follow_up.refresh(_answered_late(started, answer))  # O
         with observe.stage("N-P", "commit"):
             async with t.events.transaction(kernel.stores) as tx:
                 committed = await t.execution.commit(
                     tx, started.claimed, ran.executed, record=not fold
                 )  # N
-                t.notes.add(committed.noticed)
                 settled = not any(isinstance(e.outcome, OutcomeUnknown) for e in committed.executed)
                 mark = t.events.mark()  # the reply's events go back with its savepoint
                 try:
                     result = await _raise_cards(
-                        kernel, tx, t, started, answer, answered, follow_up, refreshed, committed
+                        kernel,
+                        tx,
+                        t,
+                        started,
+                        answer,
+                        answered,
+                        follow_up,
+                        refreshed,
+                        committed,
+                        said=(started.noticed, ran.noticed, unrefreshed, committed.noticed),
                     )
                     if fold:
                         async with tx.savepoint():
@@ -219,15 +224,18 @@ async def commit_and_deliver(
 
 
 def _plan(
-    kernel: Kernel, t: TurnState, admitted: Admitted | None, understanding: Understanding
+    kernel: Kernel,
+    t: TurnState,
+    admitted: Admitted | None,
+    understanding: Understanding,
+    heard: Noticed = NOTHING,
 ) -> Planned:
     """K for the card answer (its act goes before the message's acts), then J/K: the whole
-    message reduced to one plan, and the cards its acts wait for."""
+    message reduced to one plan, and the cards its acts wait for. `heard`: what understanding
+    the message said."""
     card_plan = None
     if admitted is not None:
-        card_plan = plan_card_answer(
-            admitted, t.cases, understanding, t.ctx, t.factory, t.notes.tell
-        )
+        card_plan = plan_card_answer(admitted, t.cases, understanding, t.ctx, t.factory, t.tell)
     card_case_ref = admitted.card.case_ref if admitted else None
     plan = reduce_turn(
         account_id=t.ctx.account_id,
@@ -241,7 +249,7 @@ def _plan(
     t.audit.target_resolutions.extend(
         target_resolutions(understanding, t.cases.handles, card_case_ref)
     )
-    reported = t.notes.tell.report(plan)  # renders its refusals' copy before the cards'
+    reported = t.tell.report(plan)  # renders its refusals' copy before the cards'
     raised = [
         RaisedCard(act_id, waiting.card, waiting.commands, deferrable=True)
         for act_id, waiting in plan.awaiting.items()
@@ -251,7 +259,7 @@ def _plan(
         RaisedCard(act_id, t.factory.selection(acts[act_id], options, understanding.constraints))
         for act_id, options in plan.selections.items()
     )
-    return Planned(understanding, card_plan, plan, raised, reported)
+    return Planned(understanding, card_plan, plan, raised, heard, reported)
 
 
 async def _start(
@@ -268,11 +276,11 @@ async def _start(
         claimed_card = await claim_card(stores, planned.card_plan, kernel.workflows)
         t.audit.policy_decisions.extend(claimed_card.decisions)
         claim = claimed_card.won
-        t.notes.add(
-            answer_notices(planned.card_plan, claimed_card) + planned.noticed + claimed_card.noticed
-        )
+        said = answer_notices(planned.card_plan, claimed_card) + planned.noticed
+        said += claimed_card.noticed
     else:
-        t.notes.add(planned.noticed)
+        said = planned.noticed
+    said = planned.heard + said
     claimed = claim if isinstance(claim, ClaimedCard) else None
     if claimed is not None and claimed.resolves:  # recovery knows which turn won the card
         t.audit.claimed_interaction = claimed.card.interaction_id
@@ -287,10 +295,12 @@ async def _start(
     for card in (*(claimed.cards if claimed else ()), *planned.raised):
         if card.deferrable and card.card.case_ref.key in changing:
             deferred.append(card)
-        elif await persist_card(stores, t.ctx, card.card, card.commands, t.notes, t.audit):
+        elif await persist_card(stores, t.ctx, card.card, card.commands, t.audit):
             shown.append(card.card)
+        else:
+            said += noticed(codes.NOTICE_INTERACTION_UNAVAILABLE)
     commands = await t.execution.admit(stores, claimed, plan.ready, user_turn)
-    return Started(planned, claim, shown, deferred, commands)
+    return Started(planned, claim, shown, deferred, commands, said)
 
 
 def _answered_before(started: Started, answer: CardAnswer | None) -> Interaction | None:
@@ -317,7 +327,7 @@ def _follow_up(
     touched |= {c.envelope.case_ref.key for c in started.commands}
     if isinstance(answer, Admitted):
         touched.add(answer.card.case_ref.key)
-    return FollowUp(t.ctx, t.cases, t.factory, t.notes, t.audit, list(started.shown), touched)
+    return FollowUp(t.ctx, t.cases, t.factory, t.tell, t.audit, list(started.shown), touched)
 
 
 async def _raise_cards(
@@ -330,13 +340,16 @@ async def _raise_cards(
     follow_up: FollowUp,
     refreshed: Sequence[CaseInView],
     committed: Committed,
+    said: Sequence[Noticed],
 ) -> TurnResult:
     """P inside the commit's transaction, behind a savepoint: a failure here undoes only its
-    own writes, never the commit."""
+    own writes, never the commit. `said`: what the steps before P said, in their order."""
     planned = started.planned
     answered_events: Sequence[DomainEvent] = ()
     async with stores.savepoint():
-        await follow_up.raise_cards(stores, planned.understanding, started.deferred, refreshed)
+        raised = await follow_up.raise_cards(
+            stores, planned.understanding, started.deferred, refreshed
+        )
         if answered_before is not None and answered_before.resolution_event_ids:
             answered_events = await stores.events.get_by_ids(
                 t.ctx.account_id, list(answered_before.resolution_event_ids)
@@ -352,11 +365,12 @@ async def _raise_cards(
         answered_events=answered_events,
         closed=answer if isinstance(answer, Closed) else None,
         executed=committed.executed,
+        noticed=merge_notices(*said, raised),
     )
 
 
 def _composer(kernel: Kernel, t: TurnState, *, narrate: bool = True) -> Composer:
-    return kernel.composer(t.ctx, t.copy, t.notes, t.audit, narrate=narrate)
+    return kernel.composer(t.ctx, t.copy, t.audit, narrate=narrate)
 
 
 async def fail_before_effects(kernel: Kernel, t: TurnState, failure: BaseException) -> None:
@@ -394,12 +408,13 @@ class Accepted:
 @dataclass(frozen=True)
 class Planned:
     """J/K's result: the understanding, what the card answer does, the plan, the cards raised,
-    and why the plan's other acts will not run."""
+    what understanding said (`heard`) and why the plan's other acts will not run."""
 
     understanding: Understanding
     card_plan: CardPlan | None
     plan: Plan
     raised: list[RaisedCard]
+    heard: Noticed = NOTHING
     noticed: Noticed = NOTHING
 
     @property
@@ -411,14 +426,15 @@ class Planned:
 
 @dataclass(frozen=True)
 class Started:
-    """L's result: the claim, the cards shown, the confirmations deferred past the commit, and
-    the commands journaled to run (the card's first)."""
+    """L's result: the claim, the cards shown, the confirmations deferred past the commit, the
+    commands journaled to run (the card's first), and what the turn said up to here."""
 
     planned: Planned
     claim: ClaimedCard | AnsweredBefore | None = None
     shown: list[Interaction] = field(default_factory=list)
     deferred: list[RaisedCard] = field(default_factory=list)
     commands: list[PlannedCommand] = field(default_factory=list)
+    noticed: Noticed = NOTHING
 
     @property
     def claimed(self) -> ClaimedCard | None:

@@ -20,7 +20,7 @@ from turnframe_core.interactions import Interaction, InteractionStatus
 from turnframe_core.understanding import Understanding
 from turnframe_runtime.cards import CardFactory, RaisedCard, persist_card, requirement_key
 from turnframe_runtime.cases import CaseBook, in_key_order
-from turnframe_runtime.context import AuditTrail, Notes, TurnContext
+from turnframe_runtime.context import NOTHING, AuditTrail, Noticed, Teller, TurnContext, noticed
 from turnframe_runtime.copy import CopyRenderError, MissingCopy
 from turnframe_runtime.reduce import CaseInView, PlannedCommand, reduce_on_case
 from turnframe_store.bundle import Stores
@@ -35,31 +35,37 @@ _ANSWERED = (InteractionStatus.RESOLVED, InteractionStatus.DECLINED, Interaction
 class FollowUp:
     """Follow-up work for one turn: `refresh` (O) re-projects from the domain, outside any
     transaction; `raise_cards` (P) writes inside the commit's. Cards it persists join `shown`,
-    their cases `touched`."""
+    their cases `touched`; each step returns what it says."""
 
     turn: TurnContext
     cases: CaseBook
     factory: CardFactory
-    notes: Notes
+    tell: Teller
     audit: AuditTrail
     shown: list[Interaction]
     touched: set[CaseKey]
+    #: what P said so far (all of it once `raise_cards` returns; a part, if it raised)
+    said: list[Noticed] = field(default_factory=list)
     _deferred: list[RaisedCard] = field(default_factory=list)
     _late: set[CaseKey] = field(default_factory=set)
 
-    async def refresh(self, answered_late: Iterable[Interaction]) -> list[CaseInView]:
-        """O: load again every touched case and every case whose card was answered late."""
+    async def refresh(
+        self, answered_late: Iterable[Interaction]
+    ) -> tuple[list[CaseInView], Noticed]:
+        """O: load again every touched case and every case whose card was answered late; and
+        whether some could not be."""
         self._late = {card.case_ref.key for card in answered_late}
         refreshed: list[CaseInView] = []
+        said = NOTHING
         for key in in_key_order(self.touched | self._late):
             try:
                 case = await self.cases.refresh(key)
             except StoreError:
-                self.notes.notice(codes.NOTICE_CASE_REFRESH_UNAVAILABLE)
+                said += noticed(codes.NOTICE_CASE_REFRESH_UNAVAILABLE)
                 continue
             if case is not None:
                 refreshed.append(case)
-        return refreshed
+        return refreshed, said
 
     async def raise_cards(
         self,
@@ -67,22 +73,27 @@ class FollowUp:
         understanding: Understanding,
         deferred: Sequence[RaisedCard],
         refreshed: Sequence[CaseInView],
-    ) -> None:
-        """P: raise the deferred confirmations and the cards the refreshed views now need."""
+    ) -> Noticed:
+        """P: raise the deferred confirmations and the cards the refreshed views now need; what
+        could not be raised says so."""
         self._deferred = list(deferred)
+        self.said = []
         for case in refreshed:
             await self._raise_deferred(stores, case, understanding)
             await self._ensure_card(stores, case, offer=case.case_ref.key in self._late)
         if self._deferred:  # their case could not be refreshed: no card, and say so
             self._deferred.clear()
-            self.notes.notice(codes.NOTICE_INTERACTION_UNAVAILABLE)
+            self.said.append(noticed(codes.NOTICE_INTERACTION_UNAVAILABLE))
+        return sum(self.said, NOTHING)
 
     async def _persist(
         self, stores: Stores, card: Interaction, commands: Sequence[PlannedCommand] = ()
     ) -> None:
-        if await persist_card(stores, self.turn, card, commands, self.notes, self.audit):
+        if await persist_card(stores, self.turn, card, commands, self.audit):
             self.shown.append(card)
             self.touched.add(card.case_ref.key)
+        else:
+            self.said.append(noticed(codes.NOTICE_INTERACTION_UNAVAILABLE))
 
     async def _raise_deferred(
         self, stores: Stores, case: CaseInView, understanding: Understanding
@@ -98,7 +109,7 @@ class FollowUp:
                 constraints=understanding.constraints,
                 cards=self.factory,
             )
-            self.notes.report(plan)
+            self.said.append(self.tell.report(plan))
             waiting = plan.awaiting.get(raised.act_id)
             if waiting is not None:
                 await self._persist(stores, waiting.card, waiting.commands)
@@ -132,6 +143,6 @@ class FollowUp:
         try:
             card = self.factory.requirement(case, requirement)
         except (MissingCopy, CopyRenderError):  # its words cannot be written: no card
-            self.notes.notice(codes.NOTICE_INTERACTION_UNAVAILABLE)
+            self.said.append(noticed(codes.NOTICE_INTERACTION_UNAVAILABLE))
             return
         await self._persist(stores, card)

@@ -29,7 +29,7 @@ from turnframe_runtime.cards import CardFactory
 from turnframe_runtime.cases import CaseBook
 from turnframe_runtime.compose import Composer
 from turnframe_runtime.config import RuntimeConfig
-from turnframe_runtime.context import AuditTrail, Notes, TurnContext
+from turnframe_runtime.context import AuditTrail, Teller, TurnContext
 from turnframe_runtime.copy import (
     MissingCopy,
     RecordingCopy,
@@ -187,7 +187,7 @@ class Kernel:
         ctx = TurnContext(turn_input, turn_id, self.clock())
         audit = AuditTrail(policy_decisions=list(decided))
         copy = RecordingCopy(self.copy, audit.rendered)
-        notes = Notes(copy, ctx.locale)
+        tell = Teller(copy, ctx.locale)
         events = TurnEvents(
             ctx.account_id,
             turn_id,
@@ -201,16 +201,16 @@ class Kernel:
         return TurnState(
             ctx=ctx,
             cases=CaseBook(self.directory, self.workflows, ctx.account_id),
-            notes=notes,
+            tell=tell,
             audit=audit,
             copy=copy,
             factory=CardFactory(ctx, copy, self.config.max_selection_candidates),
             recorder=recorder,
-            execution=Execution(self.executor, self.config, ctx, notes.tell, audit, recorder),
+            execution=Execution(self.executor, self.config, ctx, tell, audit, recorder),
         )
 
     def composer(
-        self, ctx: TurnContext, copy: ServerCopy, notes: Notes, audit: AuditTrail, *, narrate: bool
+        self, ctx: TurnContext, copy: ServerCopy, audit: AuditTrail, *, narrate: bool
     ) -> Composer:
         """Q-T for one turn: with `narrate` (and a narrator), its prose from the model;
         otherwise from server copy only."""
@@ -223,7 +223,6 @@ class Kernel:
             copy,
             self.clock,
             narration,
-            notes,
             audit,
             follow_up_codes=self.follow_up_codes,
             receipt_claims=self.receipt_claims,

@@ -43,7 +43,16 @@ from turnframe_runtime.card_answer import ClaimedCard
 from turnframe_runtime.cards import CardFactory
 from turnframe_runtime.cases import CaseBook, workflow_for
 from turnframe_runtime.compose import Composer, TurnResult
-from turnframe_runtime.context import AuditTrail, Executed, Notes, TurnContext
+from turnframe_runtime.context import (
+    NOTHING,
+    AuditTrail,
+    Executed,
+    Noticed,
+    Teller,
+    TurnContext,
+    merge_notices,
+    noticed,
+)
 from turnframe_runtime.copy import RecordingCopy
 from turnframe_runtime.execute import Execution, tell_outcome
 from turnframe_runtime.follow_up import FollowUp
@@ -168,7 +177,7 @@ class Recovery:
         ctx = TurnContext(user.input, turn_id, user.received_at)
         record = await self.kernel.stores.replay.get(account_id, turn_id)
         audit = _carried_on(TurnFacts.of(record))
-        notes = Notes(RecordingCopy(self.kernel.copy, audit.rendered), ctx.locale)
+        tell = Teller(RecordingCopy(self.kernel.copy, audit.rendered), ctx.locale)
         stream = TurnEvents(
             account_id,
             turn_id,
@@ -187,13 +196,13 @@ class Recovery:
         except NotFound:
             replied = False
         if not entries and not replied:
-            return await self._interrupt(ctx, card, record, notes, audit, recorder)
+            return await self._interrupt(ctx, card, record, audit, recorder)
         planned = {e.command_id: self._planned(e) for e in entries}
         execution = Execution(
             self.kernel.executor,
             self.kernel.config,
             ctx,
-            notes.tell,
+            tell,
             audit,
             recorder,
             replays_invalidate=False,
@@ -219,16 +228,18 @@ class Recovery:
         settled = [await self.kernel.stores.journal.get(account_id, e.command_id) for e in entries]
         unknown = sum(1 for e in settled if e.status is JournalStatus.OUTCOME_UNKNOWN)
         events = await self._events(account_id, settled)
-        notes = Notes(RecordingCopy(self.kernel.copy, audit.rendered), ctx.locale)
         final = tuple(
             Executed(planned[e.command_id], e.outcome, _own(events, e.command_id))
             for e in settled
             if e.outcome is not None
         )
         audit.executed = list(final)
-        for done in final:
-            notes.add(tell_outcome(notes.tell, done.planned.envelope.case_ref, done.outcome))
-        assistant = await self._compose(ctx, notes, audit, record, events, settled, card, final)
+        said = merge_notices(
+            *(tell_outcome(tell, done.planned.envelope.case_ref, done.outcome) for done in final)
+        )
+        assistant = await self._compose(
+            ctx, tell, said, audit, record, events, settled, card, final
+        )
         async with stream.transaction(self.kernel.stores) as tx:
             await recorder.deliver(tx, assistant, settled=not unknown)
         outcome = RecoveryOutcome.RESUMED if resumed else RecoveryOutcome.REGENERATED
@@ -426,7 +437,8 @@ class Recovery:
     async def _compose(
         self,
         ctx: TurnContext,
-        notes: Notes,
+        tell: Teller,
+        said: Noticed,
         audit: AuditTrail,
         record: ReplayRecord,
         events: Mapping[str, DomainEvent],
@@ -434,7 +446,8 @@ class Recovery:
         card: Interaction | None,
         executed: Sequence[Executed],
     ) -> AssistantTurn:
-        """The reply from the ledger and server copy, with the cards the cases need now."""
+        """The reply from the ledger and server copy, with the cards the cases need now; `said`:
+        what the outcomes it tells of say."""
         understanding = _understanding(record)
         cases = CaseBook(self.kernel.directory, self.kernel.workflows, ctx.account_id)
         touched: set[CaseKey] = {e.case_ref.key for e in settled}
@@ -449,13 +462,13 @@ class Recovery:
             RecordingCopy(self.kernel.copy, audit.rendered),
             self.kernel.config.max_selection_candidates,
         )
-        follow_up = FollowUp(ctx, cases, factory, notes, audit, shown, touched)
-        refreshed = await follow_up.refresh(())
+        follow_up = FollowUp(ctx, cases, factory, tell, audit, shown, touched)
+        refreshed, unrefreshed = await follow_up.refresh(())
         try:
             async with self.kernel.stores.transaction() as tx, tx.savepoint():
-                await follow_up.raise_cards(tx, understanding, [], refreshed)
-        except StoreError:
-            notes.notice(codes.NOTICE_CASE_REFRESH_UNAVAILABLE)
+                raised = await follow_up.raise_cards(tx, understanding, [], refreshed)
+        except StoreError:  # what it said before it failed stands
+            raised = sum(follow_up.said, NOTHING) + noticed(codes.NOTICE_CASE_REFRESH_UNAVAILABLE)
         result = TurnResult(
             understanding=understanding,
             plan=Plan(),
@@ -464,12 +477,13 @@ class Recovery:
             shown=follow_up.shown,
             touched=frozenset(follow_up.touched),
             executed=executed,
+            noticed=merge_notices(said, unrefreshed, raised),
         )
-        return await self._composer(ctx, notes, audit).compose(result)
+        return await self._composer(ctx, audit).compose(result)
 
-    def _composer(self, ctx: TurnContext, notes: Notes, audit: AuditTrail) -> Composer:
+    def _composer(self, ctx: TurnContext, audit: AuditTrail) -> Composer:
         copy = RecordingCopy(self.kernel.copy, audit.rendered)
-        return self.kernel.composer(ctx, copy, notes, audit, narrate=False)  # no model request
+        return self.kernel.composer(ctx, copy, audit, narrate=False)  # no model request
 
     async def _open_cards(self, ctx: TurnContext, record: ReplayRecord) -> list[Interaction]:
         """The cards this turn persisted that are still open (they may be shown)."""
@@ -488,7 +502,6 @@ class Recovery:
         ctx: TurnContext,
         card: Interaction | None,
         record: ReplayRecord,
-        notes: Notes,
         audit: AuditTrail,
         recorder: Recorder,
     ) -> RecoveredTurn:
@@ -499,9 +512,7 @@ class Recovery:
                 await tx.interactions.finish(
                     ctx.account_id, card.interaction_id, InteractionStatus.ACTIVE
                 )
-        assistant = self._composer(ctx, notes, audit).interrupted(
-            await self._open_cards(ctx, record)
-        )
+        assistant = self._composer(ctx, audit).interrupted(await self._open_cards(ctx, record))
         async with recorder.events.transaction(self.kernel.stores) as tx:
             await recorder.deliver(tx, assistant, failure_code=codes.RUNTIME_TURN_INTERRUPTED)
         return RecoveredTurn(ctx.account_id, ctx.turn_id, RecoveryOutcome.INTERRUPTED)

@@ -21,7 +21,7 @@ from turnframe_core.turn import TurnInput
 from turnframe_core.understanding import Understanding
 from turnframe_runtime.accept import accept_turn
 from turnframe_runtime.compose import TurnResult
-from turnframe_runtime.context import Executed
+from turnframe_runtime.context import NOTHING, Executed, merge_notices, noticed
 from turnframe_runtime.execute import tell_outcome
 from turnframe_runtime.reduce import CaseInView, Plan
 from turnframe_runtime.state import TurnState
@@ -67,12 +67,10 @@ async def tell(
     await tx.commits.commit(t.recorder.accepted(user_turn))
     t.audit.executed = list(settled)
     t.audit.outbox_ids.extend(outbox_ids)
-    for executed in settled:
-        t.notes.add(
-            tell_outcome(t.notes.tell, executed.planned.envelope.case_ref, executed.outcome)
-        )
-    if notice is not None:
-        t.notes.notice(notice)
+    said = merge_notices(
+        *(tell_outcome(t.tell, e.planned.envelope.case_ref, e.outcome) for e in settled),
+        noticed(notice) if notice is not None else NOTHING,
+    )
     result = TurnResult(
         understanding=Understanding(),
         plan=Plan(),
@@ -81,6 +79,7 @@ async def tell(
         shown=[],
         touched=frozenset(),
         executed=tuple(settled),
+        noticed=said,
     )
-    composer = kernel.composer(t.ctx, t.copy, t.notes, t.audit, narrate=False)
+    composer = kernel.composer(t.ctx, t.copy, t.audit, narrate=False)
     await t.recorder.deliver(tx, await composer.compose(result))

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 from turnframe_runtime.cards import CardFactory
 from turnframe_runtime.cases import CaseBook
-from turnframe_runtime.context import AuditTrail, Notes, TurnContext
+from turnframe_runtime.context import AuditTrail, Teller, TurnContext
 from turnframe_runtime.copy import ServerCopy
 from turnframe_runtime.execute import Execution
 from turnframe_runtime.record import Recorder
@@ -26,7 +26,7 @@ class TurnState:
 
     ctx: TurnContext
     cases: CaseBook
-    notes: Notes
+    tell: Teller
     audit: AuditTrail
     copy: ServerCopy
     factory: CardFactory
