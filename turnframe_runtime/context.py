@@ -237,11 +237,6 @@ class AuditTrail:
         number = 1 + sum(1 for a in self.provider_attempts if a.purpose == attempt.purpose)
         self.provider_attempts.append(attempt.model_copy(update={"attempt": number}))
 
-    def discard_attempt(self, index: int, code: str) -> None:
-        """The call at `index` answered, but its answer was discarded (and why)."""
-        kept = self.provider_attempts[index]
-        self.provider_attempts[index] = kept.model_copy(update={"outcome": "failed", "code": code})
-
 
 def policy_decision(
     envelope: CommandEnvelope, policy: CommandPolicy, allowed: bool

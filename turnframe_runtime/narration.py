@@ -24,10 +24,10 @@ from turnframe_core.blocks import (
 )
 from turnframe_core.canonical import digest
 from turnframe_core.derive import derive_block_id
-from turnframe_core.replay import ProseFinding
+from turnframe_core.replay import ProseFinding, ProviderAttempt
 from turnframe_core.wording import ClaimClass, TurnBacking, WordingFinding, check_wording
 from turnframe_runtime import observe
-from turnframe_runtime.context import AuditTrail, Purpose, TurnContext
+from turnframe_runtime.context import AuditTrail, Purpose, TurnContext, provider_attempt
 from turnframe_runtime.ports import (
     AnswerRequest,
     ClaimReviewer,
@@ -153,8 +153,29 @@ class Narration:
     ) -> AnswerBlock | TransitionBlock | None:
         """The first draft of two that passes every check (the facts it may cite and the
         reviewer's request are `review`'s), or None."""
+        purpose = Purpose.ANSWER if review.kind == "answer" else Purpose.TRANSITION
+        attempts: list[ProviderAttempt] = []
+        try:
+            return await self._drafts(
+                question_id, purpose, draft, shaped, review, backing, attempts
+            )
+        finally:  # every call, in the order made, each draft's once its fate is known
+            for attempt in attempts:
+                self.audit.attempted(attempt)
+
+    async def _drafts(
+        self,
+        question_id: str | None,
+        purpose: Purpose,
+        draft: Callable[[tuple[str, ...]], Awaitable[Mapping[str, Any] | str]],
+        shaped: Callable[[Sequence[Any]], AnswerBlock | TransitionBlock],
+        review: ReviewRequest,
+        backing: TurnBacking,
+        attempts: list[ProviderAttempt],
+    ) -> AnswerBlock | TransitionBlock | None:
+        """`_reviewed`'s rounds; `attempts` gets each call as it ends (a draft's once it is
+        known whether its answer was discarded)."""
         kind, allowed = review.kind, review.allowed_facts
-        purpose = Purpose.ANSWER if kind == "answer" else Purpose.TRANSITION
         audit, clock, turn = self.audit, self.clock, self.turn
         findings: tuple[str, ...] = ()
         # Marked once the outcome is known: a rewrite shown, or server copy.
@@ -164,10 +185,15 @@ class Narration:
             try:
                 reply = await draft(findings)
             except Exception as exc:
-                audit.attempt(purpose, self.narrator, started, clock(), exc)
+                attempts.append(provider_attempt(purpose, self.narrator, started, clock(), exc))
                 break
-            audit.attempt(purpose, self.narrator, started, clock())
-            drafted = len(audit.provider_attempts) - 1
+            ended = clock()
+
+            def drafted(
+                discarded: str | None = None, *, at: int = started, to: int = ended
+            ) -> ProviderAttempt:
+                return provider_attempt(purpose, self.narrator, at, to, discarded=discarded)
+
             try:
                 block = shaped(
                     parse_model_output(
@@ -175,11 +201,11 @@ class Narration:
                     )
                 )
             except Exception as rejected:  # whatever a model sent: never the turn's failure
-                audit.discard_attempt(drafted, codes.code_of(rejected))
+                attempts.append(drafted(codes.code_of(rejected)))
                 findings = (f"the reply was not a single {kind} draft",)
                 continue
             if not _facts_within(block.facts_used, allowed):
-                audit.discard_attempt(drafted, codes.CLAIM_UNBACKED_OUTCOME)
+                attempts.append(drafted(codes.CLAIM_UNBACKED_OUTCOME))
                 refused.append(
                     ProseFinding(
                         block=kind,
@@ -192,11 +218,12 @@ class Narration:
                 )
                 findings = ("the reply rests on facts it was not given",)
                 continue
-            verdict = await self._review(review.model_copy(update={"text": block.text}))
+            verdict, reviewed = await self._review(review.model_copy(update={"text": block.text}))
             if verdict is None:  # the reviewer failed: nothing unreviewed is ever shown
+                attempts.extend((drafted(), reviewed))
                 break
             if not verdict.passed:
-                audit.discard_attempt(drafted, codes.CLAIM_REVIEW_FAILED)
+                attempts.extend((drafted(codes.CLAIM_REVIEW_FAILED), reviewed))
                 refused.append(
                     ProseFinding(
                         block=kind,
@@ -211,10 +238,11 @@ class Narration:
                 continue
             flagged = check_wording(block.text, turn.locale, backing)
             if flagged:
-                audit.discard_attempt(drafted, flagged[0].code)
+                attempts.extend((drafted(flagged[0].code), reviewed))
                 refused.extend(wording_findings(flagged, kind, question_id, "guard", "server_copy"))
                 findings = tuple(_described(f) for f in flagged)
                 continue
+            attempts.extend((drafted(), reviewed))
             audit.prose_findings.extend(
                 f.model_copy(update={"replaced_by": "rewrite"}) for f in refused
             )
@@ -222,7 +250,8 @@ class Narration:
         audit.prose_findings.extend(refused)
         return None
 
-    async def _review(self, request: ReviewRequest) -> ReviewVerdict | None:
+    async def _review(self, request: ReviewRequest) -> tuple[ReviewVerdict | None, ProviderAttempt]:
+        """The reviewer's verdict (None: it failed) and its call."""
         started = self.clock()
         try:
             with observe.span("model.review", kind=request.kind):
@@ -230,10 +259,8 @@ class Narration:
             if not isinstance(verdict, ReviewVerdict):
                 raise MalformedModelOutput("a review answers with a ReviewVerdict")
         except Exception as exc:
-            self.audit.attempt(Purpose.REVIEW, self.reviewer, started, self.clock(), exc)
-            return None
-        self.audit.attempt(Purpose.REVIEW, self.reviewer, started, self.clock())
-        return verdict
+            return None, provider_attempt(Purpose.REVIEW, self.reviewer, started, self.clock(), exc)
+        return verdict, provider_attempt(Purpose.REVIEW, self.reviewer, started, self.clock())
 
 
 def _described(finding: WordingFinding) -> str:
