@@ -287,9 +287,10 @@ class Recovery:
                     self.kernel,
                     tx,
                     follow_up,
-                    settled=settled_now,
+                    settled=committed.executed,  # as the commit judged them
                     readback=committed.readback,
                     outbox_ids=committed.outbox_ids,
+                    judged=committed.noticed,
                 )
             if not unknown:
                 await tx.conversations.set_phase(ctx.account_id, ctx.turn_id, TurnPhase.DELIVERED)

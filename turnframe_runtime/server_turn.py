@@ -21,7 +21,7 @@ from turnframe_core.turn import TurnInput
 from turnframe_core.understanding import Understanding
 from turnframe_runtime.accept import accept_turn
 from turnframe_runtime.compose import TurnResult
-from turnframe_runtime.context import NOTHING, Executed, merge_notices, noticed
+from turnframe_runtime.context import NOTHING, Executed, Noticed, merge_notices, noticed
 from turnframe_runtime.execute import tell_outcome
 from turnframe_runtime.reduce import CaseInView, Plan
 from turnframe_runtime.state import TurnState
@@ -58,9 +58,11 @@ async def tell(
     settled: Sequence[Executed] = (),
     readback: Mapping[str, DomainEvent] | None = None,
     outbox_ids: Sequence[str] = (),
+    judged: Noticed = NOTHING,
 ) -> None:
     """Accept, compose and deliver the follow-up turn in `tx`: receipts for what `settled`
-    committed (its events read back in `readback`), notices for the rest and `notice`; its
+    committed (its events read back in `readback`), notices for the rest, for what the commit
+    `judged` (a result it could not trust) and `notice`; its
     record names the cases it read (`loaded`), the events and the outbox rows `settled`
     enqueued."""
     user_turn, t.recorder.record = await accept_turn(tx, t.ctx, loaded)
@@ -69,6 +71,7 @@ async def tell(
     t.audit.outbox_ids.extend(outbox_ids)
     said = merge_notices(
         *(tell_outcome(t.tell, e.planned.envelope.case_ref, e.outcome) for e in settled),
+        judged,
         noticed(notice) if notice is not None else NOTHING,
     )
     result = TurnResult(

@@ -146,3 +146,40 @@ async def test_a_replay_citing_another_commands_events_is_a_failure(desk):
     [entry] = await desk.journal(turn)
     assert entry.outcome == FailedOutcome(code=codes.EXECUTION_UNTRUSTED_RESULT)
     assert [e.event_id for e in await desk.events()] == [earlier.event_id]
+
+
+async def test_a_reconciled_replay_citing_another_commands_events_is_told_as_a_failure(desk):
+    """Recovery asks the executor what became of an unknown outcome; an answer that cites an
+    earlier command's event is judged by the commit, and the follow-up turn tells what the commit
+    judged, not what the executor claimed."""
+    desk.ready_trip()
+    await desk.say("Name Grace Hopper", _set_name("Grace Hopper"))
+    [earlier] = await desk.events()
+    revision = desk.revision()
+
+    async def lost(batch):
+        raise ConnectionResetError("the answer was lost")
+
+    honest = desk.executor.execute
+    desk.executor.execute = lost  # type: ignore[method-assign]
+    turn = await desk.say("Name Ada Lovelace", _set_name("Ada Lovelace"))
+    desk.executor.execute = honest  # type: ignore[method-assign]
+    [entry] = await desk.journal(turn)
+    assert entry.status is JournalStatus.OUTCOME_UNKNOWN
+
+    async def claims_a_replay(key: str) -> ExecutionResult:
+        cited = earlier.model_copy(update={"command_id": entry.command_id, "sequence": None})
+        return ExecutionResult(new_revision=revision, events=(cited,), replayed=True)
+
+    desk.executor.outcome = claims_a_replay  # type: ignore[method-assign]
+    await desk.runtime.recover_unfinished()
+    [entry] = await desk.journal(turn)
+    assert entry.outcome == FailedOutcome(code=codes.EXECUTION_UNTRUSTED_RESULT)
+    *_, told = await desk.runtime.load_conversation("acct_1", "conv_1")
+    assert told.turn_id != turn.turn_id
+    assert desk.receipt_codes(told) == []
+    assert codes.NOTICE_RESULT_UNCONFIRMED in desk.notice_codes(told)
+    record = await desk.runtime.replay("acct_1", told.replay_token)
+    assert earlier.event_id not in record.event_ids
+    assert [o.outcome for o in record.command_outcomes] == [entry.outcome]
+    assert [e.event_id for e in await desk.events()] == [earlier.event_id]
