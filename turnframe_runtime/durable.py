@@ -102,7 +102,7 @@ async def accept(kernel: Kernel, t: TurnState, turn_input: TurnInput) -> Assista
             user_turn, t.recorder.record = await accept_turn(tx, t.ctx, t.cases.cases.values())
             accepted = Accepted(answer)
             if turn_input.is_click_only:  # J-L and M's journal, with the user turn
-                planned = _plan(kernel, t, accepted.admitted, Understanding())
+                planned = _plan(t, accepted.admitted, Understanding())
                 return Accepted(answer, await _start(kernel, tx, t, planned, user_turn))
             await tx.commits.commit(t.recorder.accepted(user_turn, "understand"))  # A/B
             return accepted
@@ -139,7 +139,7 @@ async def understand_and_start(kernel: Kernel, t: TurnState, accepted: Accepted)
         if understood.trusted:
             t.audit.understanding = understanding
         with observe.stage("J-K", "reduce"):
-            planned = _plan(kernel, t, admitted, understanding, heard)  # J/K
+            planned = _plan(t, admitted, understanding, heard)  # J/K
         if not planned.writes_anything:
             return Started(planned, noticed=planned.heard + planned.noticed)
         starting = True
@@ -159,7 +159,7 @@ async def commit_and_deliver(
     transaction; with one, composing calls a model, so the reply is stored after the commit.
     The commit stands whatever fails after it."""
     fold = kernel.narrator is None
-    follow_up = _follow_up(kernel, t, started, answer)
+    follow_up = _follow_up(t, started, answer)
     after_commit: BaseException | None = None
     assistant: AssistantTurn | None = None
     try:
@@ -177,7 +177,6 @@ async def commit_and_deliver(
                 mark = t.events.mark()  # the reply's events go back with its savepoint
                 try:
                     result = await _raise_cards(
-                        kernel,
                         tx,
                         t,
                         started,
@@ -224,7 +223,6 @@ async def commit_and_deliver(
 
 
 def _plan(
-    kernel: Kernel,
     t: TurnState,
     admitted: Admitted | None,
     understanding: Understanding,
@@ -320,9 +318,7 @@ def _answered_late(started: Started, answer: CardAnswer | None) -> list[Interact
     return late
 
 
-def _follow_up(
-    kernel: Kernel, t: TurnState, started: Started, answer: CardAnswer | None
-) -> FollowUp:
+def _follow_up(t: TurnState, started: Started, answer: CardAnswer | None) -> FollowUp:
     touched = {c.case_ref.key for c in started.shown}
     touched |= {c.envelope.case_ref.key for c in started.commands}
     if isinstance(answer, Admitted):
@@ -331,7 +327,6 @@ def _follow_up(
 
 
 async def _raise_cards(
-    kernel: Kernel,
     stores: Stores,
     t: TurnState,
     started: Started,

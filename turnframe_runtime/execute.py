@@ -346,7 +346,7 @@ class Execution:
             ledger = {ev.event_id: ev for ev in stored}
             executed, said = self._distrust_foreign_replays(executed, ledger)
         executed = tuple(executed)
-        # What the record says ran is what this commit judged (the trail's only writer).
+        # What the record says ran is what this commit judged.
         self.audit.executed = list(executed)
         completions = [
             JournalCompletion(command_id=e.planned.envelope.command_id, outcome=e.outcome)

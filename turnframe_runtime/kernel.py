@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
-from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any
@@ -159,12 +159,9 @@ class Kernel:
             followers=Followers(stores, hub, config),
         )
 
-    def lock(self, account_id: str, conversation_id: str) -> AbstractAsyncContextManager[None]:
-        """One turn at a time per conversation; `ConversationBusy` past the configured wait."""
-        return self._locked(account_id, conversation_id)
-
     @asynccontextmanager
-    async def _locked(self, account_id: str, conversation_id: str) -> AsyncIterator[None]:
+    async def lock(self, account_id: str, conversation_id: str) -> AsyncIterator[None]:
+        """One turn at a time per conversation; `ConversationBusy` past the configured wait."""
         wait = self.config.conversation_wait_ms / 1000
         try:
             async with self.stores.conversation_lock(account_id, conversation_id, wait):

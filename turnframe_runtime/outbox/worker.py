@@ -97,7 +97,6 @@ class OutboxWorker:
         consume: bool = True,
     ) -> None:
         self._dispatcher = runtime.outbox
-        self._kernel = runtime.outbox.kernel
         self.broker = broker
         self._threads = threads
         self._with_relay = relay
@@ -122,11 +121,11 @@ class OutboxWorker:
 
     def relay(self) -> Relay:
         return Relay(
-            self._kernel.stores,
+            self._dispatcher.kernel.stores,
             self.publish,
             self.publish_reconcile,
             config=self.config,
-            clock=self._kernel.clock,
+            clock=self._dispatcher.kernel.clock,
         )
 
     # --- publishing ------------------------------------------------------------------------------
@@ -219,11 +218,11 @@ class OutboxWorker:
                 if self._stop.is_set():
                     break
                 try:
-                    await self._kernel.recovery().sweep(older_than_ms=lease_ms)
+                    await self._dispatcher.kernel.recovery().sweep(older_than_ms=lease_ms)
                 except Exception as failure:
                     observe.failure(_log, "outbox.recovery_sweep_failed", failure)
                 try:  # finished turns' stream logs past their retention
-                    await self._kernel.followers.prune(self._kernel.clock())
+                    await self._dispatcher.kernel.followers.prune(self._dispatcher.kernel.clock())
                 except Exception as failure:
                     observe.failure(_log, "outbox.stream_prune_failed", failure)
 
@@ -234,7 +233,7 @@ class OutboxWorker:
         For the embedded mode and tests: production workers simply run."""
         deadline = time.monotonic() + timeout_s
         while time.monotonic() < deadline:
-            if await self._kernel.stores.outbox.pending_count() == 0:
+            if await self._dispatcher.kernel.stores.outbox.pending_count() == 0:
                 return True
             await asyncio.sleep(0.02)
         return False
