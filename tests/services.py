@@ -6,7 +6,7 @@ the tests that need it are skipped with the reason printed. With `TURNFRAME_REQU
 (CI) a missing service fails them. The server found here is also the one the `store_backend`
 fixture's `postgres` case uses (tests/conftest.py).
 
-SQL store fixtures (`database` and `sql_stores_factory` run once per backend, `sqlite` and
+SQL store fixtures (`database` runs once per backend, `sqlite` and
 `postgres`): every database is isolated and removed afterwards: a SQLite file in the test's tmp
 directory, or a fresh PostgreSQL schema that is dropped (`turnframe_test.backends.Databases`).
 """
@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import os
 import socket
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -179,12 +179,6 @@ async def postgres_databases(postgres_url: str, tmp_path: Path) -> AsyncIterator
 def database(databases: Databases) -> Database:
     """One isolated database (per backend)."""
     return databases.new()
-
-
-@pytest.fixture
-def sql_stores_factory(databases: Databases) -> Callable[[], Awaitable[SqlStores]]:
-    """A factory of migrated SqlStores, each on its own fresh database (per backend)."""
-    return databases.migrated
 
 
 @pytest.fixture

@@ -15,6 +15,7 @@ import psycopg
 from sqlalchemy.engine import make_url
 
 from turnframe_store.sql.url import parse_url
+from turnframe_test.waits import until
 
 __all__ = ["PrivateDatabase", "blocked_behind", "create_tables"]
 
@@ -26,20 +27,17 @@ async def blocked_behind(url: str, pid: int, *, count: int = 1, timeout_s: float
     """Return once `count` sessions of the server at `url` wait on a lock the session `pid`
     holds (`pg_blocking_pids`): how a test knows a second writer is queued behind the first,
     rather than sleeping and hoping. `AssertionError` after `timeout_s`."""
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout_s
     async with await psycopg.AsyncConnection.connect(parse_url(url)[1], autocommit=True) as c:
-        while True:
+
+        async def queued() -> bool:
             cursor = await c.execute(
                 "SELECT count(*) FROM pg_stat_activity WHERE %s = ANY(pg_blocking_pids(pid))",
                 (pid,),
             )
             row = await cursor.fetchone()
-            if row is not None and row[0] >= count:
-                return
-            if loop.time() > deadline:
-                raise AssertionError(f"waited {timeout_s} s for {count} sessions behind {pid}")
-            await asyncio.sleep(0.005)
+            return row is not None and row[0] >= count
+
+        await until(queued, f"{count} sessions behind {pid}", timeout_s=timeout_s)
 
 
 async def create_tables(

@@ -5,11 +5,12 @@ sample domain's old module paths name the same modules as `turnframe_test.sample
 from __future__ import annotations
 
 import importlib
+import inspect
 
 import pytest
 
 from turnframe_store import JournalStatus
-from turnframe_test import Harness, act
+from turnframe_test import Harness, ScriptedInterpreter, act
 from turnframe_test.backends import StoreBackend
 from turnframe_test.sample.airline import FakeAirline
 from turnframe_test.sample.desk import DeskHarness
@@ -61,6 +62,16 @@ async def test_the_desk_harness_is_the_harness_with_the_sample_domain(
     turn = await desk.say("I am Grace", act("a1", SET_NAME, "h1", "Grace", name="Grace"))
     assert desk.receipt_codes(turn) == ["trip.name_set"]
     assert desk.revision() == before + 1
+
+
+def test_the_desk_harness_takes_every_port_the_harness_takes() -> None:
+    interpreter = ScriptedInterpreter()
+    desk = DeskHarness(interpreter=interpreter)
+    assert desk.interpreter is interpreter
+    own = set(inspect.signature(Harness.__init__).parameters)
+    # what the sample domain supplies itself, and nothing more, is missing from its signature
+    supplied = {"workflows", "directory", "executor", "senders"}
+    assert own - supplied <= set(inspect.signature(DeskHarness.__init__).parameters)
 
 
 @pytest.mark.parametrize(

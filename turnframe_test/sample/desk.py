@@ -18,6 +18,7 @@ from turnframe_test.sample.travel import (
     TripWorkflow,
     trip_copy,
 )
+from turnframe_test.scripted import ScriptedInterpreter
 
 __all__ = ["DeskHarness"]
 
@@ -32,6 +33,7 @@ class DeskHarness(Harness):
         self,
         *,
         stores: Stores | None = None,
+        interpreter: ScriptedInterpreter | None = None,
         narrator: Narrator | None = None,
         reviewer: ClaimReviewer | None = None,
         account_id: str = "acct_1",
@@ -55,6 +57,7 @@ class DeskHarness(Harness):
             executor=TripExecutor(self.desk, clock_ms=clock),
             senders={"airline": self.airline},
             stores=stores,
+            interpreter=interpreter,
             narrator=narrator,
             reviewer=reviewer,
             account_id=account_id,

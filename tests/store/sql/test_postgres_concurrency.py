@@ -255,12 +255,11 @@ async def test_two_transactions_racing_one_expected_revision_let_exactly_one_win
     winner = asyncio.create_task(first.commits.commit(_bundle("a", record)))
     await held.wait()
     loser = asyncio.create_task(second.commits.commit(_bundle("b", record)))
-    await blocked_behind(database.url, holder[0])  # the second writer waits on the first
-    waiting_on_the_row = not loser.done()
+    # the second writer waits on the first's row (it could not be queued and done)
+    await blocked_behind(database.url, holder[0])
     release.set()
     outcomes = await asyncio.gather(winner, loser, return_exceptions=True)
 
-    assert waiting_on_the_row
     assert isinstance(outcomes[0], CommitResult)
     assert isinstance(outcomes[1], Conflict)
     assert await _count(database, "SELECT count(*) FROM tf_domain_event") == 1
@@ -362,12 +361,11 @@ async def test_event_sequences_follow_commit_order_when_appends_overlap(
     early = asyncio.create_task(first.events.append(A, [_event("evt_early")]))
     await held.wait()
     late = asyncio.create_task(second.events.append(A, [_event("evt_late")]))
-    await blocked_behind(database.url, holder[0])  # the second writer waits on the first
-    late_waited = not late.done()
+    # the second writer waits on the first: it cannot take a sequence while that one is open
+    await blocked_behind(database.url, holder[0])
     release.set()
     (early_event,), (late_event,) = await asyncio.gather(early, late)
 
-    assert late_waited  # it could not take a sequence while the earlier append was open
     assert (early_event.sequence or 0) < (late_event.sequence or 0)
     page = await second.events.read_from(A, EventCursor.START, 10)
     assert [e.event_id for e in page.events] == ["evt_early", "evt_late"]
@@ -394,12 +392,11 @@ async def test_two_stream_appenders_racing_for_one_sequence_leave_one_log_and_a_
     )
     await held.wait()
     late = asyncio.create_task(second.conversations.append_stream_events(A, [_step(2, "late")]))
-    await blocked_behind(database.url, holder[0])  # the second writer waits on the first
-    late_waited = not late.done()
+    # the late writer read the log before the early append committed, then meets its row
+    await blocked_behind(database.url, holder[0])
     release.set()
     outcomes = await asyncio.gather(early, late, return_exceptions=True)
 
-    assert late_waited  # it read the log before the early append committed, then met its row
     assert outcomes[0] is None
     assert isinstance(outcomes[1], Conflict)
     logged = await second.conversations.stream_events(A, "turn_1", 0, 10)
