@@ -26,6 +26,22 @@ pytest_plugins = ("turnframe_test.pytest_plugin", "turnframe_test.gates_plugin",
 TELEMETRY = captured_telemetry()
 
 
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    """Under `--dist loadgroup`, a test marked `xdist_group` must carry its group in its node id,
+    which is how pytest-xdist keeps the group on one worker. A pytest and pytest-xdist that stop
+    doing so (pytest-dev/pytest-xdist#1386) would run the tests sharing the Redis broker side by
+    side, and they empty and restart it: such a test fails instead of running unguarded."""
+    if not getattr(item.config.option, "loadgroup", False):
+        return
+    if item.get_closest_marker("xdist_group") is not None and "@" not in item.nodeid:
+        pytest.fail(
+            "--dist loadgroup kept no group for this test: this pytest and pytest-xdist do not "
+            "group (pytest-dev/pytest-xdist#1386), so it would run beside the others sharing its "
+            "service",
+            pytrace=False,
+        )
+
+
 @pytest.fixture(autouse=True)
 def _fresh_telemetry() -> None:
     TELEMETRY.clear()

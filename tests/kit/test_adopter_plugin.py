@@ -11,6 +11,12 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
+#: An adopter's pytest run: this checkout's kit, wherever installed, and none of the options the
+#: run hosting this test was given (CI's `--turnframe-gates-report` is not an adopter's option).
+ADOPTER_ENV = {
+    **{name: value for name, value in os.environ.items() if name != "PYTEST_ADDOPTS"},
+    "PYTHONPATH": str(ROOT),
+}
 
 #: Modules only this repository's release uses.
 RELEASE_MODULES = (
@@ -50,7 +56,7 @@ def test_an_adopters_pytest_run_loads_no_release_machinery(tmp_path: Path) -> No
         [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--strict-markers",
          "-k", "memory or release", "-o", "asyncio_mode=auto"],
         cwd=tmp_path, capture_output=True, text=True,
-        env={**os.environ, "PYTHONPATH": str(ROOT)},  # this checkout's kit, wherever installed
+        env=ADOPTER_ENV,
     )  # fmt: skip
     assert done.returncode == 0, done.stdout + done.stderr
     assert "2 passed" in done.stdout, done.stdout
@@ -60,7 +66,7 @@ def test_the_release_options_are_not_the_adopters(tmp_path: Path) -> None:
     """`--turnframe-gates-report` is the release plugin's: an adopter's run loads it by name."""
     (tmp_path / "test_mine.py").write_text("def test_holds():\n    assert True\n")
     run = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"]
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    env = ADOPTER_ENV
     report = tmp_path / "report.json"
     plain = subprocess.run(
         [*run, f"--turnframe-gates-report={report}"],

@@ -34,6 +34,12 @@ from turnframe_test.suites import (
 )
 
 ROOT = Path(__file__).resolve().parents[2]
+#: An adopter's pytest run: this checkout's kit, wherever installed, and none of the options the
+#: run hosting this test was given (CI's `--turnframe-gates-report` is not an adopter's option).
+ADOPTER_ENV = {
+    **{name: value for name, value in os.environ.items() if name != "PYTEST_ADDOPTS"},
+    "PYTHONPATH": str(ROOT),
+}
 
 
 class TestMemoryStores(StoreConformance):
@@ -181,7 +187,7 @@ def test_an_adopter_project_gets_the_suites_from_the_installed_plugin(tmp_path: 
     done = subprocess.run(
         [sys.executable, "-m", "pytest", "-q", "-p", "no:asyncio", "--strict-markers", "-rf"],
         cwd=tmp_path,
-        env={**os.environ, "PYTHONPATH": str(ROOT)},  # this checkout's kit, wherever installed
+        env=ADOPTER_ENV,
         capture_output=True,
         text=True,
     )
