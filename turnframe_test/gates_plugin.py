@@ -27,7 +27,7 @@ import pytest
 
 from turnframe_test.gates_table import evidence_matches
 
-__all__ = ["GateRecorder", "gate_marks"]
+__all__ = ["GateRecorder", "gate_marks", "recorded_id"]
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -60,6 +60,14 @@ def gate_marks(item: pytest.Item) -> list[int]:
 _GATES_PROPERTY = "turnframe_gates"
 
 
+def recorded_id(nodeid: str) -> str:
+    """A test's id as the gates table names it: without the `@group` suffix pytest-xdist's
+    `--dist loadgroup` appends to the node id of a test marked `xdist_group` (an `@` inside a
+    parametrization's brackets is the parameter's own)."""
+    at = nodeid.rfind("@")
+    return nodeid[:at] if at > nodeid.rfind("]") and at > nodeid.rfind("::") else nodeid
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     for item in items:
         marks = gate_marks(item)
@@ -74,8 +82,9 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         files.setdefault(evidence.split("::", 1)[0], []).append(evidence)
     kept, dropped = [], []
     for item in items:
-        named = files.get(item.nodeid.split("::", 1)[0], ())
-        if gate_marks(item) or any(evidence_matches(e, item.nodeid) for e in named):
+        tested = recorded_id(item.nodeid)
+        named = files.get(tested.split("::", 1)[0], ())
+        if gate_marks(item) or any(evidence_matches(e, tested) for e in named):
             kept.append(item)
         else:
             dropped.append(item)
@@ -97,7 +106,7 @@ class GateRecorder:
 
     def pytest_collection_finish(self, session: pytest.Session) -> None:
         for item in session.items:
-            self.tests[item.nodeid] = {
+            self.tests[recorded_id(item.nodeid)] = {
                 "outcome": "not run",
                 "seconds": 0.0,
                 "gates": gate_marks(item),
@@ -105,7 +114,7 @@ class GateRecorder:
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         test = self.tests.setdefault(
-            report.nodeid, {"outcome": "not run", "seconds": 0.0, "gates": []}
+            recorded_id(report.nodeid), {"outcome": "not run", "seconds": 0.0, "gates": []}
         )
         for name, value in report.user_properties:
             if name == _GATES_PROPERTY and isinstance(value, list | tuple):

@@ -242,3 +242,37 @@ def test_a_suites_recorded_outcomes_judge_the_gates_without_running_a_test_again
         tests_report=tmp_path / "nothing.json",
     )  # fmt: skip
     assert unreadable.gates[0].verdict == "unproven"
+
+
+GROUPED_TESTS = """
+import pytest
+
+pytestmark = pytest.mark.xdist_group("shared")
+
+def test_alone():
+    assert True
+
+@pytest.mark.parametrize("who", ["a@b"])
+def test_with_an_at(who):
+    assert "@" in who
+"""
+
+
+def test_a_test_xdist_groups_is_recorded_under_the_id_the_gates_name(tmp_path: Path) -> None:
+    """Under `--dist loadgroup` pytest-xdist appends `@group` to a grouped test's node id; the
+    report keeps the id a gate names, so CI's grouped Redis tests still count as evidence."""
+    (tmp_path / "test_grouped.py").write_text(GROUPED_TESTS)
+    report = tmp_path / "tests.json"
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "-v", "-p", "no:cacheprovider", "-n", "2",
+         "--dist", "loadgroup", "-p", "turnframe_test.gates_plugin",
+         f"--turnframe-gates-report={report}"],
+        cwd=tmp_path, capture_output=True, text=True,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "test_grouped.py::test_alone@shared" in done.stdout  # xdist did group them
+    recorded = json.loads(report.read_text())["tests"]
+    assert {nodeid: test["outcome"] for nodeid, test in recorded.items()} == {
+        "test_grouped.py::test_alone": "passed",
+        "test_grouped.py::test_with_an_at[a@b]": "passed",
+    }
