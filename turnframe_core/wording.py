@@ -10,13 +10,18 @@ that backs the class:
   (of that class, where the workflow declares what its receipts back: `DeclaresReceiptClaims`);
 - interaction visibility ("the button below"): an interaction block;
 - future notification ("I will let you know"): a receipt whose status says a follow-up is
-  scheduled.
+  scheduled, or a follow-up an earlier turn scheduled that is still pending.
 
-Any id-shaped token (`rcp_…`, `int_…`, `evt_…`, `cmd_…`) must name a block of this turn, or an
-event or option one of them carries. A negated clause ("nothing has been changed yet") and a
-question pass; a promise conditioned on the user's answer ("once you confirm, I will send it")
-passes while a card asks for that answer. Languages without rules here are not judged: their
-prose is refused, so server copy stands in. Safe beats fluent: a rule that cannot tell refuses.
+Free prose must also name only values the turn holds (`ungrounded_values`): a receipt backs what
+its own title and body say (a "rebooking sent" receipt grounds the airline it was sent to, not a
+new departure time), while a class claim stays backed by a receipt of that class.
+
+Any id-shaped token (`rcp_…`, `int_…`, any `word_…`) must name a block of this turn, or an event
+or option one of them carries. A negated clause ("nothing has been changed yet") passes, and so
+does a question, except what it asserts on the way ("now that it has been rebooked"); a promise
+conditioned on the user's answer ("once you confirm, I will send it") passes while a card asks
+for that answer. Languages without rules here are not judged: their prose is refused, so server
+copy stands in. Safe beats fluent: a rule that cannot tell refuses.
 """
 
 from __future__ import annotations
@@ -35,7 +40,7 @@ from pydantic import Field
 
 from turnframe_core import codes
 from turnframe_core._model import FrozenModel, NonEmptyStr
-from turnframe_core.blocks import InteractionBlock, ReceiptBlock
+from turnframe_core.blocks import InteractionBlock, NoticeBlock, ReceiptBlock
 from turnframe_core.events import ReceiptSeverity
 from turnframe_core.ids import PREFIXES
 
@@ -48,6 +53,7 @@ __all__ = [
     "WordingFinding",
     "check_wording",
     "ungrounded_values",
+    "value_grounds",
 ]
 
 
@@ -98,10 +104,14 @@ class TurnBacking:
         blocks: Iterable[Any],
         follow_up_codes: Iterable[str] = (),
         receipt_claims: Mapping[str, Iterable[ClaimClass]] | None = None,
+        *,
+        pending_follow_up: bool = False,
     ) -> TurnBacking:
         """The backing of `blocks`. A receipt whose `status_code` is in `follow_up_codes` says a
         follow-up is scheduled; one whose status code `receipt_claims` names backs those outcome
-        classes only (a receipt no declaration names backs every outcome class)."""
+        classes only (a receipt no declaration names backs every outcome class).
+        `pending_follow_up`: a follow-up an earlier turn scheduled is still pending, so "you'll
+        hear back here" stays true in this turn though none of its blocks says so."""
         follow_ups = frozenset(follow_up_codes)
         outcome = card = follow_up = False
         classes: set[ClaimClass] | None = set()
@@ -130,7 +140,7 @@ class TurnBacking:
         return cls(
             outcome=outcome,
             card=card,
-            follow_up=follow_up,
+            follow_up=follow_up or pending_follow_up,
             ids=frozenset(ids),
             outcomes=None if classes is None else frozenset(classes),
         )
@@ -141,6 +151,26 @@ class TurnBacking:
         if claim is ClaimClass.FUTURE_NOTIFICATION:
             return self.follow_up
         return self.outcome and (self.outcomes is None or claim in self.outcomes)
+
+
+def value_grounds(blocks: Iterable[Any], *more: str) -> tuple[str, ...]:
+    """The strings of a turn's server blocks that ground the values its prose may name (for
+    `ungrounded_values`): a success receipt's title and body (a receipt backs what it says, not
+    what its class might), a notice's text, a card's title, body, option labels and review
+    entries; then `more` (the allowed facts' values, the user's own words)."""
+    grounds: list[str] = []
+    for block in blocks:
+        if isinstance(block, ReceiptBlock):
+            if block.severity is ReceiptSeverity.SUCCESS:
+                grounds += [block.title, block.body]
+        elif isinstance(block, NoticeBlock):
+            grounds.append(block.text)
+        elif isinstance(block, InteractionBlock):
+            grounds += [block.title, block.body or "", block.freeform_prompt or ""]
+            grounds += [option.label for option in block.options]
+            for entry in block.review_entries:
+                grounds += [entry.label, entry.before or "", entry.after or ""]
+    return tuple(ground for ground in (*grounds, *more) if ground)
 
 
 # --- the rules ------------------------------------------------------------------------------------

@@ -8,7 +8,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from turnframe_core import ClaimClass, InteractionBlock, TurnBacking, check_wording, codes
-from turnframe_core.wording import GuardConfig
+from turnframe_core.wording import GuardConfig, ungrounded_values, value_grounds
 from turnframe_test import confirm_card, receipt_block
 
 NOTHING = TurnBacking()
@@ -352,3 +352,38 @@ def test_the_language_check_is_configurable_per_language() -> None:
 def test_any_id_written_the_way_the_librarys_are_must_name_a_block() -> None:
     found = check_wording("Your booking bkg_01J9Z8 is safe.", "en", NOTHING)
     assert [f.code for f in found] == [codes.CLAIM_UNKNOWN_ID]
+
+
+# --- backing by fact ------------------------------------------------------------------------------
+
+
+def test_a_follow_up_pending_from_an_earlier_turn_backs_hearing_back_in_this_chat() -> None:
+    text = "You'll hear back in this chat once the airline answers."
+    assert _classes(text) == ["future_notification"]
+    assert _classes(text, backing=TurnBacking.of([], pending_follow_up=True)) == []
+
+
+def test_a_pending_follow_up_backs_no_outcome() -> None:
+    backing = TurnBacking.of([], pending_follow_up=True)
+    assert _classes("Your flight has been rebooked.", backing=backing) == ["creation"]
+
+
+def test_a_receipt_grounds_what_it_says_not_what_its_class_might() -> None:
+    sent = receipt_block(status_code="trip.rebooking_sent").model_copy(
+        update={"title": "Rebooking request sent to Lufthansa"}
+    )
+    grounds = value_grounds([sent])
+    backing = TurnBacking.of([sent])
+    honest = "I've sent your rebooking request to Lufthansa."
+    assert check_wording(honest, "en", backing) == []
+    assert ungrounded_values(honest, "en", grounds) == []
+    invented = "I've sent it to Lufthansa; you now leave at 14:10."
+    assert [f.rule for f in ungrounded_values(invented, "en", grounds)] == ["value.time"]
+
+
+def test_a_failed_receipt_grounds_nothing_and_a_card_grounds_its_words() -> None:
+    failed = receipt_block().model_copy(update={"severity": "error", "title": "Refund 40 EUR"})
+    card = InteractionBlock.from_view("blk_card", confirm_card().view())
+    grounds = value_grounds([failed, card], "my order A-77")
+    assert ungrounded_values("Refund 40 EUR for A-77?", "en", grounds) != []
+    assert ungrounded_values("About order A-77.", "en", grounds) == []
