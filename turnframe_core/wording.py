@@ -42,6 +42,7 @@ from turnframe_core import codes
 from turnframe_core._model import FrozenModel, NonEmptyStr
 from turnframe_core.blocks import InteractionBlock, NoticeBlock, ReceiptBlock
 from turnframe_core.events import ReceiptSeverity
+from turnframe_core.facts import RecordFact, StateValue
 from turnframe_core.ids import PREFIXES
 
 __all__ = [
@@ -52,6 +53,7 @@ __all__ = [
     "TurnBacking",
     "WordingFinding",
     "check_wording",
+    "state_words",
     "ungrounded_values",
     "value_grounds",
 ]
@@ -90,13 +92,16 @@ class WordingFinding(FrozenModel):
 @dataclass(frozen=True)
 class TurnBacking:
     """What a turn's server blocks back: outcome claims (`outcomes`: which classes; None: every
-    outcome class), a visible card, a scheduled follow-up, and the ids its prose may name."""
+    outcome class), a visible card, a scheduled follow-up, the ids its prose may name, and the
+    words its committed state says (`stated`: "rebooked" in a leg's status backs "the airline
+    rebooked your flight", whatever receipt the turn has)."""
 
     outcome: bool = False
     card: bool = False
     follow_up: bool = False
     ids: frozenset[str] = frozenset()
     outcomes: frozenset[ClaimClass] | None = None
+    stated: frozenset[str] = frozenset()
 
     @classmethod
     def of(
@@ -106,12 +111,16 @@ class TurnBacking:
         receipt_claims: Mapping[str, Iterable[ClaimClass]] | None = None,
         *,
         pending_follow_up: bool = False,
+        stated: Iterable[str] = (),
     ) -> TurnBacking:
         """The backing of `blocks`. A receipt whose `status_code` is in `follow_up_codes` says a
         follow-up is scheduled; one whose status code `receipt_claims` names backs those outcome
         classes only (a receipt no declaration names backs every outcome class).
         `pending_follow_up`: a follow-up an earlier turn scheduled is still pending, so "you'll
-        hear back here" stays true in this turn though none of its blocks says so."""
+        hear back here" stays true in this turn though none of its blocks says so. `stated`:
+        what the turn's committed state says (`state_words(allowed_facts)`, and those facts as
+        the workflow's copy words them in the turn's locale): an outcome verb it holds is a
+        fact, not a claim."""
         follow_ups = frozenset(follow_up_codes)
         outcome = card = follow_up = False
         classes: set[ClaimClass] | None = set()
@@ -143,6 +152,7 @@ class TurnBacking:
             follow_up=follow_up or pending_follow_up,
             ids=frozenset(ids),
             outcomes=None if classes is None else frozenset(classes),
+            stated=frozenset(_WORD.findall(_normalised(" ".join(stated)))),
         )
 
     def backs(self, claim: ClaimClass) -> bool:
@@ -153,11 +163,14 @@ class TurnBacking:
         return self.outcome and (self.outcomes is None or claim in self.outcomes)
 
 
-def value_grounds(blocks: Iterable[Any], *more: str) -> tuple[str, ...]:
-    """The strings of a turn's server blocks that ground the values its prose may name (for
-    `ungrounded_values`): a success receipt's title and body (a receipt backs what it says, not
-    what its class might), a notice's text, a card's title, body, option labels and review
-    entries; then `more` (the allowed facts' values, the user's own words)."""
+def value_grounds(
+    blocks: Iterable[Any] = (), facts: Iterable[Any] = (), words: Iterable[str | None] = ()
+) -> tuple[str, ...]:
+    """The strings that ground the values a turn's free prose may name (`ungrounded_values`'s
+    `grounds`): what its server `blocks` say (a success receipt's title and body: a receipt
+    backs what it says, not what its class might; a notice's text; a card's title, body, option
+    labels and review entries), every value its allowed `facts` hold (each scalar of the
+    model), and `words` (the user's own message, the question an answer answers)."""
     grounds: list[str] = []
     for block in blocks:
         if isinstance(block, ReceiptBlock):
@@ -170,7 +183,34 @@ def value_grounds(blocks: Iterable[Any], *more: str) -> tuple[str, ...]:
             grounds += [option.label for option in block.options]
             for entry in block.review_entries:
                 grounds += [entry.label, entry.before or "", entry.after or ""]
-    return tuple(ground for ground in (*grounds, *more) if ground)
+    for fact in facts:
+        _scalars(fact.model_dump(mode="json") if hasattr(fact, "model_dump") else fact, grounds)
+    grounds += [word for word in words if word]
+    return tuple(ground for ground in grounds if ground)
+
+
+def state_words(facts: Iterable[Any]) -> tuple[str, ...]:
+    """What `facts` say the committed state is, for `TurnBacking.of(stated=...)`: the values of
+    state and record facts only (a proposed change, an operation on offer or a value still
+    needed says nothing has happened)."""
+    words: list[str] = []
+    for fact in facts:
+        if isinstance(fact, (StateValue, RecordFact)):
+            _scalars(fact.value if isinstance(fact, StateValue) else fact.outcome, words)
+            if isinstance(fact, RecordFact):
+                words.append(fact.phase)
+    return tuple(words)
+
+
+def _scalars(value: Any, into: list[str]) -> None:
+    if isinstance(value, Mapping):
+        for item in value.values():
+            _scalars(item, into)
+    elif isinstance(value, (list, tuple, set, frozenset)):
+        for item in value:
+            _scalars(item, into)
+    elif isinstance(value, (str, int, float)) and not isinstance(value, bool):
+        into.append(str(value))
 
 
 # --- the rules ------------------------------------------------------------------------------------
@@ -327,6 +367,7 @@ _EN = _language(
     ),
     negation="not n't never nothing none neither nor without cannot unable no",
     carriers="has have had been be being was were is are yet ever still already just got gotten"
+    " can could would should will shall may might must"
     " actually really any anything it them this that i we",
     question=r"do|does|did|is|are|was|were|have|has|had|can|could|shall|should|will|would|may"
     r"|might|must|what|which|who|whom|whose|when|where|why|how|want|need",
@@ -406,7 +447,7 @@ _IT = _language(
             r"|rimborserò|procederò|sistemerò|ritirerò|ritireremo|pagherò|salverò|sposterò"
             r"|sto (?:\w+ando|\w+endo)|stiamo (?:\w+ando|\w+endo)"
             r"|(?:ora |adesso )?(?:annullo|invio|inoltro|modifico|cancello|elimino|riprenoto"
-            r"|prenoto|confermo|rimborso|aggiorno|ritiro)"
+            r"|prenoto|confermo|rimborso|(?<!ti )(?<!vi )aggiorno|ritiro)"
         ),
         _C.UPDATE: _any(r"sarà|saranno|verrà|verranno")
         + r"\s+(?:\w+\s+)?\w+(?:at|ut|it|ss|ost)[oaie]\b",
@@ -421,6 +462,7 @@ _IT = _language(
     visible=_any(r"qui sotto|qua sotto|in basso|pulsanti?|bottone|tasto|tocca|clicca|premi|scheda"),
     negation="non nulla niente nessun nessuno nessuna mai né senza",
     carriers="è stato stata stati state ancora mai ho hai ha abbiamo avete hanno sono era erano"
+    " essere può potrà potrebbe possono potranno viene verrà venire"
     " più l' lo la"
     " li le ne ci",
     question=r"vuoi|vuole|volete|posso|possiamo|devo|dovrei|preferisci|è|sono|hai|ha|avete"
@@ -448,7 +490,8 @@ _IT = _language(
     r"(?!(?:ho|hai|ha|abbiamo|avete|hanno|è|sono|siamo|siete|stat[oaie]|già|appena)\b)"
     r"[^\W\d_]+\s+(?:(?:già|originariamente)\s+)?(?:prenotat|programmat|previst|registrat)[oaie]\b"
     r"|\bl'(?!(?:ho|hai|ha|abbiamo|avete|hanno)\b)[^\W\d_]+\s+(?:prenotat|programmat|previst)[oaie]\b"
-    r"|\b(?:hai|avevi|avete|avevate) (?:già )?(?:prenotat|programmat|previst|registrat)[oaie]\b",
+    r"|\b(?:hai|avevi|avete|avevate) (?:già )?(?:prenotat|programmat|previst|registrat)[oaie]\b"
+    r"|\bcome (?:da )?(?:prenotat|programmat|previst)[oaie]\b",
     content={
         _C.UPDATE: r"\b(?:il tuo|la tua|i tuoi|le tue|il suo|la sua|i suoi|le sue|il|la|i|le|lo"
         r"|l')\s*nuov[oaie]\b|\b(?:ora|adesso)\s+(?:sei|siete|è|sono|parte|partono|risulta"
@@ -516,7 +559,8 @@ _DE = _language(
         r"|drücken|drücke"
     ),
     negation="nicht kein keine keinen keinem keiner keines nichts nie niemals weder ohne",
-    carriers="wurde wurden ist sind hat haben hatte worden noch bisher bislang je",
+    carriers="wurde wurden ist sind hat haben hatte worden noch bisher bislang je kann können"
+    " konnte wird werden würde sein",
     reach=4,
     question=r"möchten|möchtest|wollen|willst|soll|sollen|kann|können|darf|ist|sind|hast|haben"
     r"|hat|wurde|wird|welche|welcher|welches|wann|wo|wie|warum|was|wer",
@@ -538,7 +582,8 @@ _DE = _language(
     + r" (?:\S+ ){0,5}"
     + _any(r"gebucht\w*|reserviert\w*|geplant\w*")
     + r"(?! worden)"
-    + r"|\b(?:gebucht|reserviert|geplant|vorgesehen)(?:e|en|em|er|es)\b",
+    + r"|\b(?:gebucht|reserviert|geplant|vorgesehen)(?:e|en|em|er|es)\b"
+    r"|\bwie (?:ursprünglich )?(?:gebucht|reserviert|geplant|vorgesehen)\b",
     content={
         _C.UPDATE: r"\b(?:ihr|ihre|ihren|ihrem|ihrer|ihres|dein|deine|deinen|deinem|deiner|der"
         r"|die|das|den|dem)\s+neue\w*\b|\b(?:sind|ist|bist|seid|fliegen|fliegst|fahren|fährst"
@@ -594,7 +639,8 @@ _FR = _language(
         r"|carte(?! bancaire)(?! de crédit)(?! d'embarquement)|appuyez|cliquez|touchez"
     ),
     negation="ne n' pas rien aucun aucune jamais ni sans plus",
-    carriers="a ont été est sont encore pas jamais rien été l' les la le y en",
+    carriers="a ont été est sont encore pas jamais rien été l' les la le y en être peut pourra"
+    " pourrait sera serait",
     question=r"voulez|veux|voudriez|dois|puis|pouvez|est-ce|avez|as|souhaitez|quel|quelle"
     r"|quels|quelles|quand|où|comment|pourquoi|qui|que|faut-il",
     condition=r"\b(?:si|s'|quand|dès que|une fois que|lorsque|après que)\s*vous\s+(?:\w+\s+)?"
@@ -618,7 +664,8 @@ _FR = _language(
     + r"|\b(?:le|la|les|l'|votre|vos|ton|ta|tes|un|une|ce|cette)\s*"
     r"(?!(?:a|ai|as|avons|avez|ont|été|est|sont|déjà|bien)\b)[^\W\d_]+\s+"
     r"(?:(?:initialement|déjà)\s+)?(?:réservé|prévu|programmé|enregistré)e?s?\b"
-    r"|\bvous avez (?:déjà |initialement )?(?:réservé|prévu|programmé)e?s?\b",
+    r"|\bvous avez (?:déjà |initialement )?(?:réservé|prévu|programmé)e?s?\b"
+    r"|\b(?:tel|telle|tels|telles) que (?:réservé|prévu|programmé)e?s?\b",
     content={
         _C.UPDATE: r"\b(?:votre|vos|ton|ta|tes|le|la|les)\s+nouve(?:au|aux|l|lle|lles)\b"
         r"|\b(?:vous êtes|tu es|vous voilà|te voilà|c'est)\s+(?:maintenant|désormais|dorénavant)\b"
@@ -681,7 +728,7 @@ _ES = _language(
     ),
     negation="no nada ningún ninguna ninguno nunca jamás ni sin",
     carriers="se ha han he hemos sido fue fueron está están todavía aún nada lo la los las le"
-    " les me te",
+    " les me te ser puede podrá podría será sería",
     question=r"¿|quieres|quiere|queréis|puedo|podemos|debo|prefieres|es|son|has|ha|cuál|cuáles"
     r"|cuándo|dónde|cómo|por qué|qué|quién",
     condition=r"\b(?:si|cuando|en cuanto|una vez que|tan pronto como)\s+(?:\w+\s+)?(?:confirmes"
@@ -702,7 +749,8 @@ _ES = _language(
     + r"|\b(?:el|la|los|las|tu|tus|su|sus|un|una|este|esta)\s+"
     r"(?!(?:he|has|ha|hemos|han|sido|está|es|ya)\b)[^\W\d_]+\s+(?:(?:ya|originalmente)\s+)?"
     r"(?:reservad|programad|previst|registrad)[oa]s?\b"
-    r"|\b(?:has|habías|habéis) (?:ya )?(?:reservad|programad|previst|registrad)[oa]s?\b",
+    r"|\b(?:has|habías|habéis) (?:ya )?(?:reservad|programad|previst|registrad)[oa]s?\b"
+    r"|\b(?:tal )?como (?:estaba )?(?:reservad|programad|previst)[oa]s?\b",
     content={
         _C.UPDATE: r"\b(?:tu|tus|su|sus|el|la|los|las)\s+nuev[oa]s?\b"
         r"|\b(?:ahora|ya)\s+(?:estás|está|estáis|están|sales|sale)\b"
@@ -925,13 +973,15 @@ def _sentence_findings(
                     continue
                 if _negated(language, text[clause_start : match.start()], own):
                     continue  # "nothing has been changed", "I have not sent it"
+                if rule.promise and _negates(language, text[match.start() : clause_end]):
+                    continue  # "ich ziehe sie nicht zurück": a verb-second negation follows
                 if rule.promise and conditioned and backing.card:
                     continue  # "once you confirm, I will send it", beside the card that asks
                 if rule.state is not None and _state_reading(
-                    rule.state, text, clause_start, clause_end, match
+                    rule.state, text, (start, end), (clause_start, clause_end), match
                 ):
                     continue
-                if backing.backs(rule.claim):
+                if backing.backs(rule.claim) or _stated(rule, match, backing):
                     continue
                 findings.append(
                     _finding(
@@ -946,6 +996,14 @@ def _sentence_findings(
         prefix = text[clause_start:first]
         inherited = f"{own} {prefix}" if _only_carriers(language, prefix) else prefix
     return findings
+
+
+def _stated(rule: _Rule, match: re.Match[str], backing: TurnBacking) -> bool:
+    """Whether an outcome verb repeats what the committed state says ("rebooked")."""
+    if not backing.stated or not rule.name.endswith(".stated"):
+        return False
+    words = _WORD.findall(match.group(0))
+    return bool(words) and all(word in backing.stated for word in words)
 
 
 def _asserted_in_question(language: _Language, text: str, start: int, match: re.Match[str]) -> bool:
@@ -980,17 +1038,26 @@ def _negated(language: _Language, before: str, inherited: str = "") -> bool:
     return others == 0 and bool(inherited) and _negated(language, inherited)
 
 
+def _negates(language: _Language, text: str) -> bool:
+    return any(w.endswith("n't") or _base(w) in language.negation for w in _WORD.findall(text))
+
+
 def _only_carriers(language: _Language, text: str) -> bool:
     return all(_base(w) in language.carriers for w in _WORD.findall(text))
 
 
 def _state_reading(
-    state: re.Pattern[str], text: str, start: int, end: int, match: re.Match[str]
+    state: re.Pattern[str],
+    text: str,
+    sentence: tuple[int, int],
+    clause: tuple[int, int],
+    match: re.Match[str],
 ) -> bool:
-    """ "is booked" describes how things stand, unless the clause says it became so now."""
-    for reading in state.finditer(text, start, end):
+    """ "is booked" describes how things stand (the reading may span a clause break: "tel que
+    réservé"), unless the clause says it became so now."""
+    for reading in state.finditer(text, *sentence):
         if reading.start() <= match.start() and match.end() <= reading.end():
-            return _NOW.search(text, start, end) is None
+            return _NOW.search(text, *clause) is None
     return False
 
 
@@ -1042,9 +1109,10 @@ _CAPITALISED_ONLY: Final = frozenset(
     )
 )
 #: German capitalises every noun: there a capitalised word is taken for a name only after a
-#: preposition with no article ("nach Paris", "mit Lufthansa") or a title ("Frau Rossi")
+#: preposition that takes a place with no article ("nach Paris", "aus Wien") or a title ("Frau
+#: Rossi"); a name elsewhere in German prose is not seen
 _DE_NAME_AFTER: Final = re.compile(
-    r"\b(?:nach|von|aus|in|ab|bis|mit|über|bei|für|an|zu|herrn?|frau|hr|fr)\.?\s+$", re.IGNORECASE
+    r"\b(?:nach|aus|ab|bis|via|herrn?|frau|hr|fr)\.?\s+$", re.IGNORECASE
 )
 _CURRENCY = (
     r"[€$£¥₹]|eur|usd|gbp|chf|jpy|euros?|dollars?|pounds?|francs?|franken|franchi|sterline?"

@@ -7,9 +7,17 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from turnframe_core import ClaimClass, InteractionBlock, TurnBacking, check_wording, codes
-from turnframe_core.wording import GuardConfig, ungrounded_values, value_grounds
-from turnframe_test import confirm_card, receipt_block
+from turnframe_core import (
+    ClaimClass,
+    InteractionBlock,
+    ProposedChange,
+    StateValue,
+    TurnBacking,
+    check_wording,
+    codes,
+)
+from turnframe_core.wording import GuardConfig, state_words, ungrounded_values, value_grounds
+from turnframe_test import case, confirm_card, receipt_block
 
 NOTHING = TurnBacking()
 
@@ -209,6 +217,49 @@ def test_an_honest_negation_with_a_contraction_passes(locale: str, text: str) ->
 @pytest.mark.parametrize(
     ("locale", "text"),
     [
+        ("en", "After that it can't be changed any more."),
+        ("it", "Dopo non potrà più essere modificato."),
+        ("de", "Gut, ich storniere sie nicht."),
+        ("de", "Den Namen konnte ich nicht ändern."),
+        ("fr", "Ensuite, il ne pourra plus être modifié."),
+        ("es", "Después ya no podrá ser modificado."),
+    ],
+)
+def test_a_negation_reaches_through_modals_and_follows_a_verb_second_promise(
+    locale: str, text: str
+) -> None:
+    assert _classes(text, locale) == []
+
+
+@pytest.mark.parametrize(
+    ("locale", "text"),
+    [
+        ("en", "Your outbound flight stays as booked."),
+        ("it", "Il volo di andata resta come prenotato."),
+        ("de", "Ihr Hinflug bleibt wie gebucht."),
+        ("fr", "Votre vol aller reste tel que réservé."),
+        ("es", "Tu vuelo de ida sigue tal como estaba previsto."),
+    ],
+)
+def test_as_booked_reads_as_how_things_stand(locale: str, text: str) -> None:
+    assert _classes(text, locale) == []
+
+
+def test_an_outcome_the_committed_state_holds_is_a_fact_not_a_claim() -> None:
+    fact = StateValue(case_ref=case(workflow="trip"), field="outbound", value="rebooked")
+    backing = TurnBacking.of([], stated=state_words([fact]))
+    assert _classes("Yes, the airline rebooked your outbound flight.", backing=backing) == []
+    assert _classes("Yes, the airline cancelled your flight.", backing=backing) == ["deletion"]
+
+
+def test_a_proposed_change_states_nothing_that_happened() -> None:
+    proposed = ProposedChange(case_ref=case(workflow="trip"), field="status", after="cancelled")
+    assert state_words([proposed]) == ()
+
+
+@pytest.mark.parametrize(
+    ("locale", "text"),
+    [
         ("en", "Nothing was cancelled, and your flight has been rebooked."),
         ("en", "I didn't charge you, but the booking was cancelled."),
         ("it", "Non ti è stato addebitato nulla, ma la prenotazione è stata annullata."),
@@ -384,6 +435,13 @@ def test_a_receipt_grounds_what_it_says_not_what_its_class_might() -> None:
 def test_a_failed_receipt_grounds_nothing_and_a_card_grounds_its_words() -> None:
     failed = receipt_block().model_copy(update={"severity": "error", "title": "Refund 40 EUR"})
     card = InteractionBlock.from_view("blk_card", confirm_card().view())
-    grounds = value_grounds([failed, card], "my order A-77")
+    grounds = value_grounds([failed, card], words=["my order A-77"])
     assert ungrounded_values("Refund 40 EUR for A-77?", "en", grounds) != []
     assert ungrounded_values("About order A-77.", "en", grounds) == []
+
+
+def test_an_allowed_fact_grounds_every_value_it_holds() -> None:
+    fact = StateValue(case_ref=case(workflow="trip"), field="travel_date", value="2027-04-02")
+    grounds = value_grounds(facts=[fact])
+    assert ungrounded_values("You travel on Friday, April 2.", "en", grounds) == []
+    assert ungrounded_values("You travel on April 3.", "en", grounds) != []

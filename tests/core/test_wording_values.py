@@ -98,6 +98,7 @@ def test_a_weekday_month_or_day_is_grounded_by_a_full_date_in_the_grounds() -> N
 def test_german_nouns_are_not_names_but_a_place_after_a_preposition_is() -> None:
     text = "Ihre Umbuchung nach Paris ist noch offen."
     assert _flagged(text, "de") == ["Paris"]
+    assert _flagged("In Ordnung, mit Freude.", "de") == []
 
 
 def test_an_adopter_may_declare_words_that_are_never_names() -> None:
