@@ -253,6 +253,8 @@ class _Language:
     attributive: re.Pattern[str]
     #: the language's ordinary words: the language check and the name check read them
     ordinary: frozenset[str]
+    #: every rule at once: a clause none of them matches is passed over (cost, not meaning)
+    any_rule: re.Pattern[str]
 
 
 def _rule(name: str, claim: ClaimClass, pattern: str, **extra: Any) -> _Rule:
@@ -301,6 +303,7 @@ def _language(
         presupposes=re.compile(rf"\b(?:{presupposes})\b"),
         attributive=re.compile(attributive),
         ordinary=frozenset(ordinary.split()),
+        any_rule=re.compile("|".join(f"(?:{rule.pattern.pattern})" for rule in rules)),
     )
 
 
@@ -700,7 +703,7 @@ _ES = _language(
         _C.COMPLETION: _any(
             r"(?<!el )(?<!los )hech[oa]s?|completad[oa]s?|terminad[oa]s?|finalizad[oa]s?"
             r"|procesad[oa]s?|ejecutad[oa]s?|resuelt[oa]s?|todo listo|ya está listo"
-            r"|listo(?=\s*[.!:]|\s*$)"
+            r"|listo(?=\s*[.!:,;]|\s*$)"
         ),
     },
     future_outcome={
@@ -880,15 +883,19 @@ def _unreadable(
     """What keeps the rules from reading the text as a person would: hidden or private
     characters, markup or entities, letters of another script, or words of another language."""
     found: list[WordingFinding] = []
+    unusual = [ch for ch in set(text) if ch > "~" or (ch < " " and ch not in "\n\r\t")]
     if any(
         unicodedata.category(ch) in ("Cf", "Co", "Cn", "Cs")
         or (unicodedata.category(ch) == "Cc" and ch not in "\n\r\t")
-        for ch in text
+        for ch in unusual
     ):
         found.append(_finding(codes.CLAIM_UNREADABLE_TEXT, "text.hidden", "", None, None))
     if _MARKUP.search(folded):
         found.append(_finding(codes.CLAIM_UNREADABLE_TEXT, "text.markup", "", None, None))
-    if any(ch.isalpha() and not unicodedata.name(ch, "").startswith("LATIN") for ch in folded):
+    if any(
+        ch.isalpha() and not unicodedata.name(ch, "").startswith("LATIN")
+        for ch in {ch for ch in set(folded) if ch > "~"}
+    ):
         found.append(_finding(codes.CLAIM_UNREADABLE_TEXT, "text.script", "", None, None))
     if code not in config.unchecked_languages and _foreign(folded, code, language, config):
         found.append(_finding(codes.CLAIM_UNJUDGED_LANGUAGE, "language.mismatch", "", None, None))
@@ -902,11 +909,13 @@ def _foreign(folded: str, code: str, language: _Language, config: GuardConfig) -
     if len(words) < max(config.min_words, 1):
         return False
     extra = config.ordinary(code)
-    own = sum(1 for w in words if w in language.ordinary or w in extra)
+    own = sum(map(language.ordinary.__contains__, words))
+    if extra:
+        own += sum(1 for w in words if w in extra and w not in language.ordinary)
     if own == 0:
         return True
     return any(
-        sum(1 for w in words if w in other.ordinary) > 2 * own + 2
+        sum(map(other.ordinary.__contains__, words)) > 2 * own + 2
         for other in _LANGUAGES.values()
         if other is not language
     )
@@ -952,6 +961,8 @@ def _clauses(language: _Language, text: str, start: int, end: int) -> list[tuple
 def _sentence_findings(
     text: str, start: int, end: int, language: _Language, backing: TurnBacking
 ) -> list[WordingFinding]:
+    if language.any_rule.search(text, start, end) is None:
+        return []  # no rule of this language matches anywhere in the sentence
     sentence = text[start:end]
     # A sentence asked as a question ("should it be cancelled?") claims nothing, except what it
     # asserts on the way: after "now that"/"since", or as an attributive ("the rebooked flight").
@@ -966,7 +977,10 @@ def _sentence_findings(
     for clause_start, clause_end, joined in _clauses(language, text, start, end):
         own = inherited if joined else ""
         first = clause_end
-        for rule in language.rules:
+        candidates = (
+            language.rules if language.any_rule.search(text, clause_start, clause_end) else ()
+        )
+        for rule in candidates:
             for match in rule.pattern.finditer(text, clause_start, clause_end):
                 first = min(first, match.start())
                 if asked and not _asserted_in_question(language, text, start, match):
@@ -1119,24 +1133,27 @@ _CURRENCY = (
     r"|dólares?|libras?"
 )
 _NUMBER = r"\d{1,3}(?:[,.'\u00a0\u202f]\d{3})+(?:[.,]\d+)?|\d+(?:[.,]\d+)?"
-#: every value-like token; a token matches the first alternative that takes it
+#: every value-like token but emails and links; a token matches the first alternative that
+#: takes it (a word only when it opens with a capital: the rest are never values)
 _VALUE: Final = re.compile(
-    rf"""(?P<email>[\w.+-]+@[\w-]+(?:\.[\w-]+)+)
-    |(?P<url>\bhttps?://[^\s<>"]+|\bwww\.[^\s<>"]+)
-    |(?P<iso>(?<![\d.])\d{{4}}-\d{{1,2}}-\d{{1,2}}(?!\d))
+    rf"""(?P<iso>(?<![\d.])\d{{4}}-\d{{1,2}}-\d{{1,2}}(?!\d))
     |(?P<time>(?<![\d.,:])\d{{1,2}}(?:[:h]\d{{2}}|\.\d{{2}}(?=\s*(?:uhr|[ap]\.?m)))
         (?:\s*[ap]\.?m\.?|\s*uhr)?(?!\d)
         |(?<![\d.,:])\d{{1,2}}(?:\s*[ap]\.?m\.?(?!\w)|\s*uhr\b|h(?!\w)))
     |(?P<numdate>(?<![\d.,/])\d{{1,2}}[./]\d{{1,2}}(?:[./](?:\d{{4}}|\d{{2}})(?!\d)|\.(?!\d)|/(?!\d)
         |(?=[\s,;)!?]|$)))
-    |(?P<amount>(?:{_CURRENCY})\s?(?:{_NUMBER})(?!\d)
-        |(?<![\w.,])(?:{_NUMBER})\s?(?:{_CURRENCY})(?!\w))
     |(?P<code>(?<![\w@])(?=[a-z]*[-_/.]?\d)(?=\d*[-_/.]?[a-z])[a-z0-9]+(?:[-_/][a-z0-9]+)*(?![\w@])
-        |(?<![\w@])(?-i:[A-Z]{{2,3}})\s\d{{2,5}}(?!\w))
+        |(?<![\w@])(?!(?:eur|usd|gbp|chf|jpy)\s)(?-i:[A-Z]{{2,3}})\s\d{{2,5}}(?!\w))
     |(?P<number>(?<![\w.,])(?:{_NUMBER})(?:st|nd|rd|th|º|ª|°|%|er|e)?(?!\w))
-    |(?P<word>(?<![\w@])[^\W\d_]+(?:['-][^\W\d_]+)*)""",
+    |(?P<word>(?<![\w@])(?-i:[A-Z\u00c0-\u00d6\u00d8-\u00de\u0100-\u017f])[^\W\d_]*(?:['-][^\W\d_]+)*)""",
     re.IGNORECASE | re.VERBOSE,
 )
+#: a currency just before or after a number makes it an amount ("€120", "120 EUR")
+_CURRENCY_BEFORE: Final = re.compile(rf"(?:{_CURRENCY})\s?$", re.IGNORECASE)
+_CURRENCY_AFTER: Final = re.compile(rf"\s?(?:{_CURRENCY})(?!\w)", re.IGNORECASE)
+#: emails and links, sought only in a text that has an "@" or a "://" or "www."
+_LINK: Final = re.compile(r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+|\bhttps?://[^\s<>\"]+|\bwww\.[^\s<>\"]+")
+_LETTERS: Final = re.compile(r"[^\W\d_]+(?:['-][^\W\d_]+)*")
 #: "3rd", "1er", "10kg", "2h": a number with its suffix or unit, not a code ("14C" is one)
 _SUFFIXED = re.compile(r"(\d+)(?:st|nd|rd|th|er|e|º|ª|[a-zµ%]{1,3})")
 _SEPARATORS = re.compile(r"[-_/.\s]")
@@ -1151,6 +1168,8 @@ class _Calendar:
     weekdays: Mapping[str, int]
     #: a day and month written out ("14 March", "March 14th", "14. März", "14 de marzo")
     date: re.Pattern[str]
+    #: a month or weekday named alone ("venerdì", "Friday")
+    words: re.Pattern[str]
 
 
 def _calendar(language: str) -> _Calendar:
@@ -1165,6 +1184,11 @@ def _calendar(language: str) -> _Calendar:
             rf"(?P<m1>{names})\b\.?(?:,?\s+(?:de\s+)?(?P<y1>\d{{4}}))?"
             rf"|\b(?P<m2>{names})\b\.?\s+(?:the\s+)?(?P<d2>\d{{1,2}})(?:st|nd|rd|th)?(?!\d)"
             rf"(?:,?\s+(?P<y2>\d{{4}}))?",
+            re.IGNORECASE,
+        ),
+        words=re.compile(
+            rf"(?<![\w-])(?:{'|'.join(sorted([*months, *weekdays], key=len, reverse=True))})"
+            r"(?![\w-])",
             re.IGNORECASE,
         ),
     )
@@ -1256,45 +1280,53 @@ def _values(text: str, code: str, ordinary: frozenset[str], grounds: bool) -> li
     calendar = _CALENDARS.get(code)
     found: list[_Value] = []
     taken: list[tuple[int, int]] = []
+
+    def take(kind: str, match: re.Match[str], keys: set[str]) -> None:
+        found.append(_Value(kind, match.span(), frozenset(keys)))
+        taken.append(match.span())
+
+    if "@" in text or "://" in text or "www." in text:
+        for match in _LINK.finditer(text):
+            take("email" if "@" in match.group(0) else "url", match,
+                 {"x:" + match.group(0).lower().rstrip(".,;:!?)")})  # fmt: skip
     if calendar is not None:
         for match in calendar.date.finditer(text):
             written = match.group("m1") or match.group("m2")
             if written.lower() in _CAPITALISED_ONLY and not written[0].isupper():
                 continue
             year = match.group("y1") or match.group("y2")
-            keys: set[str] = _date_keys(
-                int(match.group("d1") or match.group("d2")),
-                calendar.months[written.lower()],
-                int(year) if year else None,
-                grounds,
-            )
-            found.append(_Value("date", match.span(), frozenset(keys)))
-            taken.append(match.span())
+            day = int(match.group("d1") or match.group("d2"))
+            month = calendar.months[written.lower()]
+            take("date", match, _date_keys(day, month, int(year) if year else None, grounds))
+        for match in calendar.words.finditer(text):
+            raw, lowered = match.group(0), match.group(0).lower()
+            if _overlaps(match.start(), taken) or (
+                lowered in _CAPITALISED_ONLY and not raw[0].isupper()
+            ):
+                continue
+            weekday = calendar.weekdays.get(lowered)
+            take("date", match, {f"w:{weekday}" if weekday is not None
+                                 else f"m:{calendar.months[lowered]}"})  # fmt: skip
     for match in _VALUE.finditer(text):
         start = match.start()
-        if any(a <= start < b for a, b in taken):
+        if _overlaps(start, taken):
             continue
         kind, raw = match.lastgroup or "word", match.group(0)
-        if kind in ("email", "url"):
-            keys = {"x:" + raw.lower().rstrip(".,;:!?)")}
-        elif kind == "iso":
+        keys: set[str]
+        if kind == "iso":
             year, month, day = (int(part) for part in raw.split("-"))
             kind, keys = "date", _date_keys(day, month, year, grounds)
         elif kind == "numdate":
             parts = [int(part) for part in re.split(r"[./]", raw) if part]
             year_part = parts[2] if len(parts) > 2 else None
-            kind, keys = (
-                "date",
-                (
-                    _date_keys(parts[0], parts[1], year_part, grounds)
-                    | _date_keys(parts[1], parts[0], year_part, grounds)
-                    | _number_keys(raw.rstrip("./"))
-                ),
+            kind = "date"
+            keys = (
+                _date_keys(parts[0], parts[1], year_part, grounds)
+                | _date_keys(parts[1], parts[0], year_part, grounds)
+                | _number_keys(raw.rstrip("./"))
             )
         elif kind == "time":
             keys = _time_keys(raw)
-        elif kind == "amount":
-            keys = _number_keys(_DIGITS.search(raw).group(0))  # type: ignore[union-attr]
         elif kind == "code":
             suffixed = _SUFFIXED.fullmatch(raw)
             if suffixed is not None:
@@ -1303,36 +1335,43 @@ def _values(text: str, code: str, ordinary: frozenset[str], grounds: bool) -> li
                 keys = {"c:" + _SEPARATORS.sub("", raw.lower())}
         elif kind == "number":
             keys = _number_keys(_DIGITS.match(raw).group(0))  # type: ignore[union-attr]
-        else:
-            lowered = raw.lower()
-            if calendar is not None and (
-                lowered in calendar.weekdays or lowered in calendar.months
-            ):
-                if lowered in _CAPITALISED_ONLY and not raw[0].isupper():
-                    continue
-                day_of_week = calendar.weekdays.get(lowered)
-                keys = {f"w:{day_of_week}" if day_of_week is not None
-                        else f"m:{calendar.months[lowered]}"}  # fmt: skip
-                kind = "date"
-            elif grounds:
-                keys = {"a:" + lowered, "c:" + _SEPARATORS.sub("", lowered)}
-            elif _is_name(text, start, raw, code, ordinary):
-                kind = "code" if raw.isupper() else "name"
-                keys = {"a:" + lowered, "c:" + _SEPARATORS.sub("", lowered)}
-            else:
+            before = _CURRENCY_BEFORE.search(text, max(0, start - 8), start)
+            after = _CURRENCY_AFTER.match(text, match.end())
+            if before or after:
+                kind = "amount"
+                span = (before.start() if before else start, after.end() if after else match.end())
+                found.append(_Value(kind, span, frozenset(keys)))
+                taken.append(span)
                 continue
+        elif grounds:
+            continue  # every word of the grounds is keyed below
+        elif _CURRENCY_BEFORE.fullmatch(raw):
+            continue  # "EUR" before its amount
+        elif _is_name(text, start, raw, code, ordinary):
+            lowered = raw.lower()
+            kind = "code" if raw.isupper() else "name"
+            keys = {"a:" + lowered, "c:" + _SEPARATORS.sub("", lowered)}
+        else:
+            continue
         if keys:
             found.append(_Value(kind, match.span(), frozenset(keys)))
+    if grounds:
+        words = {"a:" + word for word in _LETTERS.findall(text.lower())}
+        found.append(_Value("word", (0, len(text)), frozenset(words)))
     return found
 
 
-@functools.lru_cache(maxsize=256)
-def _ground_keys(grounds: tuple[str, ...], code: str) -> frozenset[str]:
-    keys: set[str] = set()
-    for ground in grounds:
-        for value in _values(unicodedata.normalize("NFKC", ground), code, frozenset(), True):
-            keys |= value.keys
-    return frozenset(keys)
+def _overlaps(start: int, taken: list[tuple[int, int]]) -> bool:
+    return any(a <= start < b for a, b in taken)
+
+
+@functools.lru_cache(maxsize=1024)
+def _ground_keys(ground: str, code: str) -> frozenset[str]:
+    """One ground's keys: cached, since a conversation's facts and blocks repeat turn to turn."""
+    normalised = unicodedata.normalize("NFKC", ground)
+    return frozenset(
+        key for value in _values(normalised, code, frozenset(), True) for key in value.keys
+    )
 
 
 def ungrounded_values(
@@ -1351,7 +1390,7 @@ def ungrounded_values(
     language = _LANGUAGES.get(code)
     ordinary = (language.ordinary if language else frozenset()) | config.ordinary(code)
     normalised = unicodedata.normalize("NFKC", text)
-    known = _ground_keys(tuple(grounds), code)
+    known = frozenset().union(*(_ground_keys(ground, code) for ground in grounds))
     return [
         _finding(codes.CLAIM_UNGROUNDED_VALUE, f"value.{value.kind}", "", None, value.span)
         for value in _values(normalised, code, ordinary, False)
