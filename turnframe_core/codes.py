@@ -49,6 +49,9 @@ CLAIM_PROSE_INTERACTION_VISIBILITY = "turnframe.claim.prose_interaction_visibili
 CLAIM_PROSE_FUTURE_NOTIFICATION = "turnframe.claim.prose_future_notification"
 CLAIM_UNKNOWN_ID = "turnframe.claim.unknown_id"
 CLAIM_UNJUDGED_LANGUAGE = "turnframe.claim.unjudged_language"
+#: free prose names a value (a number, date, time, amount, code, email, name) the turn's facts,
+#: blocks and the user's words do not hold
+CLAIM_UNGROUNDED_VALUE = "turnframe.claim.ungrounded_value"
 #: text the rules cannot read as a person would (hidden characters, markup, another script)
 CLAIM_UNREADABLE_TEXT = "turnframe.claim.unreadable_text"
 #: an independent claim review refused a model-written block

@@ -7,8 +7,17 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from turnframe_core import ClaimClass, InteractionBlock, TurnBacking, check_wording, codes
-from turnframe_test import confirm_card, receipt_block
+from turnframe_core import (
+    ClaimClass,
+    InteractionBlock,
+    ProposedChange,
+    StateValue,
+    TurnBacking,
+    check_wording,
+    codes,
+)
+from turnframe_core.wording import GuardConfig, state_words, ungrounded_values, value_grounds
+from turnframe_test import case, confirm_card, receipt_block
 
 NOTHING = TurnBacking()
 
@@ -182,3 +191,257 @@ def test_a_receipt_backs_only_the_classes_its_workflow_declares_for_it() -> None
     assert _classes("The refund was issued.", backing=undeclared) == []
     nothing = TurnBacking.of([receipt], receipt_claims={"test.name_set": []})
     assert _classes("Done.", backing=nothing) == ["completion"]
+
+
+# --- the defects a realistic corpus showed ------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("locale", "text"),
+    [
+        ("en", "Your flights haven't been changed."),
+        ("en", "Nothing\u2019s been cancelled, and the booking isn't touched."),
+        ("en", "It's not been sent anywhere yet."),
+        ("en", "I won't cancel anything, and I can't rebook it from here."),
+        ("en", "Nothing's changed on your return flight."),
+        ("it", "Non l'ho annullato e non è stato modificato nulla."),
+        ("de", "Ihre Flüge wurden nicht geändert und nichts wurde storniert."),
+        ("fr", "Rien n'a été annulé et vos vols n'ont pas été modifiés."),
+        ("es", "No se ha cancelado nada y tus vuelos no han sido modificados."),
+    ],
+)
+def test_an_honest_negation_with_a_contraction_passes(locale: str, text: str) -> None:
+    assert _classes(text, locale) == []
+
+
+@pytest.mark.parametrize(
+    ("locale", "text"),
+    [
+        ("en", "After that it can't be changed any more."),
+        ("it", "Dopo non potrà più essere modificato."),
+        ("de", "Gut, ich storniere sie nicht."),
+        ("de", "Den Namen konnte ich nicht ändern."),
+        ("fr", "Ensuite, il ne pourra plus être modifié."),
+        ("es", "Después ya no podrá ser modificado."),
+    ],
+)
+def test_a_negation_reaches_through_modals_and_follows_a_verb_second_promise(
+    locale: str, text: str
+) -> None:
+    assert _classes(text, locale) == []
+
+
+@pytest.mark.parametrize(
+    ("locale", "text"),
+    [
+        ("en", "Your outbound flight stays as booked."),
+        ("it", "Il volo di andata resta come prenotato."),
+        ("de", "Ihr Hinflug bleibt wie gebucht."),
+        ("fr", "Votre vol aller reste tel que réservé."),
+        ("es", "Tu vuelo de ida sigue tal como estaba previsto."),
+    ],
+)
+def test_as_booked_reads_as_how_things_stand(locale: str, text: str) -> None:
+    assert _classes(text, locale) == []
+
+
+def test_an_outcome_the_committed_state_holds_is_a_fact_not_a_claim() -> None:
+    fact = StateValue(case_ref=case(workflow="trip"), field="outbound", value="rebooked")
+    backing = TurnBacking.of([], stated=state_words([fact]))
+    assert _classes("Yes, the airline rebooked your outbound flight.", backing=backing) == []
+    assert _classes("Yes, the airline cancelled your flight.", backing=backing) == ["deletion"]
+
+
+def test_a_proposed_change_states_nothing_that_happened() -> None:
+    proposed = ProposedChange(case_ref=case(workflow="trip"), field="status", after="cancelled")
+    assert state_words([proposed]) == ()
+
+
+@pytest.mark.parametrize(
+    ("locale", "text"),
+    [
+        ("en", "Nothing was cancelled, and your flight has been rebooked."),
+        ("en", "I didn't charge you, but the booking was cancelled."),
+        ("it", "Non ti è stato addebitato nulla, ma la prenotazione è stata annullata."),
+        ("de", "Es wurde nichts berechnet, aber die Buchung wurde storniert."),
+        ("fr", "Rien n'a été facturé, mais la réservation a été annulée."),
+        ("es", "No se ha cobrado nada, pero la reserva ha sido cancelada."),
+    ],
+)
+def test_a_negation_covers_its_own_clause_not_the_next(locale: str, text: str) -> None:
+    assert "deletion" in _classes(text, locale) or "creation" in _classes(text, locale)
+
+
+@pytest.mark.parametrize(
+    ("locale", "text"),
+    [
+        ("en", "Is there anything else now that your flight has been rebooked?"),
+        ("en", "Can I help with anything else, since your booking was cancelled?"),
+        ("en", "Would you like the receipt for the rebooked flight?"),
+        ("it", "Posso fare altro ora che il volo è stato riprenotato?"),
+        ("de", "Kann ich sonst noch helfen, jetzt wo Ihr Flug umgebucht wurde?"),
+        ("fr", "Puis-je faire autre chose maintenant que votre vol a été modifié ?"),
+        ("es", "¿Puedo ayudarte en algo más ahora que tu vuelo ha sido cambiado?"),
+    ],
+)
+def test_a_question_that_asserts_an_outcome_on_the_way_is_found(locale: str, text: str) -> None:
+    assert _classes(text, locale) != []
+
+
+@pytest.mark.parametrize(
+    ("locale", "text"),
+    [
+        ("en", "Would you like me to rebook it?"),
+        ("en", "Should it be cancelled and rebooked on a later flight?"),
+        ("en", "Do you want me to check whether it has been cancelled?"),
+        ("it", "Vuoi che venga annullato e riprenotato?"),
+        ("de", "Soll die Buchung storniert und neu gebucht werden?"),
+        ("fr", "Voulez-vous que la réservation soit annulée ?"),
+        ("es", "¿Quieres que la reserva sea cancelada?"),
+    ],
+)
+def test_a_question_that_only_asks_passes(locale: str, text: str) -> None:
+    assert _classes(text, locale) == []
+
+
+@pytest.mark.parametrize(
+    ("locale", "text", "found"),
+    [
+        ("en", "Your booking was cancelled and rebooked.", ["deletion", "creation"]),
+        ("en", "Your booking hasn't been cancelled or rebooked.", []),
+        ("it", "La prenotazione è stata annullata e riprenotata.", ["deletion", "creation"]),
+        ("it", "La prenotazione non è stata annullata né modificata.", []),
+        ("de", "Ihre Buchung wurde storniert und umgebucht.", ["deletion", "creation"]),
+        ("de", "Ihre Buchung wurde nicht storniert und nicht umgebucht.", []),
+        ("fr", "Votre réservation a été annulée et remboursée.", ["deletion", "delivery"]),
+        ("fr", "Votre réservation n'a pas été annulée ni modifiée.", []),
+        ("es", "Tu reserva fue cancelada y reembolsada.", ["deletion", "delivery"]),
+        ("es", "Tu reserva no fue cancelada ni modificada.", []),
+    ],
+)
+def test_a_clause_joined_by_and_keeps_its_subject_and_negation(
+    locale: str, text: str, found: list[str]
+) -> None:
+    assert _classes(text, locale) == found
+
+
+@pytest.mark.parametrize(
+    ("locale", "state", "event"),
+    [
+        ("en", "Your trip is booked for Monday.", "I've booked your trip for Monday."),
+        ("en", "Your booked flight leaves in the morning.", "You've been booked on it."),
+        ("en", "The flight you booked is still there.", "We booked the flight."),
+        ("it", "Il tuo viaggio è prenotato per lunedì.", "Ho prenotato il viaggio per lunedì."),
+        ("it", "Il volo prenotato parte la mattina.", "Il volo è stato prenotato."),
+        ("de", "Ihre Reise ist für Montag gebucht.", "Ich habe Ihre Reise gebucht."),
+        ("de", "Der gebuchte Flug startet morgens.", "Der Flug wurde gebucht."),
+        ("fr", "Votre voyage est réservé pour lundi.", "J'ai réservé votre voyage."),
+        ("fr", "Le vol réservé part le matin.", "Le vol a été réservé."),
+        ("es", "Tu viaje está reservado para el lunes.", "He reservado tu viaje."),
+        ("es", "El vuelo reservado sale por la mañana.", "El vuelo ha sido reservado."),
+    ],
+)
+def test_a_participle_of_state_is_not_an_event(locale: str, state: str, event: str) -> None:
+    assert _classes(state, locale) == []
+    assert _classes(event, locale) == ["creation"]
+
+
+def test_a_state_marked_as_new_is_an_event() -> None:
+    assert "creation" in _classes("Your trip is now booked for Monday.")
+
+
+@pytest.mark.parametrize(
+    ("locale", "text"),
+    [
+        ("en", "You're on the 14:10 departure now."),
+        ("en", "Good news: the trip is off."),
+        ("en", "Your new booking reference is K7XQ2M."),
+        ("en", "The departure is now later in the day."),
+        ("en", "That booking is no longer valid."),
+        ("en", "You're good to go."),
+        ("it", "Il tuo nuovo volo parte più tardi."),
+        ("it", "Il viaggio è saltato."),
+        ("de", "Ihr neuer Flug startet später."),
+        ("de", "Die Reise fällt leider aus."),
+        ("fr", "Votre nouveau vol part plus tard."),
+        ("fr", "Le voyage n'aura pas lieu."),
+        ("es", "Tu nuevo vuelo sale más tarde."),
+        ("es", "Ya no existe esa reserva."),
+    ],
+)
+def test_an_outcome_stated_through_content_is_found(locale: str, text: str) -> None:
+    assert _classes(text, locale) != []
+
+
+@pytest.mark.parametrize(
+    ("locale", "text"),
+    [
+        ("en", "Please confirm below."),
+        ("en", "Thanks, understood."),
+        ("en", "Sure, happy to help."),
+        ("it", "Conferma, per favore."),
+        ("de", "Bitte bestätigen Sie."),
+        ("fr", "Merci, bien reçu."),
+        ("es", "Gracias, entendido."),
+    ],
+)
+def test_a_short_sentence_of_ordinary_words_is_in_the_turns_language(
+    locale: str, text: str
+) -> None:
+    assert "language.mismatch" not in _classes(text, locale)
+
+
+def test_the_language_check_is_configurable_per_language() -> None:
+    text = "Ciao Ada, tutto chiaro?"
+    assert "language.mismatch" in _classes(text, "en")
+    relaxed = GuardConfig(unchecked_languages=frozenset({"en"}))
+    assert check_wording(text, "en", NOTHING, relaxed) == []
+    widened = GuardConfig(ordinary_words={"en": frozenset({"ciao"})})
+    assert check_wording(text, "en", NOTHING, widened) == []
+
+
+def test_any_id_written_the_way_the_librarys_are_must_name_a_block() -> None:
+    found = check_wording("Your booking bkg_01J9Z8 is safe.", "en", NOTHING)
+    assert [f.code for f in found] == [codes.CLAIM_UNKNOWN_ID]
+
+
+# --- backing by fact ------------------------------------------------------------------------------
+
+
+def test_a_follow_up_pending_from_an_earlier_turn_backs_hearing_back_in_this_chat() -> None:
+    text = "You'll hear back in this chat once the airline answers."
+    assert _classes(text) == ["future_notification"]
+    assert _classes(text, backing=TurnBacking.of([], pending_follow_up=True)) == []
+
+
+def test_a_pending_follow_up_backs_no_outcome() -> None:
+    backing = TurnBacking.of([], pending_follow_up=True)
+    assert _classes("Your flight has been rebooked.", backing=backing) == ["creation"]
+
+
+def test_a_receipt_grounds_what_it_says_not_what_its_class_might() -> None:
+    sent = receipt_block(status_code="trip.rebooking_sent").model_copy(
+        update={"title": "Rebooking request sent to Lufthansa"}
+    )
+    grounds = value_grounds([sent])
+    backing = TurnBacking.of([sent])
+    honest = "I've sent your rebooking request to Lufthansa."
+    assert check_wording(honest, "en", backing) == []
+    assert ungrounded_values(honest, "en", grounds) == []
+    invented = "I've sent it to Lufthansa; you now leave at 14:10."
+    assert [f.rule for f in ungrounded_values(invented, "en", grounds)] == ["value.time"]
+
+
+def test_a_failed_receipt_grounds_nothing_and_a_card_grounds_its_words() -> None:
+    failed = receipt_block().model_copy(update={"severity": "error", "title": "Refund 40 EUR"})
+    card = InteractionBlock.from_view("blk_card", confirm_card().view())
+    grounds = value_grounds([failed, card], words=["my order A-77"])
+    assert ungrounded_values("Refund 40 EUR for A-77?", "en", grounds) != []
+    assert ungrounded_values("About order A-77.", "en", grounds) == []
+
+
+def test_an_allowed_fact_grounds_every_value_it_holds() -> None:
+    fact = StateValue(case_ref=case(workflow="trip"), field="travel_date", value="2027-04-02")
+    grounds = value_grounds(facts=[fact])
+    assert ungrounded_values("You travel on Friday, April 2.", "en", grounds) == []
+    assert ungrounded_values("You travel on April 3.", "en", grounds) != []
