@@ -124,9 +124,10 @@ def _refs(request: TransitionRequest | AnswerRequest) -> Sequence[Any]:
 
 
 def _option_id(option: Any) -> str:
+    """A card option's id, as the request's `Referable.options` hold it."""
     if isinstance(option, str):
         return option
-    return str(getattr(option, "option_id", None) or getattr(option, "ref", ""))
+    return str(getattr(option, "option", None) or getattr(option, "option_id", ""))
 
 
 def _fact_number(field_name: str, request: TransitionRequest | AnswerRequest) -> int:
