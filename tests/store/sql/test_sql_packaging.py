@@ -24,6 +24,8 @@ SHIPPED = {
     "turnframe_test/sample/travel_copy/templates/trip.name_set.title.j2",
     "turnframe_test/sample/travel_copy/locale/it/LC_MESSAGES/travel.mo",
     "turnframe_test/sample/travel_copy/locale/de/LC_MESSAGES/travel.mo",
+    # the labelled narration corpus
+    "turnframe_test/corpus/narration.jsonl",
 }
 
 
