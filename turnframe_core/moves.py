@@ -94,10 +94,12 @@ class ReferableKind(StrEnum):
 
 
 class ReferableOption(FrozenModel):
-    """One option of a card, as a move may name it (`option` is its option id)."""
+    """One option of a card, as a move may name it: `option` is its option id, `says` its label,
+    `effect` what choosing it does, in the workflow's words (when its copy says)."""
 
     option: NonEmptyStr
     says: str
+    effect: str | None = None
 
 
 class Referable(FrozenModel):
