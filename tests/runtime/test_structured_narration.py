@@ -6,6 +6,7 @@ Free narration is opt-in and needs a reviewer passed explicitly."""
 
 from __future__ import annotations
 
+import io
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
@@ -16,6 +17,8 @@ from turnframe_runtime import ReviewerRequired, RuntimeConfig, ServerCopy
 from turnframe_runtime.copy import CopyGap, MissingCopy, RenderedCopy
 from turnframe_runtime.ports import TransitionRequest
 from turnframe_test import DeskHarness, ScriptedNarrator, ScriptedReviewer
+from turnframe_test.sample.demo import DEMO_LOCALES, EMBEDDED, run_demo
+from turnframe_test.sample.narrator import DeskNarrator
 from turnframe_test.sample.travel import trip_copy
 from turnframe_test.understandings import act, question
 
@@ -336,3 +339,26 @@ async def test_free_narration_refuses_a_value_nothing_in_the_turn_grounds(
     assert (text, locale) == ("Your reference is K7XQ2M.", "en")
     assert receipt.title in grounds and "Name Grace Hopper" in grounds
     narrator.verify()
+
+
+# --- the sample desk's demo ----------------------------------------------------------------------
+
+SHOWN_ABOVE = {"en": "As shown above:", "it": "Come indicato sopra:", "de": "Wie oben angegeben:"}
+
+
+@pytest.mark.parametrize("locale", LOCALES)
+async def test_the_demo_narrates_with_moves_in_its_language(locale: str) -> None:
+    out = io.StringIO()
+    desk = DeskHarness(outbox=EMBEDDED, narrator=DeskNarrator())
+    turns = await run_demo(out, desk=desk, locale=locale)
+
+    narrated = [
+        b
+        for t in turns
+        for b in t.blocks
+        if isinstance(b, TransitionBlock) and b.author == "model" and b.moves
+    ]
+    assert len(narrated) >= 5
+    assert all(b.copy_ref is not None and b.copy_ref.locale == locale for b in narrated)
+    assert SHOWN_ABOVE[locale] in out.getvalue()
+    assert DEMO_LOCALES[locale]["moves"] in out.getvalue()
