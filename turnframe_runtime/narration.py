@@ -314,11 +314,13 @@ class Narration:
             try:
                 rendered = self.copy.render(template_id, locale, params)
             except (MissingCopy, CopyRenderError):
+                rendered = None
+            if rendered is None or not rendered.text.strip():  # nothing to say it with
                 raise MovesRefused(
                     codes.NARRATION_COPY_MISSING,
                     f"move {index} ({move.move.value}) has no copy in this language",
                     index,
-                ) from None
+                )
             said.append(_Said(rendered, template_id, params))
         return said
 

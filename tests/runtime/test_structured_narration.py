@@ -347,9 +347,9 @@ SHOWN_ABOVE = {"en": "As shown above:", "it": "Come indicato sopra:", "de": "Wie
 
 
 @pytest.mark.parametrize("locale", LOCALES)
-async def test_the_demo_narrates_with_moves_in_its_language(locale: str) -> None:
+async def test_the_demo_narrates_with_moves_in_its_language(make_desk, locale: str) -> None:
     out = io.StringIO()
-    desk = DeskHarness(outbox=EMBEDDED, narrator=DeskNarrator())
+    desk: DeskHarness = await make_desk(outbox=EMBEDDED, narrator=DeskNarrator())
     turns = await run_demo(out, desk=desk, locale=locale)
 
     narrated = [
