@@ -2,11 +2,11 @@
 
 Models propose meaning; deterministic code decides effects; committed events decide claims.
 
-What this module exports (`__all__`) is what an adopter writes a workflow, an interpreter, cards
-and turn inputs with, plus every error type core raises and `codes`. Wire and audit types (blocks,
-turns, replay records, stream events, claim and wording rules) are public in their own modules,
-`turnframe_core.blocks`, `.turn`, `.replay`, `.stream`, ...; a name that used to be exported here
-still resolves here, imported from its home module on first use.
+What this module exports (`__all__`) is what an adopter writes a workflow, an interpreter, a
+narrator, cards and turn inputs with, plus every error type core raises and `codes`. Wire and audit
+types (blocks, turns, replay records, stream events, claim and wording rules) are public in their
+own modules, `turnframe_core.blocks`, `.turn`, `.replay`, `.stream`, ...; a name that used to be
+exported here still resolves here, imported from its home module on first use.
 """
 
 from __future__ import annotations
@@ -80,6 +80,14 @@ from turnframe_core.interactions import (
     PayloadCorrupt,
     StaleInteraction,
     UnknownOption,
+)
+from turnframe_core.moves import (
+    Move,
+    MoveKind,
+    MovesRefused,
+    Referable,
+    ReferableKind,
+    ReferableOption,
 )
 from turnframe_core.stream import (
     StreamEvent,
@@ -364,6 +372,9 @@ __all__ = [
     "InvalidTurnInput",
     "Localized",
     "MalformedModelOutput",
+    "Move",
+    "MoveKind",
+    "MovesRefused",
     "NextStep",
     "Obligation",
     "OperationSpec",
@@ -376,6 +387,9 @@ __all__ = [
     "Question",
     "ReceiptSeverity",
     "ReceiptSpec",
+    "Referable",
+    "ReferableKind",
+    "ReferableOption",
     "ResolvedAct",
     "RiskClass",
     "ScopeViolation",

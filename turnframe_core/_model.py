@@ -2,11 +2,19 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-__all__ = ["MAX_WHOLE", "FrozenModel", "Millis", "NonEmptyStr", "Revision", "Whole"]
+__all__ = [
+    "MAX_WHOLE",
+    "FrozenModel",
+    "Millis",
+    "NonEmptyStr",
+    "Revision",
+    "Whole",
+    "without_unset_additions",
+]
 
 
 class FrozenModel(BaseModel):
@@ -32,3 +40,15 @@ Whole = Annotated[int, Field(strict=True, ge=0, le=MAX_WHOLE)]
 #: A case revision; 0 means "the case does not exist yet".
 Revision = Whole
 NonEmptyStr = Annotated[str, Field(min_length=1)]
+
+
+def without_unset_additions(data: Any, additions: dict[str, Any]) -> Any:
+    """A field added after records were first stored is left out while it holds its default, so
+    a record written before it serializes, and digests, exactly as it did (the replay chain
+    cites those digests)."""
+    if isinstance(data, dict):
+        for name, default in additions.items():
+            value = data.get(name, default)
+            if value == default or (isinstance(default, tuple) and value == list(default)):
+                data.pop(name, None)
+    return data

@@ -20,6 +20,7 @@ from urllib.parse import urlsplit
 from pydantic import (
     Discriminator,
     Field,
+    SerializerFunctionWrapHandler,
     Tag,
     ValidationError,
     ValidationInfo,
@@ -33,7 +34,13 @@ from turnframe_core._fit import (
     MAX_MODEL_OUTPUT_CHARS,
     json_value_problem,
 )
-from turnframe_core._model import FrozenModel, Millis, NonEmptyStr, Revision
+from turnframe_core._model import (
+    FrozenModel,
+    Millis,
+    NonEmptyStr,
+    Revision,
+    without_unset_additions,
+)
 from turnframe_core.canonical import Digest
 from turnframe_core.derive import derive_block_id, derive_receipt_id
 from turnframe_core.errors import TurnframeError
@@ -46,6 +53,7 @@ from turnframe_core.interactions import (
     InteractionView,
     ReviewEntry,
 )
+from turnframe_core.moves import Move
 
 __all__ = [
     "BLOCK_ORDER",
@@ -139,26 +147,40 @@ class CopyRef(FrozenModel):
 
 
 def _prose_authorship(block: AnswerBlock | TransitionBlock) -> None:
-    """Server-written prose names the server copy it was rendered from. (The converse, that prose
-    with a `copy_ref` says `server`, is a rule of turns from schema 1.1 on: a 1.0 turn predates
-    recorded authorship and labelled server copy `model`.)"""
+    """Server-written prose names the server copy it was rendered from; moves are what a model
+    chose, so only model prose carries them, and prose made of moves names the copy of its first
+    move. (The converse, that prose with a `copy_ref` says `server` unless a model chose its
+    moves, is a rule of turns from schema 1.1 on: a 1.0 turn predates recorded authorship and
+    labelled server copy `model`.)"""
     if block.author == "server" and block.copy_ref is None:
         raise ValueError("server-written prose names the copy it was rendered from (copy_ref)")
+    if block.moves and block.author != "model":
+        raise ValueError("only model prose carries the moves a model chose")
+    if block.moves and block.copy_ref is None:
+        raise ValueError("prose made of moves names the copy it was rendered from (copy_ref)")
 
 
 def mislabelled_prose(block: Any) -> bool:
-    """Prose rendered from server copy that says a model wrote it (only 1.0 turns may hold it)."""
+    """Prose rendered from server copy that says a model wrote it, though no model chose its
+    moves (only 1.0 turns may hold it)."""
     return (
         isinstance(block, AnswerBlock | TransitionBlock)
         and block.author == "model"
         and block.copy_ref is not None
+        and not block.moves
     )
 
 
+#: The fields prose blocks gained after turns were first stored, with their defaults: left out
+#: while unset, so a stored turn serializes, and digests, as it did.
+_PROSE_ADDITIONS: Final[dict[str, Any]] = {"moves": ()}
+
+
 class AnswerBlock(FrozenModel):
-    """Prose answering one question: a model's draft (`author` model), or server copy standing
-    in for one (`author` server, with the `copy_ref` it was rendered from). Either way the slot
-    never carries an operational claim its facts do not back."""
+    """Prose answering one question: a model's draft (`author` model; with `moves` when the
+    model chose moves the server rendered), or server copy standing in for one (`author` server,
+    with the `copy_ref` it was rendered from). Either way the slot never carries an operational
+    claim its facts do not back."""
 
     kind: Literal["answer"] = "answer"
     author: Literal["model", "server"] = "model"
@@ -169,16 +191,23 @@ class AnswerBlock(FrozenModel):
     status: AnswerStatus = AnswerStatus.ANSWERED
     facts_used: tuple[NarratableFact, ...] = ()
     copy_ref: CopyRef | None = None
+    #: the moves a model chose, rendered through server copy (structured narration)
+    moves: tuple[Move, ...] = ()
 
     @model_validator(mode="after")
     def _authorship(self) -> AnswerBlock:
         _prose_authorship(self)
         return self
 
+    @model_serializer(mode="wrap")
+    def _added_later(self, handler: SerializerFunctionWrapHandler) -> Any:
+        return without_unset_additions(handler(self), _PROSE_ADDITIONS)
+
 
 class TransitionBlock(FrozenModel):
-    """The reply's connecting prose: a model's reviewed draft (`author` model), or server copy
-    standing in for one (`author` server, with its `copy_ref`)."""
+    """The reply's connecting prose: a model's draft (`author` model; with `moves` when the model
+    chose moves the server rendered), or server copy standing in for one (`author` server, with
+    its `copy_ref`)."""
 
     kind: Literal["transition"] = "transition"
     author: Literal["model", "server"] = "model"
@@ -186,11 +215,17 @@ class TransitionBlock(FrozenModel):
     text: NonEmptyStr
     facts_used: tuple[NarratableFact, ...] = ()
     copy_ref: CopyRef | None = None
+    #: the moves a model chose, rendered through server copy (structured narration)
+    moves: tuple[Move, ...] = ()
 
     @model_validator(mode="after")
     def _authorship(self) -> TransitionBlock:
         _prose_authorship(self)
         return self
+
+    @model_serializer(mode="wrap")
+    def _added_later(self, handler: SerializerFunctionWrapHandler) -> Any:
+        return without_unset_additions(handler(self), _PROSE_ADDITIONS)
 
 
 ModelBlock = AnswerBlock | TransitionBlock

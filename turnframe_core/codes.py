@@ -57,6 +57,20 @@ CLAIM_UNREADABLE_TEXT = "turnframe.claim.unreadable_text"
 #: an independent claim review refused a model-written block
 CLAIM_REVIEW_FAILED = "turnframe.claim.review_failed"
 
+# --- structured narration: a narrator's moves the server will not render ---------------------
+#: the draft writes words of its own (structured mode renders only moves)
+NARRATION_FREE_TEXT = "turnframe.narration.free_text"
+NARRATION_UNKNOWN_MOVE = "turnframe.narration.unknown_move"
+#: a known move this turn does not offer (e.g. `explain` with no card shown)
+NARRATION_MOVE_NOT_OFFERED = "turnframe.narration.move_not_offered"
+#: a move names a block, fact, obligation, operation or option this turn does not hold
+NARRATION_REF_NOT_IN_TURN = "turnframe.narration.ref_not_in_turn"
+NARRATION_VARIANT_OUT_OF_RANGE = "turnframe.narration.variant_out_of_range"
+#: the turn's locale has no copy that renders the move
+NARRATION_COPY_MISSING = "turnframe.narration.copy_missing"
+#: the draft is not one draft of moves of its kind
+NARRATION_BAD_SHAPE = "turnframe.narration.bad_shape"
+
 # --- blocks, authorship and turns ---------------------------------------------------------------
 AUTHORSHIP_FORBIDDEN_KIND = "turnframe.authorship.forbidden_kind"
 AUTHORSHIP_MALFORMED_OUTPUT = "turnframe.authorship.malformed_output"

@@ -14,7 +14,13 @@ from typing import Annotated, Any, Literal
 from pydantic import Field, SerializerFunctionWrapHandler, model_serializer, model_validator
 
 from turnframe_core import codes
-from turnframe_core._model import FrozenModel, Millis, NonEmptyStr, Revision
+from turnframe_core._model import (
+    FrozenModel,
+    Millis,
+    NonEmptyStr,
+    Revision,
+    without_unset_additions,
+)
 from turnframe_core.blocks import CopyRef
 from turnframe_core.canonical import Digest, digest
 from turnframe_core.cases import CaseRef
@@ -140,18 +146,6 @@ class FailedOutcome(FrozenModel):
     code: NonEmptyStr
 
 
-def _without_unset_additions(data: Any, additions: dict[str, Any]) -> Any:
-    """A field added after records were first stored is left out while it holds its default, so
-    a record written before it serializes, and digests, exactly as it did (the replay chain
-    cites those digests)."""
-    if isinstance(data, dict):
-        for name, default in additions.items():
-            value = data.get(name, default)
-            if value == default or (isinstance(default, tuple) and value == list(default)):
-                data.pop(name, None)
-    return data
-
-
 class OutcomeUnknown(FrozenModel):
     """Answer unknown (a timeout after sending, or an executor error that may have landed):
     reconciled, never blindly retried. `error` names an executor's unexpected exception (its
@@ -164,7 +158,7 @@ class OutcomeUnknown(FrozenModel):
 
     @model_serializer(mode="wrap")
     def _added_later(self, handler: SerializerFunctionWrapHandler) -> Any:
-        return _without_unset_additions(handler(self), {"error": None})
+        return without_unset_additions(handler(self), {"error": None})
 
 
 class AwaitingConfirmationOutcome(FrozenModel):
@@ -209,8 +203,10 @@ class ProviderAttempt(FrozenModel):
 class ProseFinding(FrozenModel):
     """Why a model-written draft was kept out: which block, which check refused it (`review`:
     the independent reviewer; `guard`: the wording guard; `facts`: it cited facts it was not
-    given; `final`: the guard over the composed turn), the code and rule, and what replaced the
-    draft (`rewrite`: the narrator's second draft; `server_copy`: the server's own sentence).
+    given; `final`: the guard over the composed turn; `moves`: a structured draft's moves could
+    not be rendered, `move` naming the one at fault when one is), the code and rule, and what
+    replaced the draft (`rewrite`: the narrator's second draft; `server_copy`: the server's own
+    sentence).
 
     The record names the flagged words by `span` (offsets into the draft as the guard reads it:
     NFKC-normalised, lower-cased, emphasis marks dropped), never by the words themselves, nor by
@@ -219,12 +215,18 @@ class ProseFinding(FrozenModel):
 
     block: Literal["answer", "transition"]
     question_id: str | None = None
-    check: Literal["review", "guard", "facts", "final"]
+    check: Literal["review", "guard", "facts", "final", "moves"]
     code: NonEmptyStr
     rule: NonEmptyStr
     claim_class: ClaimClass | None = None
     span: tuple[int, int] | None = None
     replaced_by: Literal["rewrite", "server_copy"]
+    #: the index of the refused move in its draft (`moves` findings)
+    move: int | None = Field(default=None, ge=0)
+
+    @model_serializer(mode="wrap")
+    def _added_later(self, handler: SerializerFunctionWrapHandler) -> Any:
+        return without_unset_additions(handler(self), {"move": None})
 
 
 class CopyRender(FrozenModel):
@@ -296,7 +298,7 @@ class ReplayRecord(FrozenModel):
 
     @model_serializer(mode="wrap")
     def _added_later(self, handler: SerializerFunctionWrapHandler) -> Any:
-        return _without_unset_additions(
+        return without_unset_additions(
             handler(self),
             {
                 "understanding_problems": (),

@@ -263,7 +263,9 @@ class Offer(FrozenModel):
 
 #: The turn shape this version writes. A minor version only adds what an older reader can keep
 #: opaque (a block kind, a top-level field); anything else is a new major.
-TURN_SCHEMA_VERSION: Final = "1.1"
+TURN_SCHEMA_VERSION: Final = "1.2"
+#: The first version whose prose blocks may carry `moves` (structured narration, decision 0022).
+MOVES_SCHEMA_VERSION: Final = "1.2"
 #: The version of a turn that has no `schema_version` key: every turn stored before the key
 #: existed. Its JSON omits the key, so those stored texts still reload byte for byte.
 UNVERSIONED_SCHEMA_VERSION: Final = "1.0"
@@ -271,6 +273,11 @@ UNVERSIONED_SCHEMA_VERSION: Final = "1.0"
 _VERSION_PATTERN: Final = r"^(0|[1-9][0-9]{0,5})\.(0|[1-9][0-9]{0,5})$"
 _READ_MAJOR, _READ_MINOR = (int(part) for part in TURN_SCHEMA_VERSION.split("."))
 SchemaVersion = Annotated[str, StringConstraints(pattern=_VERSION_PATTERN)]
+
+
+def _minor(version: str) -> int:
+    """The minor of a version of this major (the model refuses any other)."""
+    return int(version.split(".")[1])
 
 
 class UnsupportedSchemaVersion(TurnframeError):
@@ -372,12 +379,19 @@ class AssistantTurn(FrozenModel):
                 transitions += 1
         if transitions > 1:
             raise ValueError("a turn has at most one transition block")
+        if _minor(self.schema_version) < _minor(MOVES_SCHEMA_VERSION):
+            for index, block in enumerate(self.blocks):
+                if getattr(block, "moves", ()):
+                    raise ValueError(
+                        f"blocks[{index}] ({block.kind}) carries moves, which a turn of schema "
+                        f"version {self.schema_version} cannot hold"
+                    )
         if self.schema_version != UNVERSIONED_SCHEMA_VERSION:
             for index, block in enumerate(self.blocks):
                 if mislabelled_prose(block):
                     raise ValueError(
                         f"blocks[{index}] ({block.kind}) was rendered from server copy but says "
-                        "a model wrote it (author must be 'server')"
+                        "a model wrote it, though no model chose its moves (author: 'server')"
                     )
         return self
 

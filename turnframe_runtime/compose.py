@@ -4,7 +4,9 @@ Order (DESIGN §4): receipts in the order of the acts that produced them, notice
 question order, the transition, then cards, so the text that introduces a card precedes it.
 Receipts render from events read back from the committed ledger. Prose comes from the narrator
 when one is wired and its draft passes; otherwise server copy stands in (it never carries an
-operational claim of its own). The claim guards run last over the composed turn: model prose that
+operational claim of its own). A narrator's request names what its moves may be about (`_refs`):
+this turn's receipts, notices and cards by block id, its facts, obligations and offers by position.
+The claim guards run last over the composed turn: model prose that
 rests on a fact the turn lacks, or whose words claim what no block backs, is replaced by server
 copy, and a turn whose server blocks break a rule is never returned.
 """
@@ -13,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Final
+from typing import Any, Final
 
 from turnframe_core import codes
 from turnframe_core.blocks import (
@@ -45,6 +47,7 @@ from turnframe_core.facts import (
     StateValue,
 )
 from turnframe_core.interactions import Interaction, InteractionKind, InteractionStatus
+from turnframe_core.moves import MoveKind, Referable, ReferableKind, ReferableOption
 from turnframe_core.replay import CommittedOutcome, FailedOutcome, OutcomeUnknown
 from turnframe_core.turn import AssistantTurn, Expectation, ExpectationKind, Offer, TurnStatus
 from turnframe_core.understanding import Question, Understanding
@@ -70,7 +73,13 @@ from turnframe_runtime.copy import (
     as_params,
     receipt_title,
 )
-from turnframe_runtime.narration import Narration, forbidden_claims, wording_findings
+from turnframe_runtime.narration import (
+    Grounds,
+    Narration,
+    forbidden_claims,
+    move_template,
+    wording_findings,
+)
 from turnframe_runtime.ports import AnswerRequest, TransitionRequest
 from turnframe_runtime.reduce import CaseInView, Plan
 
@@ -387,16 +396,20 @@ class Composer:
             cases = self._question_cases(result, question)
             answer = None
             if self.narration is not None and cases:
+                facts = tuple(f for case in cases for f in self._case_facts(case))
+                refs, cites = self._fact_refs(facts)
                 answer = await self.narration.answer(
                     AnswerRequest(
                         locale=self.turn.locale,
                         question_id=question.question_id,
                         question=question.text,
                         basis=self._basis(result),
-                        allowed_facts=tuple(f for case in cases for f in self._case_facts(case)),
+                        allowed_facts=facts,
                         forbidden_claims=forbidden_claims(backing),
+                        **self._moves(refs, _ANSWER_MOVES),
                     ),
                     backing,
+                    Grounds(cites=cites, values=self._grounds(facts)),
                 )
             blocks.append(answer or self._server_answer(result, question))
         return blocks
@@ -450,7 +463,9 @@ class Composer:
         """One field of a case as the server states it in the turn's locale: the workflow's
         `<key>.fact.<name>` copy (given the value, to format or word it), else its
         `<key>.field.<name>` label and the value as data, else the field's name and the value."""
-        workflow = case.case_ref.workflow
+        return self._fact_of(case.case_ref.workflow, name, value)
+
+    def _fact_of(self, workflow: str, name: str, value: object) -> str:
         fact = f"{workflow}.fact.{name}"
         if self.copy.has(fact):
             try:
@@ -494,6 +509,118 @@ class Composer:
         sentence = case.workflow.obligation_sentence(obligation, self.turn.locale)
         return None if sentence is None else self._words(sentence)
 
+    # --- what a narrator's moves may name --------------------------------------------------------
+
+    def _moves(self, refs: Sequence[Referable], offered: frozenset[MoveKind]) -> dict[str, Any]:
+        """A request's `refs`, `moves` and `variants`: of the moves `offered` here, those with a
+        phrasing in server copy and, for a move that names a thing, a thing it may name."""
+        kinds = {r.kind for r in refs}
+        variants = {move.value: self._variants(move) for move in MoveKind}
+        moves = tuple(
+            move
+            for move in MoveKind
+            if move in offered
+            and variants[move.value]
+            and (move not in _NEEDS or bool(kinds & _NEEDS[move]))
+        )
+        return {"refs": tuple(refs), "moves": moves, "variants": variants}
+
+    def _variants(self, move: MoveKind) -> int:
+        """How many phrasings server copy has for `move` (`turnframe.move.<move>.0`, `.1`, ...)."""
+        count = 0
+        while count < _MAX_VARIANTS and self.copy.has(move_template(move, count)):
+            count += 1
+        return count
+
+    def _fact_refs(
+        self, facts: Sequence[NarratableFact]
+    ) -> tuple[list[Referable], dict[str, NarratableFact]]:
+        """The facts a `state` move may name (`fact.<n>`, n their 1-based position among
+        `facts`: the values the server can word) and the obligations an `ask` may name
+        (`obligation.<n>`, n counting those with a sentence)."""
+        refs: list[Referable] = []
+        cites: dict[str, NarratableFact] = {}
+        asked = 0
+        for n, fact in enumerate(facts, 1):
+            if isinstance(fact, StateValue):
+                ref = f"fact.{n}"
+                says = self._fact_of(fact.case_ref.workflow, fact.field, fact.value)
+                refs.append(Referable(ref=ref, kind=ReferableKind.FACT, says=says))
+                cites[ref] = fact
+            elif isinstance(fact, ObligationOpen) and fact.sentence:
+                asked += 1
+                ref = f"obligation.{asked}"
+                refs.append(Referable(ref=ref, kind=ReferableKind.OBLIGATION, says=fact.sentence))
+        return refs, cites
+
+    def _block_refs(
+        self,
+        result: TurnResult,
+        receipts: Sequence[ReceiptBlock],
+        notices: Sequence[NoticeBlock],
+        cards: Sequence[InteractionBlock],
+    ) -> tuple[list[Referable], dict[str, NarratableFact]]:
+        """The turn's server blocks an `introduce` (or, for a card, an `explain`) may name, by
+        block id, with the fact each one backs."""
+        refs: list[Referable] = []
+        cites: dict[str, NarratableFact] = {}
+        for receipt, outcome in zip(receipts, _outcomes(receipts), strict=True):
+            refs.append(
+                Referable(ref=receipt.block_id, kind=ReferableKind.RECEIPT, says=receipt.title)
+            )
+            cites[receipt.block_id] = outcome
+        refs.extend(
+            Referable(ref=n.block_id, kind=ReferableKind.NOTICE, says=n.text) for n in notices
+        )
+        workflows = {c.interaction_id: c.case_ref.workflow for c in result.shown}
+        for card, available in zip(cards, _available(cards), strict=True):
+            workflow = workflows.get(card.interaction_id)
+            options = tuple(
+                ReferableOption(
+                    option=o.option_id,
+                    says=o.label,
+                    effect=self._option_effect(workflow, o.option_id),
+                )
+                for o in card.options
+            )
+            refs.append(
+                Referable(
+                    ref=card.block_id, kind=ReferableKind.CARD, says=card.title, options=options
+                )
+            )
+            cites[card.block_id] = available
+        return refs, cites
+
+    def _option_effect(self, workflow: str | None, option_id: str) -> str | None:
+        """What choosing a card's option does, in its workflow's `<key>.option.<option id>` copy
+        (None when the workflow does not word it)."""
+        template = f"{workflow}.option.{option_id}"
+        if workflow is None or not self.copy.has(template):
+            return None
+        try:
+            return self._render(template).text
+        except (MissingCopy, CopyRenderError):
+            return None
+
+    def _grounds(self, facts: Sequence[NarratableFact]) -> tuple[str, ...]:
+        """The words free prose's values may come from: every text in `facts`, and the user's
+        own message."""
+        found: list[str] = []
+        stack: list[Any] = [f.model_dump(mode="json") for f in facts]
+        while stack:
+            item = stack.pop()
+            if isinstance(item, str):
+                found.append(item)
+            elif isinstance(item, dict):
+                stack.extend(item.values())
+            elif isinstance(item, list):
+                stack.extend(item)
+            elif isinstance(item, int | float) and not isinstance(item, bool):
+                found.append(str(item))
+        if self.turn.input.text:
+            found.append(self.turn.input.text)
+        return tuple(found)
+
     # --- the transition --------------------------------------------------------------------------
 
     async def _transition(
@@ -520,6 +647,15 @@ class Composer:
                 )
             if result.answered_before is not None:
                 facts.append(_already_answered(result.answered_before))
+            refs, cites = self._block_refs(result, receipts, notices, cards)
+            fact_refs, fact_cites = self._fact_refs(facts)
+            steps = [
+                Referable(ref=f"operation.{n}", kind=ReferableKind.OPERATION, says=offer.words)
+                for n, offer in enumerate(offers, 1)
+            ]
+            asked = [] if ask is None else [
+                Referable(ref="obligation.1", kind=ReferableKind.OBLIGATION, says=ask)
+            ]  # fmt: skip
             request = TransitionRequest(
                 locale=self.turn.locale,
                 allowed_facts=tuple(facts),
@@ -528,8 +664,19 @@ class Composer:
                 card_title=cards[0].title if cards else None,
                 ask=ask,
                 forbidden_claims=forbidden_claims(backing),
+                **self._moves((*refs, *fact_refs, *asked, *steps), _TRANSITION_MOVES),
             )
-            written = await self.narration.transition(request, backing)
+            grounds = Grounds(
+                cites={**cites, **fact_cites},
+                values=(
+                    *self._grounds(facts),
+                    *(r.title for r in receipts),
+                    *(n.text for n in notices),
+                    *(c.title for c in cards),
+                    *(o.label for c in cards for o in c.options),
+                ),
+            )
+            written = await self.narration.transition(request, backing, grounds)
             if written is not None:
                 return written
         return self._server_transition(result, receipts, cards, ask, offers)
@@ -571,6 +718,26 @@ class Composer:
             copy_ref=parts[-1].copy_ref,
         )
 
+
+#: the moves offered in an answer and in a transition (each still needs a phrasing in copy and,
+#: when it names a thing, a thing of the turn it may name)
+_ANSWER_MOVES: Final = frozenset(
+    {
+        MoveKind.GREET, MoveKind.THANK, MoveKind.APOLOGIZE, MoveKind.ACKNOWLEDGE, MoveKind.STATE,
+        MoveKind.ASK, MoveKind.CANNOT_ANSWER, MoveKind.CLOSE,
+    }
+)  # fmt: skip
+_TRANSITION_MOVES: Final = frozenset(set(MoveKind) - {MoveKind.CANNOT_ANSWER})
+#: what a move that names a thing needs among the refs
+_NEEDS: Final = {
+    MoveKind.INTRODUCE: {ReferableKind.RECEIPT, ReferableKind.NOTICE, ReferableKind.CARD},
+    MoveKind.STATE: {ReferableKind.FACT},
+    MoveKind.EXPLAIN: {ReferableKind.CARD},
+    MoveKind.ASK: {ReferableKind.OBLIGATION, ReferableKind.OPERATION},
+    MoveKind.OFFER: {ReferableKind.OPERATION},
+}
+#: the most phrasings of one move a request lists
+_MAX_VARIANTS: Final = 20
 
 #: what the server's transition says of the receipts of each severity, in this order: it never
 #: calls a refusal or a failure "done"

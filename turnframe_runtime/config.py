@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, fields
+from typing import Literal
 
 __all__ = ["OutboxConfig", "RuntimeConfig"]
 
@@ -29,6 +30,10 @@ class RuntimeConfig:
       follow-up turns too, so any turn can be followed and resumed (the default); False logs
       only the turns `stream_turn` runs, and a turn nobody streams writes no log (on
       PostgreSQL the log costs a fifth to a third of the turns per second: benchmarks/turn_pg.py).
+    - `narration`: how a narrator's prose is made (decision 0022). `"structured"` (the default):
+      the narrator chooses moves and the server renders each through its own copy, so nothing a
+      model wrote is shown. `"free"`: the narrator writes text, shown when an explicitly passed
+      `ClaimReviewer` passes it and every value in it is grounded in the turn.
     """
 
     locales: tuple[str, ...] = ("en",)
@@ -40,8 +45,11 @@ class RuntimeConfig:
     stream_poll_max_ms: int = 5_000
     stream_followers_per_turn: int = 256
     stream_every_turn: bool = True
+    narration: Literal["structured", "free"] = "structured"
 
     def __post_init__(self) -> None:
+        if self.narration not in ("structured", "free"):
+            raise ValueError('RuntimeConfig.narration is "structured" or "free"')
         _at_least_one(
             self,
             "stream_retention_ms",

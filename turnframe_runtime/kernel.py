@@ -5,8 +5,9 @@ Rules:
   clock, ids, the stream hub and its followers) is fixed when the kernel is built and never
   changes; the public facade (`TurnRuntime`), the outbox dispatcher, the worker and recovery all
   take the kernel, and none of them reaches into another's underscore names.
-- A kernel refuses to be built over stores without transactions, duplicate workflow keys, a
-  narrator without a reviewer, or copy missing a message a declared locale needs.
+- A kernel refuses to be built over stores without transactions, duplicate workflow keys, free
+  narration without an explicitly passed reviewer, or copy missing a message a declared locale
+  needs.
 - One turn at a time per conversation (`lock`); each turn's state is its own (`begin`).
 """
 
@@ -49,7 +50,6 @@ from turnframe_runtime.ports import (
     Narrator,
     WorkflowExecutor,
     as_executor,
-    offered_reviewer,
 )
 from turnframe_runtime.record import Recorder
 from turnframe_runtime.recover import Recovery
@@ -110,10 +110,11 @@ class Kernel:
                 "these stores cannot commit a turn's writes together; use MemoryStores, "
                 "SqlStores or stores whose transaction() passes the conformance suite"
             )
-        reviewer = offered_reviewer(narrator, reviewer)  # a narrator may ship its own
-        if narrator is not None and reviewer is None:
+        config = config or RuntimeConfig()
+        if narrator is not None and config.narration == "free" and reviewer is None:
             raise ReviewerRequired(
-                "a narrator's prose is reviewed by a separate ClaimReviewer; pass reviewer="
+                "free narration is reviewed by a separate ClaimReviewer; pass reviewer= (a "
+                "narrator's own reviewer does not count)"
             )
         follow_up_codes = frozenset(
             code for workflow in adopted for code in workflow.follow_up_receipts()
@@ -125,7 +126,6 @@ class Kernel:
                 for code, classes in workflow.receipt_claims().items()
             }
         )
-        config = config or RuntimeConfig()
         # A turn renders only in a locale the runtime declares (its fallback chain ends in the
         # default locale), and every declared locale is checked whole below.
         served: ServerCopy = (copy or library_copy()).serving(config.locales)
@@ -212,8 +212,9 @@ class Kernel:
         """Q-T for one turn: with `narrate` (and a narrator), its prose from the model;
         otherwise from server copy only."""
         narration = None
-        if self.narrator is not None and self.reviewer is not None and narrate:
-            narration = Narration(self.narrator, self.reviewer, ctx, self.clock, audit)
+        if self.narrator is not None and narrate:
+            reviewer = self.reviewer if self.config.narration == "free" else None
+            narration = Narration(self.narrator, reviewer, ctx, self.clock, audit, self.copy)
         return Composer(
             ctx,
             self.workflows,

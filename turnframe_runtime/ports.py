@@ -19,6 +19,7 @@ from turnframe_core.commands import CommandBatch
 from turnframe_core.errors import TurnframeError
 from turnframe_core.events import DomainEvent
 from turnframe_core.facts import NarratableFact
+from turnframe_core.moves import MoveKind, Referable
 from turnframe_core.understanding import Brief, Understanding
 from turnframe_core.wording import ClaimClass
 
@@ -42,7 +43,6 @@ __all__ = [
     "TransitionRequest",
     "WorkflowExecutor",
     "as_executor",
-    "offered_reviewer",
 ]
 
 
@@ -204,7 +204,12 @@ class Interpreter(Protocol):
 class TransitionRequest(FrozenModel):
     """What the narrator may say in the transition: these facts and nothing else.
     `forbidden_claims` are the claim classes nothing in this turn backs; `findings` say why the
-    previous draft was refused."""
+    previous draft was refused.
+
+    Structured narration (the default) reads `refs` (what a move may name: this turn's
+    receipts, notices and cards by block id, its facts as `fact.<n>`, open obligations as
+    `obligation.<n>`, operations on offer as `operation.<n>`), `moves` (the moves offered here)
+    and `variants` (how many phrasings each move has, by move name)."""
 
     locale: NonEmptyStr
     allowed_facts: tuple[NarratableFact, ...] = ()
@@ -214,11 +219,14 @@ class TransitionRequest(FrozenModel):
     ask: str | None = None
     forbidden_claims: tuple[ClaimClass, ...] = ()
     findings: tuple[str, ...] = ()
+    refs: tuple[Referable, ...] = ()
+    moves: tuple[MoveKind, ...] = ()
+    variants: Mapping[str, int] = Field(default_factory=dict)
 
 
 class AnswerRequest(FrozenModel):
     """One question, with the facts its answer may rest on (and, as for a transition, the claim
-    classes it may not make and why a previous draft was refused)."""
+    classes it may not make, why a previous draft was refused, and what moves may name)."""
 
     locale: NonEmptyStr
     question_id: NonEmptyStr
@@ -227,6 +235,9 @@ class AnswerRequest(FrozenModel):
     allowed_facts: tuple[NarratableFact, ...] = ()
     forbidden_claims: tuple[ClaimClass, ...] = ()
     findings: tuple[str, ...] = ()
+    refs: tuple[Referable, ...] = ()
+    moves: tuple[MoveKind, ...] = ()
+    variants: Mapping[str, int] = Field(default_factory=dict)
 
 
 class ReviewRequest(FrozenModel):
@@ -250,37 +261,32 @@ class ReviewVerdict(FrozenModel):
 
 
 class Narrator(Protocol):
-    """Writes prose around the server's blocks. Its output is parsed like any model output: only
-    answer and transition drafts, citing only allowed facts. It never grades its own drafts: a
-    `ClaimReviewer` does, then the wording guard."""
+    """Writes the prose around the server's blocks. Its output is parsed like any model output.
+
+    Structured narration (the default): a draft is moves, `{"kind": "transition", "moves":
+    [{"move": "introduce", "ref": "<block id>", "variant": 1}, ...]}` (an answer adds its
+    `question_id`), chosen from the request's `moves` and naming only its `refs`; the server
+    renders them. Free narration: a draft is text citing only allowed facts, reviewed by a
+    `ClaimReviewer`, never by the narrator itself; the wording guard runs on both."""
 
     async def transition(self, request: TransitionRequest) -> Mapping[str, Any] | str:
-        """A transition draft: `{"kind": "transition", "text": …, "facts_used": […]}`."""
+        """A transition draft: `{"kind": "transition", "moves": [...]}` (free: `"text"` and
+        `"facts_used"` instead of moves)."""
         ...
 
     async def answer(self, request: AnswerRequest) -> Mapping[str, Any] | str:
-        """An answer draft: `{"kind": "answer", "question_id": …, "text": …, …}`."""
+        """An answer draft: `{"kind": "answer", "question_id": ..., "moves": [...]}` (free:
+        `"text"`, and optionally `"facts_used"`, `"status"`, `"basis"`)."""
         ...
 
 
 class ClaimReviewer(Protocol):
-    """Reviews every model-written block before it may be shown, independently of the narrator
-    that wrote it: does the text state only what the request holds, and claim nothing of
-    `forbidden_claims`? A failed review gets one rewrite with its findings, then server copy.
-    The deterministic wording guard runs after it whatever it answers. Pass it as
-    `TurnRuntime(reviewer=…)`; without one, a narrator's own `reviewer` attribute is used when
-    it offers one (a separate object with `review`), else the runtime refuses to start."""
+    """Reviews every model-written block of free narration before it may be shown,
+    independently of the narrator that wrote it: does the text state only what the request
+    holds, and claim nothing of `forbidden_claims`? A failed review gets one rewrite with its
+    findings, then server copy. The deterministic wording guard runs after it whatever it
+    answers. Free narration needs one passed as `TurnRuntime(reviewer=...)` (a narrator's own
+    `reviewer` attribute does not count); structured narration shows nothing a model wrote and
+    calls none."""
 
     async def review(self, request: ReviewRequest) -> ReviewVerdict: ...
-
-
-def offered_reviewer(
-    narrator: Narrator | None, reviewer: ClaimReviewer | None
-) -> ClaimReviewer | None:
-    """The reviewer a runtime uses: `reviewer` when given, else the narrator's own `reviewer`
-    attribute when it offers one (an object with `review`), else None. The one place that
-    looks at what a narrator object has."""
-    if reviewer is not None:
-        return reviewer
-    offered = getattr(narrator, "reviewer", None)
-    return offered if callable(getattr(offered, "review", None)) else None

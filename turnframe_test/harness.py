@@ -5,8 +5,9 @@ scenario they drive. The travel desk's preset, `DeskHarness`, lives with the sam
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Self
+from typing import TYPE_CHECKING, Any, Literal, Self
 
 from turnframe_core import (
     AssistantTurn,
@@ -95,7 +96,10 @@ class Harness:
         ids: IdSource | None = None,
         copy: ServerCopy | None = None,
         outbox: OutboxConfig | None = None,
+        narration: Literal["structured", "free"] | None = None,
     ) -> None:
+        """`narration`, when given, overrides `config`'s (free narration needs `reviewer`:
+        a scripted narrator's is `narrator.reviewer`)."""
         self.clock = clock if clock is not None else ManualClock()
         self.stores = stores if stores is not None else MemoryStores(clock=self.clock)
         self.workflows = tuple(workflows)
@@ -104,12 +108,12 @@ class Harness:
         self.senders = dict(senders or {})
         self.interpreter = interpreter if interpreter is not None else ScriptedInterpreter()
         self.narrator = narrator
-        # Without one, the runtime takes the narrator's own (a scripted narrator's script also
-        # holds its reviews); any other narrator needs one.
         self.reviewer = reviewer
         self.account_id = account_id
         self.conversation_id = conversation_id
         self.config = config or RuntimeConfig()
+        if narration is not None:
+            self.config = dataclasses.replace(self.config, narration=narration)
         self.ids = ids if ids is not None else SequentialIdSource()
         self.copy = copy
         self.outbox = outbox

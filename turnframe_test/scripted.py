@@ -8,7 +8,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from turnframe_core import Brief, Understanding
+from turnframe_core import Brief, Move, Understanding
 from turnframe_runtime import AnswerRequest, ReviewRequest, ReviewVerdict, TransitionRequest
 
 __all__ = [
@@ -74,11 +74,14 @@ class _Expected:
 @dataclass
 class ScriptedNarrator:
     """Expects calls in a declared order (`transition`, `answer`, `review`) and answers each with
-    its scripted reply. Any call out of script raises `UnexpectedCall`, so a test that forgets
-    a model call, or a pipeline that makes one too many, fails.
+    its scripted reply: moves (`transition_moves`, `answer_moves`) for structured narration,
+    text (`transition_text`, `answer_text`) and verdicts for free narration. Any call out of
+    script raises `UnexpectedCall`, so a test that forgets a model call, or a pipeline that
+    makes one too many, fails.
 
     The `review` steps are answered by `reviewer`, a separate `ClaimReviewer` that reads the
-    same script: one list says in which order the narrator writes and the reviewer judges."""
+    same script (free narration needs it passed explicitly, `reviewer=narrator.reviewer`): one
+    list says in which order the narrator writes and the reviewer judges."""
 
     _script: deque[_Expected] = field(default_factory=deque)
     calls: list[tuple[str, Any]] = field(default_factory=list)
@@ -91,6 +94,16 @@ class ScriptedNarrator:
             raise ValueError(f"unknown narration purpose {purpose!r}")
         self._script.append(_Expected(purpose, reply))
         return self
+
+    def transition_moves(self, *moves: Move | Mapping[str, Any]) -> ScriptedNarrator:
+        """A structured transition: these moves (`Move`s, or the dicts a model would send)."""
+        return self.expect("transition", {"kind": "transition", "moves": _drafted(moves)})
+
+    def answer_moves(self, question_id: str, *moves: Move | Mapping[str, Any]) -> ScriptedNarrator:
+        """A structured answer to `question_id`: these moves."""
+        return self.expect(
+            "answer", {"kind": "answer", "question_id": question_id, "moves": _drafted(moves)}
+        )
 
     def transition_text(self, text: str, facts: list[Any] | None = None) -> ScriptedNarrator:
         return self.expect(
@@ -152,6 +165,14 @@ class ScriptedNarrator:
         if self._script:
             left = ", ".join(e.purpose for e in self._script)
             raise AssertionError(f"scripted narrator calls never made: {left}")
+
+
+def _drafted(moves: tuple[Move | Mapping[str, Any], ...]) -> list[Any]:
+    """Moves as a model sends them (a `Move` without the fields it leaves unset)."""
+    return [
+        m.model_dump(mode="json", exclude_defaults=True) if isinstance(m, Move) else dict(m)
+        for m in moves
+    ]
 
 
 @dataclass(frozen=True)

@@ -9,32 +9,28 @@ quotes the user's own words as its evidence, as a model's proposal must.
 from __future__ import annotations
 
 import re
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Final
 
 from turnframe_core import (
     Brief,
     ProposedAct,
     Question,
-    StateValue,
     UlidIdSource,
     Understanding,
 )
 from turnframe_runtime import (
-    AnswerRequest,
     OutboxConfig,
     OutboxWorker,
-    ReviewRequest,
-    ReviewVerdict,
     RuntimeConfig,
     TemplateCopy,
-    TransitionRequest,
     TurnRuntime,
     connect_broker,
 )
 from turnframe_store import SqlStores, Stores, system_clock
 from turnframe_test.sample.airline import FakeAirline
+from turnframe_test.sample.narrator import DeskNarrator
 from turnframe_test.sample.travel import (
     KEEP_LEG,
     REQUEST_REBOOKING,
@@ -56,7 +52,6 @@ __all__ = [
     "Database",
     "KeywordInterpreter",
     "PlainNarrator",
-    "PlainReviewer",
     "open_desk",
 ]
 
@@ -107,52 +102,18 @@ class KeywordInterpreter:
         return Understanding(acts=tuple(acts), questions=questions)
 
 
-#: the trip's values an answer may read back: plain data, no flight status ("booked" would claim
-#: a booking this turn made, which the wording guard refuses)
+#: the trip's values an answer may state: plain data, not the flights' status (an answer about
+#: a flight reads the record's own words from the receipts above it)
 _PLAIN_FIELDS: Final = frozenset({"name", "email", "travel_date"})
 
 
-class PlainNarrator:
-    """Stands in for a model that writes prose: a fixed connecting sentence, and answers that
-    read back the trip's details the request allows, citing them. Its prose is reviewed
-    like any model's (then by the wording guard), and streams as deltas in `tokens` mode."""
+class PlainNarrator(DeskNarrator):
+    """Stands in for a model that narrates: it chooses moves, as any narrator in structured mode
+    does, and the server renders them through its own copy in the turn's language (nothing it
+    chooses is its own words). Answers state only the trip's plain details."""
 
-    async def transition(self, request: TransitionRequest) -> Mapping[str, Any] | str:
-        text = "Here is where your trip stands."
-        if request.card_title:
-            text = "Here is where your trip stands; the choice below is yours."
-        return {"kind": "transition", "text": text, "facts_used": []}
-
-    async def answer(self, request: AnswerRequest) -> Mapping[str, Any] | str:
-        values = [
-            f
-            for f in request.allowed_facts
-            if isinstance(f, StateValue) and f.field in _PLAIN_FIELDS and f.value
-        ]
-        if not values:
-            text = "I have nothing on file that answers this."
-            return {
-                "kind": "answer",
-                "question_id": request.question_id,
-                "text": text,
-                "status": "source_unavailable",
-            }
-        said = "; ".join(f"{f.field.replace('_', ' ')}: {f.value}" for f in values)
-        return {
-            "kind": "answer",
-            "question_id": request.question_id,
-            "text": f"On file for your trip: {said}.",
-            "basis": request.basis,
-            "facts_used": [f.model_dump(mode="json") for f in values],
-        }
-
-
-class PlainReviewer:
-    """Stands in for the second model that reviews prose: it passes what cites only allowed
-    facts (the narrator above writes nothing else); the wording guard still runs after it."""
-
-    async def review(self, request: ReviewRequest) -> ReviewVerdict:
-        return ReviewVerdict(passed=True)
+    def __init__(self) -> None:
+        super().__init__(_PLAIN_FIELDS)
 
 
 @dataclass
@@ -206,7 +167,6 @@ async def open_desk(database: Database, *, narrate: bool = True) -> ChatDesk:
         executor=TripExecutor(desk, clock_ms=system_clock),
         interpreter=KeywordInterpreter(),
         narrator=PlainNarrator() if narrate else None,
-        reviewer=PlainReviewer() if narrate else None,
         copy=TemplateCopy(TRIP_COPY),
         config=RuntimeConfig(locales=("en", "it", "de")),
         clock=system_clock,

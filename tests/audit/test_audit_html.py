@@ -143,7 +143,7 @@ async def test_user_words_that_look_like_markup_or_template_code_show_literally(
 async def test_the_guard_findings_show_beside_the_model_prose_that_replaced_the_draft() -> None:
     narrator = ScriptedNarrator().transition_text("Sent! The airline accepted it.")
     narrator.transition_text("That could not be done, so nothing has changed.")
-    desk = DeskHarness(narrator=narrator, reviewer=ScriptedReviewer.passing())
+    desk = DeskHarness(narrator=narrator, reviewer=ScriptedReviewer.passing(), narration="free")
     desk.ready_trip(locked=True)
     turn = await desk.say(
         "Name Grace Hopper", act("a1", "trip.set_name", "h1", "Grace", name="Grace Hopper")

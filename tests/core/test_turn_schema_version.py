@@ -40,8 +40,8 @@ def _stored_as(version: str | None, **extra: Any) -> str:
     return canonical_json(data)
 
 
-def test_the_current_schema_version_is_1_1() -> None:
-    assert TURN_SCHEMA_VERSION == "1.1"
+def test_the_current_schema_version_is_1_2() -> None:
+    assert TURN_SCHEMA_VERSION == "1.2"
 
 
 def test_a_new_turn_carries_the_current_schema_version() -> None:

@@ -36,7 +36,13 @@ async def _desk(db: PrivateDatabase, narrated: bool) -> tuple[DeskHarness, Manua
     stores = await SqlStores.connect(db.url, clock=clock)
     await stores.migrate()
     narrator = ScriptedNarrator() if narrated else None
-    desk = DeskHarness(stores=stores, clock=clock, narrator=narrator)
+    desk = DeskHarness(
+        stores=stores,
+        clock=clock,
+        narrator=narrator,
+        reviewer=narrator.reviewer if narrator else None,
+        narration="free",
+    )
     desk.ready_trip()
     return desk, clock
 

@@ -37,18 +37,24 @@ class _Writes:
 
 async def test_a_narrator_needs_a_separate_reviewer(make_desk) -> None:
     with pytest.raises(ReviewerRequired):
-        await make_desk(narrator=_Writes())
+        await make_desk(narrator=_Writes(), narration="free")
 
 
-async def test_a_narrator_may_ship_its_own_reviewer_port(make_desk) -> None:
+async def test_a_narrators_own_reviewer_does_not_count(make_desk) -> None:
+    """Free narration's reviewer is passed to the runtime; one the narrator ships is its own
+    judge of its own words (decision 0022)."""
     narrator = _Writes()
     narrator.reviewer = ScriptedReviewer.passing()  # type: ignore[attr-defined]
-    desk: DeskHarness = await make_desk(narrator=narrator)
+    with pytest.raises(ReviewerRequired):
+        await make_desk(narrator=narrator, narration="free")
+    reviewer = ScriptedReviewer.passing()
+    desk: DeskHarness = await make_desk(narrator=narrator, reviewer=reviewer, narration="free")
     desk.ready_trip()
     turn = await desk.say("Name Grace Hopper", act("a1", NAME, "h1", "Grace", name="Grace Hopper"))
     [transition] = [b for b in turn.blocks if isinstance(b, TransitionBlock)]
     assert (transition.author, transition.text) == ("model", "Saved.")
-    assert [r.kind for r in narrator.reviewer.requests] == ["transition"]  # type: ignore[attr-defined]
+    assert [r.kind for r in reviewer.requests] == ["transition"]
+    assert narrator.reviewer.requests == []  # type: ignore[attr-defined]
 
 
 @pytest.mark.parametrize("locale", sorted(CLAIM))
@@ -57,7 +63,7 @@ async def test_a_success_claim_a_passing_review_let_through_never_reaches_the_us
 ) -> None:
     narrator = ScriptedNarrator().transition_text(CLAIM[locale]).transition_text(CLAIM[locale])
     reviewer = ScriptedReviewer.passing()
-    desk: DeskHarness = await make_desk(narrator=narrator, reviewer=reviewer)
+    desk: DeskHarness = await make_desk(narrator=narrator, reviewer=reviewer, narration="free")
     desk.ready_trip(locked=True)  # the act is refused: no receipt, no card
     turn = await desk.say(
         "Name Grace Hopper", act("a1", NAME, "h1", "Grace", name="Grace Hopper"), locale=locale
@@ -88,7 +94,7 @@ async def test_the_rewrite_hears_what_the_guard_found_and_may_pass(make_desk) ->
     narrator = ScriptedNarrator().transition_text("Sent! The airline accepted it.")
     narrator.transition_text("That could not be done, so nothing has changed.")
     reviewer = ScriptedReviewer.passing()
-    desk: DeskHarness = await make_desk(narrator=narrator, reviewer=reviewer)
+    desk: DeskHarness = await make_desk(narrator=narrator, reviewer=reviewer, narration="free")
     desk.ready_trip(locked=True)
     turn = await desk.say("Name Grace Hopper", act("a1", NAME, "h1", "Grace", name="Grace Hopper"))
     [transition] = [b for b in turn.blocks if isinstance(b, TransitionBlock)]
@@ -106,7 +112,7 @@ async def test_the_rewrite_hears_what_the_guard_found_and_may_pass(make_desk) ->
 async def test_every_answer_is_reviewed_too(make_desk) -> None:
     narrator = ScriptedNarrator().answer_text("q1", "You fly on 14 March.")
     reviewer = ScriptedReviewer(ReviewVerdict(passed=True))
-    desk: DeskHarness = await make_desk(narrator=narrator, reviewer=reviewer)
+    desk: DeskHarness = await make_desk(narrator=narrator, reviewer=reviewer, narration="free")
     desk.ready_trip()
     turn = await desk.say("When do I fly?", question("q1", "When do I fly?", "h1"))
     [answer] = _prose(turn)
@@ -124,7 +130,9 @@ async def test_an_answer_that_claims_an_effect_is_replaced_by_the_server_answer(
 ) -> None:
     claim = "Your outbound flight was rebooked and the refund was issued."
     narrator = ScriptedNarrator().answer_text("q1", claim).answer_text("q1", claim)
-    desk: DeskHarness = await make_desk(narrator=narrator, reviewer=ScriptedReviewer.passing())
+    desk: DeskHarness = await make_desk(
+        narrator=narrator, reviewer=ScriptedReviewer.passing(), narration="free"
+    )
     desk.ready_trip()
     turn = await desk.say("When do I fly?", question("q1", "When do I fly?", "h1"))
     [answer] = _prose(turn)
@@ -137,7 +145,9 @@ async def test_a_failed_review_gets_one_rewrite_then_server_copy(make_desk) -> N
         ScriptedNarrator().transition_text("Here is where things stand.").review_fails("vague")
     )
     narrator.transition_text("Here is where things stand now.").review_fails("still vague")
-    desk: DeskHarness = await make_desk(narrator=narrator)
+    desk: DeskHarness = await make_desk(
+        narrator=narrator, reviewer=narrator.reviewer, narration="free"
+    )
     desk.ready_trip(locked=True)
     turn = await desk.say("Name Grace Hopper", act("a1", NAME, "h1", "Grace", name="Grace Hopper"))
     [transition] = [b for b in turn.blocks if isinstance(b, TransitionBlock)]
@@ -193,7 +203,9 @@ async def test_the_guard_runs_again_over_the_composed_turn(make_desk, monkeypatc
     """Whatever the narration step returned, the composed turn is judged again."""
     from turnframe_runtime.narration import Narration
 
-    async def unchecked(self: Any, request: Any, backing: Any) -> TransitionBlock:
+    async def unchecked(
+        self: Any, request: Any, backing: Any, grounds: Any = None
+    ) -> TransitionBlock:
         return TransitionBlock(block_id="blk_x", text="Your refund was issued.")
 
     monkeypatch.setattr(Narration, "transition", unchecked)
@@ -213,7 +225,9 @@ async def test_the_guard_runs_again_over_the_composed_turn(make_desk, monkeypatc
 async def test_a_second_draft_that_never_comes_leaves_server_copy_on_record(make_desk) -> None:
     narrator = ScriptedNarrator().transition_text("Your booking has been cancelled.")
     narrator.expect("transition", RuntimeError("the provider fell over"))
-    desk: DeskHarness = await make_desk(narrator=narrator, reviewer=ScriptedReviewer.passing())
+    desk: DeskHarness = await make_desk(
+        narrator=narrator, reviewer=ScriptedReviewer.passing(), narration="free"
+    )
     desk.ready_trip(locked=True)
     turn = await desk.say("Name Grace Hopper", act("a1", NAME, "h1", "Grace", name="Grace Hopper"))
     record = await desk.runtime.replay("acct_1", turn.replay_token)

@@ -111,7 +111,9 @@ async def test_no_claim_the_turn_does_not_back_reaches_the_user_and_harmless_pro
     assert len(corpus) >= 150
     assert {e.locale for e in corpus} >= {"en", "it", "de", "fr", "es"}
     narrator = _CorpusNarrator()
-    desk: DeskHarness = await make_desk(narrator=narrator, reviewer=ScriptedReviewer.passing())
+    desk: DeskHarness = await make_desk(
+        narrator=narrator, reviewer=ScriptedReviewer.passing(), narration="free"
+    )
     kept_out: Counter[str] = Counter()
     survived: Counter[str] = Counter()
     total: Counter[str] = Counter()

@@ -56,7 +56,9 @@ async def test_a_broken_narration_after_the_commit_still_gives_the_turn_its_repl
     narrator = ScriptedNarrator().expect("transition", reply)
     if not isinstance(reply, RuntimeError):  # a refused draft gets one rewrite
         narrator.expect("transition", reply)
-    desk: DeskHarness = await make_desk(narrator=narrator)
+    desk: DeskHarness = await make_desk(
+        narrator=narrator, reviewer=narrator.reviewer, narration="free"
+    )
     desk.ready_trip()
     turn = await desk.say("Name Grace Hopper", act("a1", NAME, "h1", "Grace", name="Grace Hopper"))
     assert desk.receipt_codes(turn) == ["trip.name_set"]
@@ -73,7 +75,9 @@ async def test_a_broken_narration_after_the_commit_still_gives_the_turn_its_repl
 async def test_a_broken_answer_draft_is_replaced_by_a_server_answer(make_desk) -> None:
     narrator = ScriptedNarrator().expect("answer", _deep(100_000))
     narrator.expect("answer", _deep(100_000))  # a refused draft gets one rewrite
-    desk: DeskHarness = await make_desk(narrator=narrator)
+    desk: DeskHarness = await make_desk(
+        narrator=narrator, reviewer=narrator.reviewer, narration="free"
+    )
     desk.ready_trip()
     turn = await desk.say("When do I fly?", question("q1", "When do I fly?", "h1"))
     [answer] = [b for b in turn.blocks if b.kind == "answer"]
@@ -115,7 +119,9 @@ class _NeverReviews:
 
 
 async def test_a_narration_that_is_not_a_draft_still_gives_the_turn_its_reply(make_desk) -> None:
-    desk: DeskHarness = await make_desk(narrator=_OffScript(), reviewer=_NeverReviews())
+    desk: DeskHarness = await make_desk(
+        narrator=_OffScript(), reviewer=_NeverReviews(), narration="free"
+    )
     desk.ready_trip()
     turn = await desk.say("Name Grace Hopper", act("a1", NAME, "h1", "Grace", name="Grace Hopper"))
     [transition] = [b for b in turn.blocks if b.kind == "transition"]
@@ -140,7 +146,9 @@ class _ReviewsWithADict:
 
 
 async def test_a_review_that_is_not_a_verdict_still_gives_the_turn_its_reply(make_desk) -> None:
-    desk: DeskHarness = await make_desk(narrator=_Saves(), reviewer=_ReviewsWithADict())
+    desk: DeskHarness = await make_desk(
+        narrator=_Saves(), reviewer=_ReviewsWithADict(), narration="free"
+    )
     desk.ready_trip()
     turn = await desk.say("Name Grace Hopper", act("a1", NAME, "h1", "Grace", name="Grace Hopper"))
     [transition] = [b for b in turn.blocks if b.kind == "transition"]
@@ -156,11 +164,13 @@ async def test_narration_failing_past_its_own_guards_falls_back_to_server_copy(
 ) -> None:
     from turnframe_runtime.narration import Narration
 
-    async def broken(self: Any, request: Any, backing: Any) -> Any:
+    async def broken(self: Any, request: Any, backing: Any, grounds: Any = None) -> Any:
         raise RecursionError("maximum recursion depth exceeded")
 
     monkeypatch.setattr(Narration, "transition", broken)
-    desk: DeskHarness = await make_desk(narrator=_OffScript(), reviewer=_NeverReviews())
+    desk: DeskHarness = await make_desk(
+        narrator=_OffScript(), reviewer=_NeverReviews(), narration="free"
+    )
     desk.ready_trip()
     turn = await desk.say("Name Grace Hopper", act("a1", NAME, "h1", "Grace", name="Grace Hopper"))
     assert desk.receipt_codes(turn) == ["trip.name_set"]
@@ -227,7 +237,9 @@ class _OddlyLabelled(_OffScript):
 async def test_a_port_that_describes_itself_oddly_still_gets_the_turn_its_reply(
     make_desk,
 ) -> None:
-    desk: DeskHarness = await make_desk(narrator=_OddlyLabelled(), reviewer=_NeverReviews())
+    desk: DeskHarness = await make_desk(
+        narrator=_OddlyLabelled(), reviewer=_NeverReviews(), narration="free"
+    )
     desk.ready_trip()
     turn = await desk.say("Name Grace Hopper", act("a1", NAME, "h1", "Grace", name="Grace Hopper"))
     assert desk.receipt_codes(turn) == ["trip.name_set"]

@@ -52,7 +52,9 @@ async def test_an_execution_refusal_is_told_in_the_domains_own_words(desk: DeskH
 
 async def test_the_narrator_gets_the_domains_refusal(make_desk) -> None:
     narrator = _Cites(ActRefused)
-    desk: DeskHarness = await make_desk(narrator=narrator, reviewer=ScriptedReviewer.passing())
+    desk: DeskHarness = await make_desk(
+        narrator=narrator, reviewer=ScriptedReviewer.passing(), narration="free"
+    )
     trip = desk.ready_trip(locked=True)
     turn = await desk.say(
         "Name Grace Hopper", act("a1", "trip.set_name", "h1", "Grace Hopper", name="Grace Hopper")
@@ -66,7 +68,9 @@ async def test_the_narrator_gets_the_domains_refusal(make_desk) -> None:
 
 async def test_the_narrator_hears_that_an_act_changed_nothing(make_desk) -> None:
     narrator = _Cites(ActChangedNothing)
-    desk: DeskHarness = await make_desk(narrator=narrator, reviewer=ScriptedReviewer.passing())
+    desk: DeskHarness = await make_desk(
+        narrator=narrator, reviewer=ScriptedReviewer.passing(), narration="free"
+    )
     desk.ready_trip(name="Grace Hopper")
     turn = await desk.say(
         "Name Grace Hopper", act("a1", "trip.set_name", "h1", "Grace Hopper", name="Grace Hopper")
@@ -81,7 +85,9 @@ async def test_the_narrator_hears_that_an_act_changed_nothing(make_desk) -> None
 
 async def test_the_narrator_hears_that_a_card_was_answered_before(make_desk) -> None:
     narrator = _Cites(InteractionAlreadyAnswered)
-    desk: DeskHarness = await make_desk(narrator=narrator, reviewer=ScriptedReviewer.passing())
+    desk: DeskHarness = await make_desk(
+        narrator=narrator, reviewer=ScriptedReviewer.passing(), narration="free"
+    )
     desk.ready_trip()
     asked = await desk.say(
         "Rebook the outbound flight",

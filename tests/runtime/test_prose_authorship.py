@@ -25,7 +25,9 @@ async def test_prose_from_server_copy_says_the_server_wrote_it(desk: DeskHarness
 
 async def test_a_narrators_reviewed_draft_says_a_model_wrote_it(make_desk) -> None:
     narrator = ScriptedNarrator().transition_text("All set.").review_passes()
-    desk: DeskHarness = await make_desk(narrator=narrator)
+    desk: DeskHarness = await make_desk(
+        narrator=narrator, reviewer=narrator.reviewer, narration="free"
+    )
     desk.ready_trip()
     turn = await desk.say(
         "Name Grace Hopper", act("a1", "trip.set_name", "h1", "Grace Hopper", name="Grace Hopper")
@@ -42,7 +44,9 @@ async def test_prose_the_guard_discards_is_replaced_by_server_written_copy(make_
     ).model_dump(mode="json")
     narrator = ScriptedNarrator()
     narrator.transition_text("Sent!", [forged]).transition_text("Sent!", [forged])
-    desk: DeskHarness = await make_desk(narrator=narrator)
+    desk: DeskHarness = await make_desk(
+        narrator=narrator, reviewer=narrator.reviewer, narration="free"
+    )
     desk.ready_trip()
     turn = await desk.say(
         "Name Grace Hopper", act("a1", "trip.set_name", "h1", "Grace Hopper", name="Grace Hopper")

@@ -208,7 +208,9 @@ async def test_a_commit_that_landed_unheard_is_finished_by_recovery(make_desk) -
     """`after_commit_before_event_readback`: the commit landed and the turn never read it back.
     With a narrator the reply was not stored yet: recovery composes it from the ledger."""
     narrator = ScriptedNarrator()
-    desk: DeskHarness = await make_desk(narrator=narrator)
+    desk: DeskHarness = await make_desk(
+        narrator=narrator, reviewer=narrator.reviewer, narration="free"
+    )
     desk.ready_trip()
     desk.stores.faults.arm(FaultPoint.AFTER_COMMIT_BEFORE_EVENT_READBACK)
     with pytest.raises(Timeout):

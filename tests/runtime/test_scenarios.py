@@ -62,7 +62,7 @@ async def test_one_message_sets_several_independent_fields_atomically(desk):
 async def test_an_action_and_a_question_both_receive_results(make_desk):
     narrator = ScriptedNarrator().answer_text("q1", "You fly on 14 March.").review_passes()
     narrator.transition_text("Saved.").review_passes()
-    desk = await make_desk(narrator=narrator)
+    desk = await make_desk(narrator=narrator, reviewer=narrator.reviewer, narration="free")
     desk.ready_trip()
     turn = await desk.say(
         "Set the name to Grace Hopper. When do I fly?",
@@ -79,7 +79,7 @@ async def test_a_question_before_an_action_both_receive_results(make_desk):
     """The other order in one message: the question is asked first, the act comes after."""
     narrator = ScriptedNarrator().answer_text("q1", "You fly on 14 March.").review_passes()
     narrator.transition_text("Saved.").review_passes()
-    desk = await make_desk(narrator=narrator)
+    desk = await make_desk(narrator=narrator, reviewer=narrator.reviewer, narration="free")
     desk.ready_trip()
     turn = await desk.say(
         "When do I fly? And set the name to Grace Hopper.",
@@ -225,7 +225,7 @@ async def test_failed_interaction_persistence_cannot_produce_text_referring_to_a
     make_desk,
 ):
     narrator = ScriptedNarrator().transition_text("Nothing was done.").review_passes()
-    desk = await make_desk(narrator=narrator)
+    desk = await make_desk(narrator=narrator, reviewer=narrator.reviewer, narration="free")
     desk.ready_trip()
     desk.stores.faults.arm(FaultPoint.AFTER_INTERACTION_PERSISTENCE)
     turn = await desk.say("Withdraw my trip", act("a1", WITHDRAW, "h1", "Withdraw my trip"))
@@ -260,7 +260,7 @@ async def test_a_provider_failure_after_commit_regenerates_narration_without_rep
     make_desk,
 ):
     narrator = ScriptedNarrator().expect("transition", TimeoutError("provider timed out"))
-    desk = await make_desk(narrator=narrator)
+    desk = await make_desk(narrator=narrator, reviewer=narrator.reviewer, narration="free")
     desk.ready_trip()
     turn = await desk.say(
         "Set the name to Grace Hopper", act("a1", NAME, "h1", "Grace Hopper", name="Grace Hopper")
@@ -327,7 +327,7 @@ async def test_a_read_only_question_during_a_workflow_does_not_lose_the_active_c
 # 17
 async def test_a_question_unsupported_by_current_sources_stays_explicit(make_desk):
     narrator = ScriptedNarrator()
-    desk = await make_desk(narrator=narrator)
+    desk = await make_desk(narrator=narrator, reviewer=narrator.reviewer, narration="free")
     turn = await desk.say("What is my booking reference?", question("q1", "What is my reference?"))
     [answer] = [b for b in turn.blocks if b.kind == "answer"]
     assert answer.status is AnswerStatus.SOURCE_UNAVAILABLE and answer.text
@@ -379,7 +379,7 @@ async def test_a_claim_nothing_backs_leaves_no_trace_in_the_record(make_desk):
     narrator = ScriptedNarrator()
     narrator.transition_text("Sent! Your name was changed.", [forged.model_dump(mode="json")])
     narrator.transition_text("Sent! Your name was changed.").review_fails("claims it was sent")
-    desk = await make_desk(narrator=narrator)
+    desk = await make_desk(narrator=narrator, reviewer=narrator.reviewer, narration="free")
     desk.ready_trip(locked=True)
     turn = await desk.say(
         "Set the name to Grace Hopper", act("a1", NAME, "h1", "Grace Hopper", name="Grace Hopper")
@@ -445,7 +445,7 @@ async def test_declining_a_confirmation_runs_nothing_and_says_so(desk):
 
 async def test_an_answers_only_turn_has_no_acknowledgement(make_desk):
     narrator = ScriptedNarrator().answer_text("q1", "You travel on 14 March.").review_passes()
-    desk = await make_desk(narrator=narrator)
+    desk = await make_desk(narrator=narrator, reviewer=narrator.reviewer, narration="free")
     desk.ready_trip()
     turn = await desk.say("When do I travel?", question("q1", "When do I travel?", "h1"))
     assert desk.kinds(turn) == ["answer"]

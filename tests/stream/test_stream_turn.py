@@ -177,7 +177,9 @@ async def test_a_click_streams_its_receipt_after_the_commit(desk: DeskHarness) -
 async def test_tokens_mode_streams_reviewed_model_prose_only_after_the_commit(make_desk) -> None:
     narrator = ScriptedNarrator().transition_text("Here is where things stand now.")
     narrator.review_passes()
-    desk: DeskHarness = await make_desk(narrator=narrator)
+    desk: DeskHarness = await make_desk(
+        narrator=narrator, reviewer=narrator.reviewer, narration="free"
+    )
     desk.ready_trip()
     _script_name(desk)
     events = await _stream(desk, _name(), mode="tokens")
@@ -208,7 +210,9 @@ async def test_tokens_mode_streams_nothing_of_prose_the_review_refused(make_desk
     for _ in range(2):  # a draft and the one retry, both refused
         narrator.transition_text("Your flight is rebooked and refunded.")
         narrator.review_fails("claims a refund no event backs")
-    desk: DeskHarness = await make_desk(narrator=narrator)
+    desk: DeskHarness = await make_desk(
+        narrator=narrator, reviewer=narrator.reviewer, narration="free"
+    )
     desk.ready_trip()
     _script_name(desk)
     events = await _stream(desk, _name(), mode="tokens")

@@ -18,7 +18,6 @@ from turnframe_runtime import (
     WorkflowExecutor,
     as_executor,
 )
-from turnframe_runtime.ports import offered_reviewer
 from turnframe_test.domains.travel import TripDesk, TripExecutor, TripWorkflow
 
 #: The trip workflow's own methods on a class with no base: what an older adopter wrote.
@@ -148,23 +147,6 @@ async def test_a_plain_executor_with_outcome_and_a_subclass_tell_the_same() -> N
 
     adapted = as_executor(PlainExecutor())
     assert await adapted.outcome("never_sent") == await subclass.outcome("never_sent")
-
-
-class _Reviewer:
-    async def review(self, request: Any) -> Any:
-        raise NotImplementedError
-
-
-class _NarratorWithReviewer:
-    reviewer = _Reviewer()
-
-
-def test_a_given_reviewer_wins_over_the_one_a_narrator_offers() -> None:
-    given = _Reviewer()
-    assert offered_reviewer(_NarratorWithReviewer(), given) is given  # type: ignore[arg-type]
-    assert offered_reviewer(_NarratorWithReviewer(), None) is _NarratorWithReviewer.reviewer  # type: ignore[arg-type]
-    assert offered_reviewer(None, None) is None
-    assert offered_reviewer(object(), None) is None  # type: ignore[arg-type]
 
 
 def test_the_subclass_bases_are_exported_where_an_adopter_looks() -> None:

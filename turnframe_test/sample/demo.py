@@ -1,8 +1,9 @@
 """`turnframe demo`: a scripted travel-desk conversation, printed turn by turn.
 
-The interpreter is scripted (no model needed); everything else is the real runtime: reduction,
-policy, cards persisted before they are shown, journal, executor, the commit bundle, receipts read
-back from the ledger, the claim guard and the stored turn.
+The interpreter is scripted and the narrator deterministic (no model needed); everything else is
+the real runtime: reduction, policy, cards persisted before they are shown, journal, executor, the
+commit bundle, receipts read back from the ledger, structured narration (the narrator chooses
+moves, the server renders them in the demo's language), the claim guard and the stored turn.
 
 The command keeps its data in a SQLite file (`./turnframe-demo.db`, or the database `--db URL`
 names, PostgreSQL included). Each run is a new conversation of the same account; a run that finds
@@ -47,6 +48,7 @@ from turnframe_store import (
     system_clock,
 )
 from turnframe_test.sample.desk import DeskHarness
+from turnframe_test.sample.narrator import DeskNarrator
 from turnframe_test.sample.travel import (
     TRIP_COPY,
     TripDesk,
@@ -133,7 +135,10 @@ def _print_turn(out: TextIO, number: int, said: str, turn: AssistantTurn, locale
     out.write(f"\n── {words['turn']} {number} ─ {words['user']}: {said}\n")
     for block in turn.blocks:
         author = words.get(getattr(block, "author", ""), "?")
-        if isinstance(block, AnswerBlock | TransitionBlock) and block.copy_ref is not None:
+        if isinstance(block, AnswerBlock | TransitionBlock) and block.moves:
+            chosen = ", ".join(f"{m.move.value}.{m.variant}" for m in block.moves)
+            author = f"{words['moves']}: {chosen}"
+        elif isinstance(block, AnswerBlock | TransitionBlock) and block.copy_ref is not None:
             author = words["server copy"]
         kind = words.get(block.kind, block.kind)
         if isinstance(block, ReceiptBlock):
@@ -176,7 +181,7 @@ async def run_demo(
         raise ValueError(f"the demo speaks {', '.join(sorted(DEMO_LOCALES))}, not {locale!r}")
     words = DEMO_LOCALES[locale]
     if db is None:
-        desk = desk if desk is not None else DeskHarness(outbox=EMBEDDED)
+        desk = desk if desk is not None else DeskHarness(outbox=EMBEDDED, narrator=DeskNarrator())
         return await _converse(out, desk, locale=locale)
     if desk is not None:
         raise ValueError("run_demo takes a database URL or a harness, not both")
@@ -195,6 +200,7 @@ async def run_demo(
             ids=UlidIdSource(),
             account_id=DEMO_ACCOUNT,
             conversation_id=_conversation(run),
+            narrator=DeskNarrator(),
         )
         out.write(f"\n{words['run']} {run}: {words['new conversation']}, {desk.conversation_id}\n")
         return await _converse(out, desk, trip_id=f"T-{100 + run}", locale=locale)
@@ -333,7 +339,8 @@ async def _converse(
 DEMO_LOCALES: Final[dict[str, dict[str, str]]] = {
     "en": {
         "turn": "turn", "user": "user", "server": "server", "model": "model",
-        "server copy": "server copy", "receipt": "receipt", "notice": "notice",
+        "server copy": "server copy", "moves": "the model's moves", "receipt": "receipt",
+        "notice": "notice",
         "answer": "answer", "transition": "transition", "interaction": "card",
         "status": "status", "events": "events", "bound": "bound to revision",
         "replay token": "replay token", "store": "Store", "other db": "another database",
@@ -347,7 +354,8 @@ DEMO_LOCALES: Final[dict[str, dict[str, str]]] = {
     },
     "it": {
         "turn": "turno", "user": "utente", "server": "server", "model": "modello",
-        "server copy": "testo del server", "receipt": "ricevuta", "notice": "avviso",
+        "server copy": "testo del server", "moves": "mosse del modello", "receipt": "ricevuta",
+        "notice": "avviso",
         "answer": "risposta", "transition": "raccordo", "interaction": "scheda",
         "status": "stato", "events": "eventi", "bound": "legata alla revisione",
         "replay token": "token di replay", "store": "Archivio", "other db": "altro database",
@@ -361,7 +369,8 @@ DEMO_LOCALES: Final[dict[str, dict[str, str]]] = {
     },
     "de": {
         "turn": "Zug", "user": "Nutzer", "server": "Server", "model": "Modell",
-        "server copy": "Servertext", "receipt": "Beleg", "notice": "Hinweis",
+        "server copy": "Servertext", "moves": "Züge des Modells", "receipt": "Beleg",
+        "notice": "Hinweis",
         "answer": "Antwort", "transition": "Überleitung", "interaction": "Karte",
         "status": "Status", "events": "Ereignisse", "bound": "gebunden an Revision",
         "replay token": "Replay-Token", "store": "Speicher", "other db": "andere Datenbank",

@@ -3,7 +3,7 @@ directory and executor, the fake airline the outbox reaches) and helpers that sp
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from turnframe_core import IdSource, WorkflowDefinition
 from turnframe_runtime import ClaimReviewer, Narrator, OutboxConfig, RuntimeConfig, ServerCopy
@@ -45,6 +45,7 @@ class DeskHarness(Harness):
         workflow: WorkflowDefinition | None = None,
         airline: FakeAirline | None = None,
         outbox: OutboxConfig | None = None,
+        narration: Literal["structured", "free"] | None = None,
     ) -> None:
         clock = clock if clock is not None else ManualClock()
         self.desk = TripDesk()
@@ -67,6 +68,7 @@ class DeskHarness(Harness):
             ids=ids,
             copy=copy if copy is not None else trip_copy(),
             outbox=outbox,
+            narration=narration,
         )
 
     def trip(self, trip_id: str = "T-100", label: str = "Rome trip", **fields: Any) -> Trip:

@@ -19,7 +19,13 @@ async def test_a_commit_whose_commit_fails_leaves_no_reply(
     clock = ManualClock()
     stores = await databases.migrated(clock=clock)
     narrator = ScriptedNarrator() if narrated else None
-    desk = DeskHarness(stores=stores, clock=clock, narrator=narrator)
+    desk = DeskHarness(
+        stores=stores,
+        clock=clock,
+        narrator=narrator,
+        reviewer=narrator.reviewer if narrator else None,
+        narration="free",
+    )
     desk.ready_trip()
     commits = 0
 
