@@ -25,7 +25,6 @@ from turnframe_test.narration_eval import (
     LineResult,
     Mode,
     measure,
-    structured_narration_available,
 )
 
 DEFAULT_URL = "postgresql+psycopg://postgres@127.0.0.1:5432/test"
@@ -50,9 +49,6 @@ def main() -> None:
     parser.add_argument("--misses", action="store_true")
     args = parser.parse_args()
     modes: list[Mode] = [m for m in MODES if m in args.modes.split(",")]
-    if "structured" in modes and not structured_narration_available():
-        print("structured narration is not in this runtime: measuring free narration only\n")
-        modes.remove("structured")
     figures = asyncio.run(_measure(args.stores.split(","), modes, args.url))
     print(figures.table())
     print()

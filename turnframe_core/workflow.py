@@ -499,6 +499,13 @@ class Workflow(ABC):
         declared, so no prose may promise a follow-up."""
         return ()
 
+    def follow_up_pending(self, state: Mapping[str, Any] | None) -> bool:
+        """Whether this case awaits an answer an earlier turn's follow-up receipt promised the
+        user would hear of (the other side has not answered yet): while it does, prose may
+        still say "you'll hear back here". Not declared: False, so only a follow-up receipt of
+        the same turn backs that promise."""
+        return False
+
     def external_answer(self, request: Any, result: Any) -> CompiledCommand | None:
         """The command that records an external system's answer to one of this workflow's
         outbox requests (`request` an `OutboxRequest`, `result` a `SendCompleted` or
@@ -576,6 +583,10 @@ class _DefinedWorkflow(Workflow):
     def follow_up_receipts(self) -> Sequence[str]:
         found = self.definition
         return found.follow_up_receipts() if isinstance(found, DeclaresFollowUps) else ()
+
+    def follow_up_pending(self, state: Mapping[str, Any] | None) -> bool:
+        pending = getattr(self.definition, "follow_up_pending", None)
+        return bool(pending(state)) if callable(pending) else False
 
     def external_answer(self, request: Any, result: Any) -> CompiledCommand | None:
         answer = getattr(self.definition, "external_answer", None)

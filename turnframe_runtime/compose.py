@@ -51,7 +51,15 @@ from turnframe_core.moves import MoveKind, Referable, ReferableKind, ReferableOp
 from turnframe_core.replay import CommittedOutcome, FailedOutcome, OutcomeUnknown
 from turnframe_core.turn import AssistantTurn, Expectation, ExpectationKind, Offer, TurnStatus
 from turnframe_core.understanding import Question, Understanding
-from turnframe_core.wording import ClaimClass, TurnBacking, check_wording
+from turnframe_core.wording import (
+    DEFAULT_GUARD,
+    ClaimClass,
+    GuardConfig,
+    TurnBacking,
+    check_wording,
+    state_words,
+    value_grounds,
+)
 from turnframe_core.workflow import Obligation, Workflow
 from turnframe_runtime.card_answer import Closed
 from turnframe_runtime.cases import CaseBook, in_key_order, workflow_for
@@ -74,6 +82,7 @@ from turnframe_runtime.copy import (
     receipt_title,
 )
 from turnframe_runtime.narration import (
+    SERVER_COPY_GUARD,
     Grounds,
     Narration,
     forbidden_claims,
@@ -149,6 +158,8 @@ class Composer:
     follow_up_codes: frozenset[str] = frozenset()
     #: receipt status code -> the outcome classes its receipt backs (`DeclaresReceiptClaims`)
     receipt_claims: Mapping[str, tuple[ClaimClass, ...]] = field(default_factory=dict)
+    #: how the guard reads free prose's languages (`RuntimeConfig.guard`)
+    guard: GuardConfig = DEFAULT_GUARD
 
     def _render(self, template_id: str, **params: object) -> RenderedCopy:
         return self.copy.render(template_id, self.turn.locale, params)
@@ -176,10 +187,8 @@ class Composer:
         receipts = self._receipts(groups)
         notices = self._notices(shown_notices(result))
         cards = self._cards(result.shown)
-        backing = TurnBacking.of(
-            [*receipts, *notices, *cards], self.follow_up_codes, self.receipt_claims
-        )
-        answers = await self._answers(result, backing)
+        backing = self._backing(result, [*receipts, *notices, *cards])
+        answers = await self._answers(result, backing, [*receipts, *notices, *cards])
         ask = self._ask(result, cards)
         offers = self._offers(result) if not cards and ask is None else ()
         acted = bool(result.understanding.acts) or turn.input.interaction_response is not None
@@ -261,6 +270,31 @@ class Composer:
             for c in shown
         ]
 
+    def _backing(self, result: TurnResult, server: Sequence[ResponseBlock]) -> TurnBacking:
+        """What the turn's server blocks back; with a narrator, also what the cases in view
+        state now (their narratable values, as data and as the workflow's copy words them in the
+        turn's locale: an outcome the committed state holds is a fact, not a claim) and whether
+        a follow-up an earlier turn promised is still pending for one of them."""
+        if self.narration is None:
+            return TurnBacking.of(server, self.follow_up_codes, self.receipt_claims)
+        stated: list[str] = []
+        pending = False
+        for case in result.cases.handles.values():
+            values = case.workflow.narratable_state(case.state)
+            stated.extend(state_words(
+                StateValue(case_ref=case.case_ref, field=name, value=value)
+                for name, value in values.items() if value is not None
+            ))  # fmt: skip
+            stated.extend(self._fact(case, n, v) for n, v in values.items() if v is not None)
+            pending = pending or case.workflow.follow_up_pending(case.state)
+        return TurnBacking.of(
+            server,
+            self.follow_up_codes,
+            self.receipt_claims,
+            pending_follow_up=pending,
+            stated=stated,
+        )
+
     def _refused(
         self,
         prose: Sequence[AnswerBlock | TransitionBlock],
@@ -278,7 +312,10 @@ class Composer:
         for block in prose:
             if block.author != "model":
                 continue
-            flagged = check_wording(block.text, self.turn.locale, backing)
+            guard = SERVER_COPY_GUARD if block.moves else self.guard
+            flagged = check_wording(
+                block.text, _written_in(block, self.turn.locale), backing, guard
+            )
             if flagged:
                 refused.add(block.block_id)
                 question_id = block.question_id if isinstance(block, AnswerBlock) else None
@@ -390,7 +427,9 @@ class Composer:
             )
         return facts
 
-    async def _answers(self, result: TurnResult, backing: TurnBacking) -> list[AnswerBlock]:
+    async def _answers(
+        self, result: TurnResult, backing: TurnBacking, server: Sequence[ResponseBlock]
+    ) -> list[AnswerBlock]:
         blocks: list[AnswerBlock] = []
         for question in result.understanding.questions:
             cases = self._question_cases(result, question)
@@ -409,7 +448,10 @@ class Composer:
                         **self._moves(refs, _ANSWER_MOVES),
                     ),
                     backing,
-                    Grounds(cites=cites, values=self._grounds(facts)),
+                    Grounds(
+                        cites=cites,
+                        values=value_grounds(server, facts, (self.turn.input.text, question.text)),
+                    ),
                 )
             blocks.append(answer or self._server_answer(result, question))
         return blocks
@@ -494,11 +536,24 @@ class Composer:
             )  # fmt: skip
         return tuple(offers)
 
-    def _ask(self, result: TurnResult, cards: Sequence[InteractionBlock]) -> str | None:
-        """The one thing to ask when no card asks it: the first open obligation's sentence."""
+    def _ask(
+        self, result: TurnResult, cards: Sequence[InteractionBlock], *, refused: bool = False
+    ) -> str | None:
+        """The one thing to ask when no card asks it: the first open obligation's sentence of
+        a case the turn touched (with `refused`, or else of a case an act of the turn was
+        refused on: what it still needs may be why)."""
         if cards:
             return None
-        for case in result.touched_cases():
+        cases = result.touched_cases()
+        if refused:
+            seen = {case.case_ref for case in cases}
+            refused_on = {case_ref for case_ref, _ in result.noticed.refusals}
+            cases += [
+                case
+                for case in result.cases.handles.values()
+                if case.case_ref in refused_on and case.case_ref not in seen
+            ]
+        for case in cases:
             for obligation in case.view.obligations:
                 sentence = self._sentence(case, obligation)
                 if sentence:
@@ -602,25 +657,6 @@ class Composer:
         except (MissingCopy, CopyRenderError):
             return None
 
-    def _grounds(self, facts: Sequence[NarratableFact]) -> tuple[str, ...]:
-        """The words free prose's values may come from: every text in `facts`, and the user's
-        own message."""
-        found: list[str] = []
-        stack: list[Any] = [f.model_dump(mode="json") for f in facts]
-        while stack:
-            item = stack.pop()
-            if isinstance(item, str):
-                found.append(item)
-            elif isinstance(item, dict):
-                stack.extend(item.values())
-            elif isinstance(item, list):
-                stack.extend(item)
-            elif isinstance(item, int | float) and not isinstance(item, bool):
-                found.append(str(item))
-        if self.turn.input.text:
-            found.append(self.turn.input.text)
-        return tuple(found)
-
     # --- the transition --------------------------------------------------------------------------
 
     async def _transition(
@@ -653,8 +689,9 @@ class Composer:
                 Referable(ref=f"operation.{n}", kind=ReferableKind.OPERATION, says=offer.words)
                 for n, offer in enumerate(offers, 1)
             ]
-            asked = [] if ask is None else [
-                Referable(ref="obligation.1", kind=ReferableKind.OBLIGATION, says=ask)
+            ask_too = ask if ask is not None else self._ask(result, cards, refused=True)
+            asked = [] if ask_too is None else [
+                Referable(ref="obligation.1", kind=ReferableKind.OBLIGATION, says=ask_too)
             ]  # fmt: skip
             request = TransitionRequest(
                 locale=self.turn.locale,
@@ -668,13 +705,7 @@ class Composer:
             )
             grounds = Grounds(
                 cites={**cites, **fact_cites},
-                values=(
-                    *self._grounds(facts),
-                    *(r.title for r in receipts),
-                    *(n.text for n in notices),
-                    *(c.title for c in cards),
-                    *(o.label for c in cards for o in c.options),
-                ),
+                values=value_grounds([*receipts, *notices, *cards], facts, (self.turn.input.text,)),
             )
             written = await self.narration.transition(request, backing, grounds)
             if written is not None:
@@ -792,3 +823,10 @@ def _may_have_landed(outcome: object) -> bool:
     return isinstance(outcome, OutcomeUnknown) or (
         isinstance(outcome, FailedOutcome) and outcome.code == codes.EXECUTION_UNTRUSTED_RESULT
     )
+
+
+def _written_in(block: AnswerBlock | TransitionBlock, turn_locale: str) -> str:
+    """The locale a model block's words are in: moves' copy records the locale it rendered in
+    (a turn in a locale the runtime does not serve renders in the default one); free prose is in
+    the turn's."""
+    return block.copy_ref.locale if block.moves and block.copy_ref is not None else turn_locale

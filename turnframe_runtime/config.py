@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, fields
 from typing import Literal
 
+from turnframe_core.wording import DEFAULT_GUARD, GuardConfig
+
 __all__ = ["OutboxConfig", "RuntimeConfig"]
 
 
@@ -34,6 +36,9 @@ class RuntimeConfig:
       the narrator chooses moves and the server renders each through its own copy, so nothing a
       model wrote is shown. `"free"`: the narrator writes text, shown when an explicitly passed
       `ClaimReviewer` passes it and every value in it is grounded in the turn.
+    - `guard`: how the wording guard reads free prose's languages (`GuardConfig`: ordinary
+      words to add per language, the shortest text judged foreign, languages whose language
+      check is off); its claim rules and value grounding always run.
     """
 
     locales: tuple[str, ...] = ("en",)
@@ -46,10 +51,13 @@ class RuntimeConfig:
     stream_followers_per_turn: int = 256
     stream_every_turn: bool = True
     narration: Literal["structured", "free"] = "structured"
+    guard: GuardConfig = DEFAULT_GUARD
 
     def __post_init__(self) -> None:
         if self.narration not in ("structured", "free"):
             raise ValueError('RuntimeConfig.narration is "structured" or "free"')
+        if not isinstance(self.guard, GuardConfig):
+            raise ValueError("RuntimeConfig.guard is a GuardConfig")
         _at_least_one(
             self,
             "stream_retention_ms",

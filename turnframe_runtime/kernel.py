@@ -214,7 +214,9 @@ class Kernel:
         narration = None
         if self.narrator is not None and narrate:
             reviewer = self.reviewer if self.config.narration == "free" else None
-            narration = Narration(self.narrator, reviewer, ctx, self.clock, audit, self.copy)
+            narration = Narration(
+                self.narrator, reviewer, ctx, self.clock, audit, self.copy, self.config.guard
+            )
         return Composer(
             ctx,
             self.workflows,
@@ -224,6 +226,7 @@ class Kernel:
             audit,
             follow_up_codes=self.follow_up_codes,
             receipt_claims=self.receipt_claims,
+            guard=self.config.guard,
         )
 
     def recovery(self) -> Recovery:

@@ -36,7 +36,10 @@ from turnframe_core.facts import NarratableFact
 from turnframe_core.moves import Move, MoveKind, MovesRefused, Referable, check_moves, parse_moves
 from turnframe_core.replay import CopyRender, ProseFinding, ProviderAttempt
 from turnframe_core.wording import (
+    DEFAULT_GUARD,
+    GUARDED_LANGUAGES,
     ClaimClass,
+    GuardConfig,
     TurnBacking,
     WordingFinding,
     check_wording,
@@ -54,9 +57,21 @@ from turnframe_runtime.ports import (
     TransitionRequest,
 )
 
-__all__ = ["Grounds", "Narration", "forbidden_claims", "move_template", "wording_findings"]
+__all__ = [
+    "SERVER_COPY_GUARD",
+    "Grounds",
+    "Narration",
+    "forbidden_claims",
+    "move_template",
+    "wording_findings",
+]
 
 Kind = Literal["answer", "transition"]
+
+
+#: The guard as a tripwire over moves: their words are the server's own copy in a locale it
+#: serves, so its language is not in question; its claim rules still run.
+SERVER_COPY_GUARD: Final = GuardConfig(unchecked_languages=GUARDED_LANGUAGES)
 
 
 def move_template(move: MoveKind | str, variant: int) -> str:
@@ -116,6 +131,8 @@ class Narration:
     audit: AuditTrail
     #: the copy moves render through (what is shown is recorded in `audit`)
     copy: ServerCopy
+    #: how the guard reads free prose's languages (`RuntimeConfig.guard`)
+    guard: GuardConfig = DEFAULT_GUARD
 
     async def answer(
         self, request: AnswerRequest, backing: TurnBacking, grounds: Grounds | None = None
@@ -270,7 +287,10 @@ class Narration:
                     )
                     findings = ("the reply was not a draft of moves",)
                     continue
-                flagged = check_wording(_joined(rendered), self.turn.locale, backing)
+                # judged in the language the copy rendered in (a turn in a locale the runtime
+                # does not serve renders in its default one)
+                written_in = rendered[0].render.copy_ref.locale
+                flagged = check_wording(_joined(rendered), written_in, backing, SERVER_COPY_GUARD)
                 if flagged:
                     attempts.append(self._drafted(purpose, started, ended, flagged[0].code))
                     refused.extend(
@@ -423,8 +443,10 @@ class Narration:
                 )
                 findings = verdict.findings or ("the review failed",)
                 continue
-            flagged = check_wording(block.text, turn.locale, backing)
-            flagged = flagged or ungrounded_values(block.text, turn.locale, grounds.values)
+            flagged = check_wording(block.text, turn.locale, backing, self.guard)
+            flagged = flagged or ungrounded_values(
+                block.text, turn.locale, grounds.values, self.guard
+            )
             if flagged:
                 attempts.extend((drafted(flagged[0].code), reviewed))
                 refused.extend(wording_findings(flagged, kind, question_id, "guard", "server_copy"))

@@ -9,15 +9,11 @@ runtime itself checks decides what is shown.
   request), a claim as text (a model trying to say it anyway).
 
 A claim shown is *leaked*; an honest line shown is *kept*. `Figures.table()` prints both per
-mode, store and language (docs/narration.md). Structured narration needs the runtime's
-`narration` setting and the request's `refs` (issue 28); `structured_narration_available()`
-says whether this runtime has them.
+mode, store and language (docs/narration.md).
 """
 
 from __future__ import annotations
 
-import dataclasses
-import importlib.util
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -47,19 +43,10 @@ __all__ = [
     "UnresolvedRef",
     "measure",
     "resolve",
-    "structured_narration_available",
 ]
 
 Mode = Literal["free", "structured"]
 MODES: tuple[Mode, ...] = ("free", "structured")
-
-
-def structured_narration_available() -> bool:
-    """Whether this runtime narrates through moves: a `narration` setting, refs on the
-    narrator's requests, and the moves module."""
-    configured = "narration" in {f.name for f in dataclasses.fields(RuntimeConfig)}
-    referable = "refs" in TransitionRequest.model_fields and "refs" in AnswerRequest.model_fields
-    return configured and referable and importlib.util.find_spec("turnframe_core.moves") is not None
 
 
 class _SetupTurn(RuntimeError):
@@ -515,11 +502,7 @@ async def measure(
 ) -> list[LineResult]:
     """Each line (the whole corpus by default) through its context on `backend`, in `mode`,
     in turns of the line's language (or of `locale`)."""
-    if mode == "structured" and not structured_narration_available():
-        raise RuntimeError("this runtime has no structured narration (issue 28)")
-    settings: dict[str, Any] = {"locales": ("en", "it", "de")}
-    if structured_narration_available():
-        settings["narration"] = mode
+    settings: dict[str, Any] = {"locales": ("en", "it", "de"), "narration": mode}
     narrator = CorpusNarrator(mode)
     desk = await DeskHarness.on(
         backend,

@@ -9,14 +9,13 @@ from pathlib import Path
 import pytest
 
 from turnframe_test.backends import StoreBackend
-from turnframe_test.corpus import CONTEXTS, LANGUAGES, narration_corpus
+from turnframe_test.corpus import CONTEXTS, LANGUAGES, NarrationLine, narration_corpus
 from turnframe_test.narration_eval import (
     SCENES,
     Figures,
     LineResult,
     Mode,
     measure,
-    structured_narration_available,
 )
 
 
@@ -57,15 +56,6 @@ def test_every_context_has_an_honest_line_and_a_claim() -> None:
 
 # --- measured through real turns (turnframe_test.narration_eval) -------------------------------
 
-#: Until structured narration (issue 28 part 1, branch narration-moves) is in the runtime, the
-#: structured measurements cannot run; merging it removes this mark, so that from then on a
-#: broken structured API fails these tests instead of skipping them.
-needs_structured = pytest.mark.skipif(
-    not structured_narration_available(),
-    reason="structured narration (RuntimeConfig.narration, request refs, moves) is not in this "
-    "runtime yet: issue 28 part 1",
-)
-
 #: Each store's results per mode, measured once per process and read by every aim's test.
 _MEASURED: dict[tuple[str, Mode], list[LineResult]] = {}
 
@@ -103,7 +93,6 @@ async def test_the_harness_tells_a_line_shown_from_one_replaced_by_server_copy(
 
 
 @pytest.mark.slow
-@needs_structured
 async def test_structured_narration_shows_no_corpus_claim(store_backend: StoreBackend) -> None:
     figures = await _figures(store_backend, "structured")
     leaked = figures.leaked()
@@ -132,7 +121,6 @@ async def test_free_narration_keeps_nine_in_ten_honest_corpus_lines(
 
 
 @pytest.mark.slow
-@needs_structured
 @pytest.mark.parametrize("locale", ["en", "it", "de"])
 async def test_every_honest_line_is_expressed_by_its_moves_rendered_in(
     locale: str, tmp_path: Path
@@ -144,3 +132,29 @@ async def test_every_honest_line_is_expressed_by_its_moves_rendered_in(
     refused = [(r.line.id, r.unresolved, r.findings) for r in results if not r.shown]
     assert refused == []
     assert {r.rendered_locale for r in results} == {locale}
+
+
+# --- backing by fact: a follow-up still pending ------------------------------------------------
+
+HEAR_BACK = "The airline hasn't answered yet; I'll let you know here as soon as they do."
+
+
+@pytest.mark.parametrize(
+    ("context", "shown"),
+    [
+        ("question_after_sent", True),  # the rebooking sent earlier still awaits its answer
+        ("question_trip", False),  # nothing was sent: nobody will be heard from
+        ("question_after_rebooked", False),  # the answer came: no follow-up is pending
+    ],
+)
+async def test_a_follow_up_an_earlier_turn_promised_backs_hearing_back_while_pending(
+    tmp_path: Path, context: str, shown: bool
+) -> None:
+    line = NarrationLine(
+        id="t-1", lang="en", context=context, label="honest", form="statement", text=HEAR_BACK
+    )
+    async with StoreBackend("memory", tmp_path) as backend:
+        [result] = await measure(backend, "free", [line])
+    assert result.shown is shown, result.findings
+    if not shown:
+        assert "turnframe.claim.prose_future_notification" in result.findings

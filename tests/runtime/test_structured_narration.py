@@ -313,20 +313,20 @@ async def test_free_narration_shows_reviewed_text(make_desk) -> None:
 async def test_free_narration_refuses_a_value_nothing_in_the_turn_grounds(
     make_desk, monkeypatch
 ) -> None:
-    from turnframe_core.wording import WordingFinding
+    """A reference the turn never issued is refused by value grounding (the wording guard alone
+    passes the sentence), rewritten once, then server copy; the grounds hold the turn's
+    receipt and the user's own words."""
+    from turnframe_core import codes
+    from turnframe_core.wording import ungrounded_values
     from turnframe_runtime import narration
 
     seen: list[tuple[str, str, tuple[str, ...]]] = []
 
-    def ungrounded(text: str, locale: str, grounds: Sequence[str]) -> list[WordingFinding]:
+    def spied(text: str, locale: str, grounds: Sequence[str], *rest: Any) -> Any:
         seen.append((text, locale, tuple(grounds)))
-        if "K7XQ2M" not in " ".join(grounds) and "K7XQ2M" in text:
-            return [
-                WordingFinding(code="turnframe.claim.ungrounded_value", rule="value.ungrounded")
-            ]
-        return []
+        return ungrounded_values(text, locale, grounds, *rest)
 
-    monkeypatch.setattr(narration, "ungrounded_values", ungrounded)
+    monkeypatch.setattr(narration, "ungrounded_values", spied)
     narrator = ScriptedNarrator().transition_text("Your reference is K7XQ2M.").review_passes()
     narrator.transition_text("Your reference is K7XQ2M.").review_passes()
     free = RuntimeConfig(locales=LOCALES, narration="free")
@@ -338,6 +338,8 @@ async def test_free_narration_refuses_a_value_nothing_in_the_turn_grounds(
     [receipt] = [b for b in turn.blocks if b.kind == "receipt"]
     assert (text, locale) == ("Your reference is K7XQ2M.", "en")
     assert receipt.title in grounds and "Name Grace Hopper" in grounds
+    record = await desk.stores.replay.get(desk.account_id, turn.turn_id)
+    assert {f.code for f in record.prose_findings} == {codes.CLAIM_UNGROUNDED_VALUE}
     narrator.verify()
 
 

@@ -379,6 +379,11 @@ class TripWorkflow(Workflow):
         """A rebooking sent to the airline: its answer follows, and the traveller hears of it."""
         return (_EVENT_TYPES[CONFIRM_REBOOKING],)
 
+    def follow_up_pending(self, state: Mapping[str, Any] | None) -> bool:
+        """A leg sent to the airline whose answer has not come: the traveller still hears of it."""
+        legs = (state or {}).get("legs") or {}
+        return any(leg.get("status") == "rebooking_sent" for leg in legs.values())
+
     def receipts(self, events: Sequence[DomainEvent]) -> Sequence[ReceiptSpec]:
         return [
             ReceiptSpec(
