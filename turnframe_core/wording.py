@@ -1390,9 +1390,13 @@ def ungrounded_values(
     language = _LANGUAGES.get(code)
     ordinary = (language.ordinary if language else frozenset()) | config.ordinary(code)
     normalised = unicodedata.normalize("NFKC", text)
-    known = frozenset().union(*(_ground_keys(ground, code) for ground in grounds))
+    unfound = _values(normalised, code, ordinary, False)
+    for ground in grounds:  # read only until every value is found (most prose names few)
+        if not unfound:
+            break
+        keys = _ground_keys(ground, code)
+        unfound = [value for value in unfound if not value.keys & keys]
     return [
         _finding(codes.CLAIM_UNGROUNDED_VALUE, f"value.{value.kind}", "", None, value.span)
-        for value in _values(normalised, code, ordinary, False)
-        if not value.keys & known
+        for value in unfound
     ]
