@@ -26,6 +26,7 @@ from turnframe_core.errors import TurnframeError
 
 __all__ = [
     "MAX_MOVES",
+    "REFERS_TO",
     "REF_MOVES",
     "Move",
     "MoveKind",
@@ -206,7 +207,7 @@ def check_moves(
         if move.ref is None:
             continue
         referred = by_ref.get(move.ref)
-        if referred is None or referred.kind not in _REFERS_TO[move.move]:
+        if referred is None or referred.kind not in REFERS_TO[move.move]:
             return MovesRefused(
                 codes.NARRATION_REF_NOT_IN_TURN,
                 f"move {index} ({name}) names nothing of this turn it can be about",
@@ -223,7 +224,7 @@ def check_moves(
 
 _R = ReferableKind
 #: What each move that names a thing may name.
-_REFERS_TO: Final[Mapping[MoveKind, frozenset[ReferableKind]]] = {
+REFERS_TO: Final[Mapping[MoveKind, frozenset[ReferableKind]]] = {
     MoveKind.INTRODUCE: frozenset({_R.RECEIPT, _R.NOTICE, _R.CARD}),
     MoveKind.STATE: frozenset({_R.FACT}),
     MoveKind.EXPLAIN: frozenset({_R.CARD}),

@@ -14,7 +14,7 @@ copy, and a turn whose server blocks break a rule is never returned.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Final
 
 from turnframe_core import codes
@@ -47,7 +47,7 @@ from turnframe_core.facts import (
     StateValue,
 )
 from turnframe_core.interactions import Interaction, InteractionKind, InteractionStatus
-from turnframe_core.moves import MoveKind, Referable, ReferableKind, ReferableOption
+from turnframe_core.moves import REFERS_TO, MoveKind, Referable, ReferableKind, ReferableOption
 from turnframe_core.replay import CommittedOutcome, FailedOutcome, OutcomeUnknown
 from turnframe_core.turn import AssistantTurn, Expectation, ExpectationKind, Offer, TurnStatus
 from turnframe_core.understanding import Question, Understanding
@@ -188,7 +188,11 @@ class Composer:
         notices = self._notices(shown_notices(result))
         cards = self._cards(result.shown)
         backing = self._backing(result, [*receipts, *notices, *cards])
-        answers = await self._answers(result, backing, [*receipts, *notices, *cards])
+        # what moves are judged against: their words are server copy, so the record's state too
+        moved = backing
+        if self.narration is not None and not self.narration.free:
+            moved = self._copy_backing(result, backing)
+        answers = await self._answers(result, moved, [*receipts, *notices, *cards])
         ask = self._ask(result, cards)
         offers = self._offers(result) if not cards and ask is None else ()
         acted = bool(result.understanding.acts) or turn.input.interaction_response is not None
@@ -196,12 +200,12 @@ class Composer:
         transition = None
         if not answers_only:
             transition = await self._transition(
-                result, receipts, notices, cards, ask, offers, backing
+                result, receipts, notices, cards, ask, offers, moved
             )
         prose: list[AnswerBlock | TransitionBlock] = list(answers)
         if transition is not None:
             prose.append(transition)
-        refused = self._refused(prose, [*receipts, *notices, *cards], backing)
+        refused = self._refused(prose, [*receipts, *notices, *cards], backing, moved)
         if refused:  # model prose the turn does not back: server copy replaces it
             questions = {q.question_id: q for q in result.understanding.questions}
             prose = [
@@ -271,39 +275,55 @@ class Composer:
         ]
 
     def _backing(self, result: TurnResult, server: Sequence[ResponseBlock]) -> TurnBacking:
-        """What the turn's server blocks back; with a narrator, also what the cases in view
-        state now (their narratable values, as data and as the workflow's copy words them in the
-        turn's locale: an outcome the committed state holds is a fact, not a claim) and whether
-        a follow-up an earlier turn promised is still pending for one of them."""
+        """What the turn's server blocks back; with a narrator, also that a follow-up an earlier
+        turn promised is still pending for a case the turn is about (one it touched, refused an
+        act on, or answers a question about): "you'll hear back here" stays true."""
         if self.narration is None:
             return TurnBacking.of(server, self.follow_up_codes, self.receipt_claims)
-        stated: list[str] = []
-        pending = False
+        about = {case.case_ref: case for case in result.touched_cases()}
+        refused_on = {case_ref for case_ref, _ in result.noticed.refusals}
+        for case in result.cases.handles.values():
+            if case.case_ref in refused_on:
+                about.setdefault(case.case_ref, case)
+        for question in result.understanding.questions:
+            for case in self._question_cases(result, question):
+                about.setdefault(case.case_ref, case)
+        pending = any(case.workflow.follow_up_pending(case.state) for case in about.values())
+        return TurnBacking.of(
+            server, self.follow_up_codes, self.receipt_claims, pending_follow_up=pending
+        )
+
+    def _state_facts(self, result: TurnResult) -> list[StateValue]:
+        """The narratable values of the cases in view, as facts."""
+        return [
+            StateValue(case_ref=case.case_ref, field=name, value=value)
+            for case in result.cases.handles.values()
+            for name, value in case.workflow.narratable_state(case.state).items()
+            if value is not None
+        ]
+
+    def _copy_backing(self, result: TurnResult, backing: TurnBacking) -> TurnBacking:
+        """`backing` for the tripwire over moves, whose words are server copy: also what the
+        cases in view state now (their narratable values as data and as the workflow's fact copy
+        words them), so a `state` move's "rebooked by the airline" reads as the record it is.
+        Never for free prose: a word of one field's value would back a claim about another."""
+        stated: list[str] = list(state_words(self._state_facts(result)))
         for case in result.cases.handles.values():
             values = case.workflow.narratable_state(case.state)
-            stated.extend(state_words(
-                StateValue(case_ref=case.case_ref, field=name, value=value)
-                for name, value in values.items() if value is not None
-            ))  # fmt: skip
             stated.extend(self._fact(case, n, v) for n, v in values.items() if v is not None)
-            pending = pending or case.workflow.follow_up_pending(case.state)
-        return TurnBacking.of(
-            server,
-            self.follow_up_codes,
-            self.receipt_claims,
-            pending_follow_up=pending,
-            stated=stated,
-        )
+        return replace(backing, stated=TurnBacking.of((), stated=stated).stated)
 
     def _refused(
         self,
         prose: Sequence[AnswerBlock | TransitionBlock],
         server: Sequence[ResponseBlock],
         backing: TurnBacking,
+        moved: TurnBacking,
     ) -> set[str]:
         """The model-written blocks that break a claim rule over the composed turn: a structural
         one (a fact it cites that the turn lacks) or a wording one (the guard, run again whatever
-        the review said). Their findings go to the record."""
+        the review said; moves against `moved`, free prose against `backing`). Their findings go
+        to the record."""
         refused: set[str] = set()
         for violation in check_claims([*server, *prose]):
             if violation.author == "model":
@@ -312,10 +332,8 @@ class Composer:
         for block in prose:
             if block.author != "model":
                 continue
-            guard = SERVER_COPY_GUARD if block.moves else self.guard
-            flagged = check_wording(
-                block.text, _written_in(block, self.turn.locale), backing, guard
-            )
+            guard, backed = (SERVER_COPY_GUARD, moved) if block.moves else (self.guard, backing)
+            flagged = check_wording(block.text, _written_in(block, self.turn.locale), backed, guard)
             if flagged:
                 refused.add(block.block_id)
                 question_id = block.question_id if isinstance(block, AnswerBlock) else None
@@ -450,7 +468,7 @@ class Composer:
                     backing,
                     Grounds(
                         cites=cites,
-                        values=value_grounds(server, facts, (self.turn.input.text, question.text)),
+                        values=value_grounds(server, facts, (self.turn.input.text,)),
                     ),
                 )
             blocks.append(answer or self._server_answer(result, question))
@@ -576,7 +594,7 @@ class Composer:
             for move in MoveKind
             if move in offered
             and variants[move.value]
-            and (move not in _NEEDS or bool(kinds & _NEEDS[move]))
+            and (move not in REFERS_TO or bool(kinds & REFERS_TO[move]))
         )
         return {"refs": tuple(refs), "moves": moves, "variants": variants}
 
@@ -705,7 +723,12 @@ class Composer:
             )
             grounds = Grounds(
                 cites={**cites, **fact_cites},
-                values=value_grounds([*receipts, *notices, *cards], facts, (self.turn.input.text,)),
+                # and what the cases in view hold now, which a narrator may state
+                values=value_grounds(
+                    [*receipts, *notices, *cards],
+                    [*facts, *self._state_facts(result)],
+                    (self.turn.input.text, *(c.label for c in result.cases.handles.values())),
+                ),
             )
             written = await self.narration.transition(request, backing, grounds)
             if written is not None:
@@ -759,14 +782,6 @@ _ANSWER_MOVES: Final = frozenset(
     }
 )  # fmt: skip
 _TRANSITION_MOVES: Final = frozenset(set(MoveKind) - {MoveKind.CANNOT_ANSWER})
-#: what a move that names a thing needs among the refs
-_NEEDS: Final = {
-    MoveKind.INTRODUCE: {ReferableKind.RECEIPT, ReferableKind.NOTICE, ReferableKind.CARD},
-    MoveKind.STATE: {ReferableKind.FACT},
-    MoveKind.EXPLAIN: {ReferableKind.CARD},
-    MoveKind.ASK: {ReferableKind.OBLIGATION, ReferableKind.OPERATION},
-    MoveKind.OFFER: {ReferableKind.OPERATION},
-}
 #: the most phrasings of one move a request lists
 _MAX_VARIANTS: Final = 20
 

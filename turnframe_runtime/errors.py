@@ -56,8 +56,10 @@ class IdempotencyKeyReused(TurnframeError):
 
 
 class ReviewerRequired(TurnframeError):
-    """A narrator was wired without a `ClaimReviewer`: model-written prose is always reviewed by
-    a port other than the one that wrote it."""
+    """Free narration (`RuntimeConfig(narration="free")`) was wired without a `ClaimReviewer`
+    passed to the runtime: prose a model wrote is always reviewed by a port other than the one
+    that wrote it (a narrator's own `reviewer` does not count). Structured narration needs none:
+    nothing a model wrote is shown."""
 
     code = codes.RUNTIME_REVIEWER_REQUIRED
 

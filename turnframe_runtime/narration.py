@@ -134,6 +134,12 @@ class Narration:
     #: how the guard reads free prose's languages (`RuntimeConfig.guard`)
     guard: GuardConfig = DEFAULT_GUARD
 
+    @property
+    def free(self) -> bool:
+        """Free narration (the narrator's text, reviewed) rather than structured (moves): the
+        kernel gives a reviewer only to free narration."""
+        return self.reviewer is not None
+
     async def answer(
         self, request: AnswerRequest, backing: TurnBacking, grounds: Grounds | None = None
     ) -> AnswerBlock | None:
@@ -147,23 +153,19 @@ class Narration:
         block_id = derive_block_id(
             self.turn.account_id, self.turn.turn_id, f"answer:{request.question_id}"
         )
-        if self.reviewer is None:
+        if self.reviewer is None:  # structured (`free`)
             said = await self._moved(
                 "answer", request.question_id, draft, request, backing, grounds
             )
             if said is None:
                 return None
             moves, rendered, facts = said
-            stated = any(m.move is MoveKind.STATE for m in moves)
-            unanswered = any(m.move is MoveKind.CANNOT_ANSWER for m in moves)
             return AnswerBlock(
                 block_id=block_id,
                 question_id=request.question_id,
                 text=_joined(rendered),
                 basis=request.basis,
-                status=AnswerStatus.UNSUPPORTED
-                if unanswered and not stated
-                else AnswerStatus.ANSWERED,
+                status=_answer_status(moves),
                 facts_used=facts,
                 copy_ref=rendered[0].copy_ref,
                 moves=moves,
@@ -204,7 +206,7 @@ class Narration:
 
         turn = self.turn
         block_id = derive_block_id(turn.account_id, turn.turn_id, "transition")
-        if self.reviewer is None:
+        if self.reviewer is None:  # structured (`free`)
             said = await self._moved("transition", None, draft, request, backing, grounds)
             if said is None:
                 return None
@@ -271,6 +273,11 @@ class Narration:
                     problem = check_moves(
                         moves, refs=request.refs, allowed=request.moves, variants=request.variants
                     )
+                    if problem is None and kind == "answer" and _answer_status(moves) is None:
+                        problem = MovesRefused(
+                            codes.NARRATION_BAD_SHAPE,
+                            "an answer states a fact, asks, or says it cannot answer",
+                        )
                     if problem is not None:
                         raise problem
                     rendered = self._rendered(moves, request.refs, request.locale)
@@ -279,8 +286,8 @@ class Narration:
                     refused.append(_move_finding(no, kind, question_id))
                     findings = (no.message,)
                     continue
-                except Exception as no:  # whatever a model sent: never the turn's failure
-                    code = codes.code_of(no, codes.NARRATION_BAD_SHAPE)
+                except Exception:  # whatever a model sent: never the turn's failure
+                    code = codes.NARRATION_BAD_SHAPE  # never another layer's code
                     attempts.append(self._drafted(purpose, started, ended, code))
                     refused.append(
                         _move_finding(MovesRefused(code, "unreadable"), kind, question_id)
@@ -495,6 +502,19 @@ class _Said:
             text=self.rendered.text,
             copy_ref=self.rendered.copy_ref,
         )
+
+
+def _answer_status(moves: Sequence[Move]) -> AnswerStatus | None:
+    """What an answer of moves does with its question: answers it (a `state`), asks back (an
+    `ask`), or says it cannot (`cannot_answer`); None: none of them, so it is no answer."""
+    said = {move.move for move in moves}
+    if MoveKind.STATE in said:
+        return AnswerStatus.ANSWERED
+    if MoveKind.ASK in said:
+        return AnswerStatus.CLARIFICATION_REQUESTED
+    if MoveKind.CANNOT_ANSWER in said:
+        return AnswerStatus.UNSUPPORTED
+    return None
 
 
 def _joined(said: Sequence[_Said]) -> str:

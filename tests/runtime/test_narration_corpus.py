@@ -158,3 +158,22 @@ async def test_a_follow_up_an_earlier_turn_promised_backs_hearing_back_while_pen
     assert result.shown is shown, result.findings
     if not shown:
         assert "turnframe.claim.prose_future_notification" in result.findings
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Your return flight has been rebooked.",  # the airline rebooked the outbound only
+        "Your trip has been withdrawn.",
+    ],
+)
+async def test_what_one_field_of_the_record_says_backs_no_claim_about_another(
+    tmp_path: Path, text: str
+) -> None:
+    """Free prose: the outbound leg's status says "rebooked by the airline"; that backs no
+    claim about the return leg, nor a withdrawal (the record's words are not a bag of words)."""
+    line = NarrationLine(id="t-2", lang="en", context="question_after_rebooked", label="claim",
+                         paraphrase=False, text=text)  # fmt: skip
+    async with StoreBackend("memory", tmp_path) as backend:
+        [result] = await measure(backend, "free", [line])
+    assert result.shown is False, result.findings

@@ -75,7 +75,7 @@ async def test_a_structured_reply_renders_through_server_copy_in_the_turns_local
 
     transition = _transition(turn)
     [receipt] = [b for b in turn.blocks if b.kind == "receipt"]
-    copy = desk.runtime._kernel.copy
+    copy = trip_copy().serving(LOCALES)  # the copy the desk serves
     expected = [
         copy.render("turnframe.move.acknowledge.1", locale, {}).text,
         copy.render(
@@ -146,6 +146,25 @@ async def test_a_structured_answer_states_an_allowed_fact_in_the_workflows_words
     assert answer.text == "What I have on file: email ada@example.com."
     assert [(f.field, f.value) for f in answer.facts_used] == [("email", "ada@example.com")]  # type: ignore[union-attr]
     assert [(m.move, m.ref) for m in answer.moves] == [("state", answer.moves[0].ref)]
+    narrator.verify()
+
+
+async def test_an_answer_that_neither_states_asks_nor_declines_is_no_answer(make_desk) -> None:
+    """An answer of courtesies only would be recorded as answering a question it never
+    answered: refused (bad shape), rewritten once, then server copy; one that says it cannot
+    answer is recorded as unsupported."""
+    narrator = ScriptedNarrator()
+    narrator.answer_moves("q1", Move(move=MoveKind.GREET), Move(move=MoveKind.CLOSE))
+    narrator.answer_moves("q1", Move(move=MoveKind.CANNOT_ANSWER))
+    desk: DeskHarness = await make_desk(narrator=narrator)
+    desk.ready_trip()
+    turn = await desk.say("What is my email?", question("q1", "What is my email?", "h1"))
+
+    [answer] = [b for b in turn.blocks if isinstance(b, AnswerBlock)]
+    assert (answer.author, answer.status) == ("model", "unsupported")
+    assert [m.move for m in answer.moves] == ["cannot_answer"]
+    findings = await _findings(desk, turn)
+    assert findings == [("moves", codes.NARRATION_BAD_SHAPE, None, "rewrite")]
     narrator.verify()
 
 
