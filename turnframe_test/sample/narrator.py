@@ -50,11 +50,13 @@ class DeskNarrator:
 
     async def answer(self, request: AnswerRequest) -> Mapping[str, Any] | str:
         self._turns += 1
-        moves = [
-            self._move(request, "state", ref.ref)
+        facts = [
+            ref.ref
             for ref in request.refs
             if ref.kind is ReferableKind.FACT and self._states(request, ref.ref)
         ]
+        # one phrasing after another, so a list of values does not read as a form
+        moves = [self._move(request, "state", ref, turn=n) for n, ref in enumerate(facts)]
         if not moves:
             moves.append(self._move(request, "cannot_answer"))
         return {"kind": "answer", "question_id": request.question_id, "moves": moves}
@@ -65,10 +67,15 @@ class DeskNarrator:
         return isinstance(fact, StateValue) and (self.fields is None or fact.field in self.fields)
 
     def _move(
-        self, request: AnswerRequest | TransitionRequest, move: str, ref: str | None = None
+        self,
+        request: AnswerRequest | TransitionRequest,
+        move: str,
+        ref: str | None = None,
+        *,
+        turn: int = 0,
     ) -> dict[str, Any]:
         variants = request.variants.get(move, 1) or 1
-        chosen: dict[str, Any] = {"move": move, "variant": self._turns % variants}
+        chosen: dict[str, Any] = {"move": move, "variant": (self._turns + turn) % variants}
         if ref is not None:
             chosen["ref"] = ref
         return chosen
