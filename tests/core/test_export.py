@@ -47,6 +47,7 @@ from turnframe_core.moves import Move
 from turnframe_core.stream import StreamMode, TurnCompleted, block_events
 from turnframe_core.turn import AssistantTurn, AttachmentRef, TurnInput, TurnStatus
 from turnframe_store import builders as store_builders
+from turnframe_store.records import UserTurnRecord
 from turnframe_test.builders import case, confirm_card, copy_ref, receipt_block
 
 
@@ -533,3 +534,16 @@ def test_no_generated_turns_server_words_are_ever_assistant_text(turn):
     ]
     assert texts == model_said
     assert not (server_texts - set(model_said)) & set(said)
+
+
+def test_a_user_turn_as_the_store_returns_it_is_exported_like_the_cores_own():
+    ours = user_turn()
+    stored = UserTurnRecord(
+        account_id="acct_1",
+        conversation_id="conv_1",
+        turn_id=ours.turn_id,
+        received_at=ours.received_at,
+        input=ours.input,
+    )
+    assert openai_chat_messages([stored, full_turn()]) == openai_chat_messages([ours, full_turn()])
+    assert from_vis(to_vis([stored])) == [ours]
