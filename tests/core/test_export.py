@@ -547,3 +547,20 @@ def test_a_user_turn_as_the_store_returns_it_is_exported_like_the_cores_own():
     )
     assert openai_chat_messages([stored, full_turn()]) == openai_chat_messages([ours, full_turn()])
     assert from_vis(to_vis([stored])) == [ours]
+
+
+def test_a_schema_1_0_turns_server_copy_labelled_model_is_exported_as_server_written():
+    stored = json.loads(assistant_turn(notice()).to_stored_json())
+    del stored["schema_version"]
+    stored["blocks"].append(
+        {
+            **model_prose("Nothing was sent.").model_dump(mode="json"),
+            "copy_ref": copy_ref().model_dump(mode="json"),
+        }
+    )
+    old = AssistantTurn.from_stored_json(json.dumps(stored))
+    assert old.schema_version == "1.0"
+    messages = openai_chat_messages([old])
+    assert [m["role"] for m in messages] == ["assistant", "tool"]
+    assert "Nothing was sent." in messages[1]["content"]
+    assert from_vis_message(to_vis_message(old)).to_stored_json() == old.to_stored_json()
