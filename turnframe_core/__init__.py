@@ -49,6 +49,10 @@ from turnframe_core.events import (
     ReceiptSeverity,
     ReceiptSpec,
 )
+from turnframe_core.export import (
+    ForgedBlock,
+    InvalidVisMessage,
+)
 from turnframe_core.facts import (
     OperationalOutcome,
     StateValue,
@@ -352,6 +356,7 @@ __all__ = [
     "Evidence",
     "ExternalSaga",
     "ForbiddenAuthorship",
+    "ForgedBlock",
     "FreeformNotAllowed",
     "FreeformRequiredMissing",
     "FreeformTooLong",
@@ -370,6 +375,7 @@ __all__ = [
     "InvalidId",
     "InvalidInteraction",
     "InvalidTurnInput",
+    "InvalidVisMessage",
     "Localized",
     "MalformedModelOutput",
     "Move",

@@ -79,6 +79,12 @@ TURN_TERMINAL_STATUS = "turnframe.turn.terminal_status"
 TURN_INVALID_INPUT = "turnframe.turn.invalid_input"
 TURN_UNSUPPORTED_SCHEMA_VERSION = "turnframe.turn.unsupported_schema_version"
 
+# --- export (turnframe_core.export) -------------------------------------------------------------
+#: a block that could not have come from the runtime is never exported (nor imported)
+EXPORT_FORGED_BLOCK = "turnframe.export.forged_block"
+#: Vis data that is not a message this library exported
+EXPORT_INVALID_VIS = "turnframe.export.invalid_vis"
+
 # --- canonical JSON and ids ---------------------------------------------------------------------
 CANONICAL_UNREPRESENTABLE = "turnframe.canonical.unrepresentable"
 ID_INVALID = "turnframe.id.invalid"
