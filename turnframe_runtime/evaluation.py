@@ -23,7 +23,13 @@ from typing import Annotated, Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from turnframe_core import InteractionResponse, TurnInput, codes
-from turnframe_core.blocks import InteractionBlock
+from turnframe_core.blocks import (
+    AnswerBlock,
+    InteractionBlock,
+    NoticeBlock,
+    ReceiptBlock,
+    TransitionBlock,
+)
 from turnframe_core.errors import TurnframeError
 from turnframe_core.replay import ReplayRecord
 from turnframe_core.turn import AssistantTurn
@@ -428,13 +434,19 @@ def _check(case: EvalCase, turn: AssistantTurn, record: ReplayRecord) -> list[st
     if turn.locale != locale:
         reasons.append(f"locale: the turn is in {turn.locale}, expected {locale}")
     for n, block in enumerate(turn.blocks):
-        copy_ref = getattr(block, "copy_ref", None)
+        if not isinstance(block, _RENDERED):
+            continue
+        copy_ref = block.copy_ref
         if copy_ref is not None and copy_ref.locale != locale:
             reasons.append(
                 f"locale: block {n} ({block.kind}) was rendered in {copy_ref.locale}, "
                 f"expected {locale}"
             )
     return reasons
+
+
+#: the blocks whose words may be server copy rendered in a locale (their `copy_ref`)
+_RENDERED = (AnswerBlock, TransitionBlock, ReceiptBlock, NoticeBlock)
 
 
 def _operation(act: Mapping[str, Any]) -> str:
