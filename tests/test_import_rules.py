@@ -51,6 +51,8 @@ COMPOSITION_ROOTS = {
         "turnframe_store.InvalidDatabaseUrl",
         "turnframe_store.MissingExtra",
     },
+    # `turnframe eval` migrates the fresh SQLite file it hands the adopter's factory.
+    "turnframe_runtime/cli_eval.py": {"turnframe_store.SqlStores"},
 }
 
 

@@ -89,6 +89,9 @@ EXPORT_INVALID_VIS = "turnframe.export.invalid_vis"
 CANONICAL_UNREPRESENTABLE = "turnframe.canonical.unrepresentable"
 ID_INVALID = "turnframe.id.invalid"
 
+# --- evaluation (`turnframe eval`) --------------------------------------------------------------
+EVAL_CORPUS_INVALID = "turnframe.eval.corpus_invalid"
+
 # --- commands and policy ------------------------------------------------------------------------
 POLICY_ALLOWED = "turnframe.policy.allowed"
 POLICY_TRUSTED_ORIGIN_REQUIRED = "turnframe.policy.trusted_origin_required"

@@ -31,6 +31,19 @@ from turnframe_runtime.errors import (
     TurnInProgress,
     UnknownWorkflow,
 )
+from turnframe_runtime.evaluation import (
+    CaseResult,
+    Corpus,
+    CorpusError,
+    EvalCase,
+    EvalInput,
+    EvaluatedTurn,
+    Expect,
+    ModelPrice,
+    evaluated_turn,
+    load_corpus,
+    run_corpus,
+)
 from turnframe_runtime.outbox.dispatch import (
     DispatchOutcome,
     NoSender,
@@ -150,4 +163,16 @@ __all__ = [
     "as_executor",
     "connect_broker",
     "follow_up_turn_id",
+    # `turnframe eval` (docs/eval.md)
+    "CaseResult",
+    "Corpus",
+    "CorpusError",
+    "EvalCase",
+    "EvalInput",
+    "EvaluatedTurn",
+    "Expect",
+    "ModelPrice",
+    "evaluated_turn",
+    "load_corpus",
+    "run_corpus",
 ]

@@ -23,6 +23,8 @@ async def load_runtime(app: str, db: str) -> TurnRuntime:
     module_name, _, factory_name = app.partition(":")
     try:
         factory = getattr(importlib.import_module(module_name), factory_name)
+        if not callable(factory):
+            raise Unusable(f"cannot load {app}: it is not a factory")
         runtime = factory(db)
         if inspect.isawaitable(runtime):
             runtime = await runtime

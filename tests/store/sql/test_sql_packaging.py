@@ -26,6 +26,9 @@ SHIPPED = {
     "turnframe_test/sample/travel_copy/locale/de/LC_MESSAGES/travel.mo",
     # the labelled narration corpus
     "turnframe_test/corpus/narration.jsonl",
+    # `turnframe eval`: its report template and the sample domain's corpus
+    "turnframe_runtime/eval_templates/report.html.j2",
+    "turnframe_test/sample/eval_corpus.jsonl",
 }
 
 
