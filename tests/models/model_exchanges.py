@@ -3,7 +3,9 @@
 An exchange file (tests/models/exchanges/*.json) holds the calls one adapter made, in order:
 each with what the request must carry (`expect`: key paths of the JSON body and their values)
 and the provider's response (`status`, `headers`, `body`), or `"raise": "timeout"` for a call
-that never answered. `scripts/record-exchange` writes new ones against a real key."""
+that never answered. A block id is derived per run, so a recorded answer names a ref of the
+request by its kind (`$receipt`, `$notice`, `$card`): the request's first ref of that kind.
+`scripts/record-exchange` writes new ones against a real key."""
 
 from __future__ import annotations
 
@@ -36,10 +38,13 @@ class Replay:
         if call.get("raise") == "timeout":
             raise httpx2.ReadTimeout("recorded timeout", request=request)
         response = call["response"]
+        answer = json.dumps(response["body"])
+        for kind, ref in _refs(body).items():
+            answer = answer.replace(f"${kind}", ref)
         return httpx2.Response(
             response.get("status", 200),
-            headers=response.get("headers", {}),
-            json=response["body"],
+            headers={"content-type": "application/json", **response.get("headers", {})},
+            content=answer.encode("utf-8"),
             request=request,
         )
 
@@ -66,6 +71,18 @@ class Replay:
     @property
     def used_up(self) -> bool:
         return next(self._calls, None) is None
+
+
+def _refs(body: dict[str, Any]) -> dict[str, str]:
+    """The request's first ref of each kind, when its last message is a narration request."""
+    try:
+        request = json.loads(body["messages"][-1]["content"])
+    except (KeyError, IndexError, TypeError, ValueError):
+        return {}
+    refs: dict[str, str] = {}
+    for ref in request.get("refs", []) if isinstance(request, dict) else []:
+        refs.setdefault(ref["kind"], ref["ref"])
+    return refs
 
 
 def _at(body: Any, path: str) -> Any:
