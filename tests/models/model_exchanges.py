@@ -61,7 +61,9 @@ class Replay:
     def anthropic(self) -> Any:
         import anthropic
 
-        return anthropic.AsyncAnthropic(api_key="sk-ant-test", http_client=self.http(), max_retries=0)
+        return anthropic.AsyncAnthropic(
+            api_key="sk-ant-test", http_client=self.http(), max_retries=0
+        )
 
     @property
     def base_url(self) -> str | None:

@@ -47,7 +47,9 @@ async def test_a_failed_call_ends_the_turn_as_a_model_failure_with_nothing_writt
 
 async def test_a_truncated_answer_still_records_the_tokens_it_cost() -> None:
     replay = Replay("anthropic_interpret_truncated")
-    desk = DeskHarness(interpreter=AnthropicInterpreter("claude-sonnet-4-5", client=replay.anthropic()))
+    desk = DeskHarness(
+        interpreter=AnthropicInterpreter("claude-sonnet-4-5", client=replay.anthropic())
+    )
     desk.ready_trip()
     turn = await desk.say("Name Grace Hopper")
     record = await desk.runtime.replay("acct_1", turn.replay_token)

@@ -44,7 +44,9 @@ def test_a_key_from_the_environment_is_used_and_never_shown(monkeypatch: Any) ->
     assert "sk-secret-123" not in repr(vars(interpreter))
 
 
-@pytest.mark.parametrize(("adapter", "extra"), [(OpenAIInterpreter, "openai"), (AnthropicNarrator, "anthropic")])
+@pytest.mark.parametrize(
+    ("adapter", "extra"), [(OpenAIInterpreter, "openai"), (AnthropicNarrator, "anthropic")]
+)
 def test_an_adapter_without_its_extra_names_the_extra_to_install(
     monkeypatch: Any, adapter: Any, extra: str
 ) -> None:

@@ -8,6 +8,7 @@ import os
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Literal
 
+from turnframe_core.blocks import MalformedModelOutput
 from turnframe_runtime.models._failures import (
     MissingApiKey,
     MissingModelExtra,
@@ -26,7 +27,6 @@ from turnframe_runtime.models._ports import (
     Transport,
     Usage,
 )
-from turnframe_core.blocks import MalformedModelOutput
 from turnframe_runtime.models._schema import checked
 
 if TYPE_CHECKING:
@@ -38,6 +38,7 @@ __all__ = [
     "AnthropicNarrator",
     "AnthropicReviewer",
 ]
+
 
 def _sdk() -> Any:
     try:
@@ -111,10 +112,14 @@ class AnthropicMessages(Transport):
             raise ModelRefused("the model declined to answer")
         if message.stop_reason == "max_tokens":
             raise ModelTruncated("the model's answer was cut off at its output limit")
-        calls = [b for b in message.content if b.type == "tool_use" and b.name == ask.name]
+        calls = [
+            getattr(block, "input", None)
+            for block in message.content
+            if block.type == "tool_use" and getattr(block, "name", None) == ask.name
+        ]
         if len(calls) != 1:
             raise MalformedModelOutput("the model did not answer through its one tool")
-        return checked(calls[0].input)
+        return checked(calls[0])
 
 
 class AnthropicInterpreter(InterpreterAdapter):

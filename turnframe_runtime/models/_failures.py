@@ -50,7 +50,9 @@ class MissingModelExtra(TurnframeError):
     code = codes.MODEL_MISSING_EXTRA
 
     def __init__(self, extra: str) -> None:
-        super().__init__(f"this adapter needs the {extra!r} extra: pip install 'turnframe[{extra}]'")
+        super().__init__(
+            f"this adapter needs the {extra!r} extra: pip install 'turnframe[{extra}]'"
+        )
         self.extra = extra
 
 

@@ -27,7 +27,7 @@ from turnframe_core.understanding import (
     ValueKind,
     ValueRule,
 )
-from turnframe_runtime.ports import AnswerRequest, ReviewRequest, ReviewVerdict, TransitionRequest
+from turnframe_runtime.ports import AnswerRequest, ReviewVerdict, TransitionRequest
 
 __all__ = [
     "checked",
@@ -122,7 +122,11 @@ def _act(offered: OfferedOperation, targets: list[Schema]) -> Schema:
     act_id = {"type": "string", "pattern": "^a[0-9]{1,4}$"}
     arguments = [
         _object(
-            {"name": _one_of([name]), "value": _value(offered.rules.get(name)), "evidence": _EVIDENCE}
+            {
+                "name": _one_of([name]),
+                "value": _value(offered.rules.get(name)),
+                "evidence": _EVIDENCE,
+            }
         )
         for name in offered.arguments
     ]
@@ -133,7 +137,11 @@ def _act(offered: OfferedOperation, targets: list[Schema]) -> Schema:
     }
     if arguments:
         properties["arguments"] = _array(_any(arguments), len(arguments))
-    properties |= {"evidence": _EVIDENCE, "corrects": _nullable(act_id), "cancels": _nullable(act_id)}
+    properties |= {
+        "evidence": _EVIDENCE,
+        "corrects": _nullable(act_id),
+        "cancels": _nullable(act_id),
+    }
     return _object(properties)
 
 
@@ -203,9 +211,7 @@ def _move(kind: MoveKind, refs: tuple[Referable, ...], variants: int) -> Schema 
     )
 
 
-def draft_schema(
-    request: TransitionRequest | AnswerRequest, *, structured: bool
-) -> Schema:
+def draft_schema(request: TransitionRequest | AnswerRequest, *, structured: bool) -> Schema:
     """The drafts `request` admits: moves (structured) or text citing allowed facts by index."""
     kind = "answer" if isinstance(request, AnswerRequest) else "transition"
     properties: dict[str, Schema] = {"kind": _one_of([kind])}

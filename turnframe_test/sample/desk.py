@@ -6,7 +6,14 @@ from __future__ import annotations
 from typing import Any, Literal
 
 from turnframe_core import IdSource, WorkflowDefinition
-from turnframe_runtime import ClaimReviewer, Interpreter, Narrator, OutboxConfig, RuntimeConfig, ServerCopy
+from turnframe_runtime import (
+    ClaimReviewer,
+    Interpreter,
+    Narrator,
+    OutboxConfig,
+    RuntimeConfig,
+    ServerCopy,
+)
 from turnframe_store import ManualClock, Stores
 from turnframe_test.harness import Harness
 from turnframe_test.sample.airline import FakeAirline
