@@ -32,6 +32,22 @@ from turnframe_runtime.errors import (
     TurnInProgress,
     UnknownWorkflow,
 )
+from turnframe_runtime.models import (
+    AnthropicInterpreter,
+    AnthropicNarrator,
+    AnthropicReviewer,
+    MissingApiKey,
+    MissingModelExtra,
+    ModelFailure,
+    ModelRateLimited,
+    ModelRefused,
+    ModelTimeout,
+    ModelTruncated,
+    ModelUnavailable,
+    OpenAIInterpreter,
+    OpenAINarrator,
+    OpenAIReviewer,
+)
 from turnframe_runtime.outbox.dispatch import (
     DispatchOutcome,
     NoSender,
@@ -81,6 +97,20 @@ from turnframe_runtime.sse import (
 )
 
 __all__ = [
+    "AnthropicInterpreter",
+    "AnthropicNarrator",
+    "AnthropicReviewer",
+    "MissingApiKey",
+    "MissingModelExtra",
+    "ModelFailure",
+    "ModelRateLimited",
+    "ModelRefused",
+    "ModelTimeout",
+    "ModelTruncated",
+    "ModelUnavailable",
+    "OpenAIInterpreter",
+    "OpenAINarrator",
+    "OpenAIReviewer",
     "InvalidLastEventId",
     "note_model_call",
     "encode_event",

@@ -4,6 +4,8 @@ typed error with a stable code, naming what to set or install and never a secret
 from __future__ import annotations
 
 import builtins
+import subprocess
+import sys
 from typing import Any
 
 import pytest
@@ -62,3 +64,13 @@ def test_an_adapter_without_its_extra_names_the_extra_to_install(
         adapter("some-model", api_key="k")
     assert refused.value.code == codes.MODEL_MISSING_EXTRA
     assert f"turnframe[{extra}]" in str(refused.value)
+
+
+def test_importing_the_runtime_loads_no_model_sdk() -> None:
+    """The adapters are exported from the runtime's top; their SDKs load only when one is built,
+    so a runtime without the extras imports as before."""
+    code = (
+        "import sys, turnframe_runtime\n"
+        "assert 'openai' not in sys.modules and 'anthropic' not in sys.modules\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True)
