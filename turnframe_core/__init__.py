@@ -118,6 +118,11 @@ from turnframe_core.understanding import (
     UnderstandingRejected,
     ValueKind,
     ValueRule,
+    act,
+    ambiguous_act,
+    constraint,
+    question,
+    understanding_of,
 )
 from turnframe_core.wording import (
     ClaimClass,
@@ -422,6 +427,11 @@ __all__ = [
     "codes",
     "derive_id",
     "is_terminal",
+    "act",
+    "ambiguous_act",
+    "constraint",
+    "question",
+    "understanding_of",
 ]
 
 #: Names exported here before the adopter surface was cut, by home module.

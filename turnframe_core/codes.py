@@ -201,6 +201,20 @@ OUTBOX_ATTEMPT_OVERRAN = "turnframe.outbox.attempt_overran"
 #: a failure whose own code is not one of the library's (a provider's, an adopter's: it may
 #: echo anything, so it is never shown)
 PROVIDER_ERROR = "turnframe.provider.error"
+#: a model did not answer in time
+MODEL_TIMEOUT = "turnframe.model.timeout"
+#: a provider refused the call for its rate or quota limits
+MODEL_RATE_LIMITED = "turnframe.model.rate_limited"
+#: a model declined to answer (a refusal or a content filter)
+MODEL_REFUSED = "turnframe.model.refused"
+#: a model's answer was cut off at its output limit
+MODEL_TRUNCATED = "turnframe.model.truncated"
+#: a provider could not be reached or failed (a connection, a server or a client error)
+MODEL_UNAVAILABLE = "turnframe.model.unavailable"
+#: a model adapter was built without its extra installed (`turnframe[openai]`, ...)
+MODEL_MISSING_EXTRA = "turnframe.model.missing_extra"
+#: a model adapter was built without an API key (given, or in its environment variable)
+MODEL_MISSING_API_KEY = "turnframe.model.missing_api_key"
 
 # --- store --------------------------------------------------------------------------------------
 STORE_ERROR = "turnframe.store.error"

@@ -19,6 +19,7 @@ from turnframe_core._model import (
     Millis,
     NonEmptyStr,
     Revision,
+    Whole,
     without_unset_additions,
 )
 from turnframe_core.blocks import CopyRef
@@ -188,7 +189,8 @@ class CommandOutcomeRecord(FrozenModel):
 
 
 class ProviderAttempt(FrozenModel):
-    """One model call: which purpose, which provider and model, how it ended."""
+    """One model call: which purpose, which provider and model, how it ended; a model adapter
+    adds the digest of the prompt it sent and the tokens the provider counted."""
 
     attempt: int = Field(ge=1)
     purpose: NonEmptyStr
@@ -198,6 +200,16 @@ class ProviderAttempt(FrozenModel):
     code: str | None = None
     request_id: str | None = None
     latency_ms: int | None = Field(default=None, ge=0)
+    #: the `sha256:` digest of the prompt template the call was rendered from
+    prompt_digest: str | None = Field(default=None, max_length=100)
+    input_tokens: Whole | None = None
+    output_tokens: Whole | None = None
+
+    @model_serializer(mode="wrap")
+    def _added_later(self, handler: SerializerFunctionWrapHandler) -> Any:
+        return without_unset_additions(
+            handler(self), {"prompt_digest": None, "input_tokens": None, "output_tokens": None}
+        )
 
 
 class ProseFinding(FrozenModel):

@@ -63,6 +63,11 @@ __all__ = [
     "UnderstandingRejected",
     "ValueKind",
     "ValueRule",
+    "act",
+    "ambiguous_act",
+    "constraint",
+    "question",
+    "understanding_of",
     "validate_understanding",
 ]
 
@@ -523,3 +528,63 @@ def validate_understanding(understanding: Understanding, brief: Brief) -> Unders
     if problems:
         raise UnderstandingRejected(problems)
     return understanding
+
+
+# --- builders -----------------------------------------------------------------------------------
+# What an interpreter (or a test) writes a proposal with: each part quotes the user's words.
+
+
+def act(
+    act_id: str,
+    operation: str,
+    handle: str | None,
+    quote: str,
+    *,
+    corrects: str | None = None,
+    cancels: str | None = None,
+    **arguments: Any,
+) -> ProposedAct:
+    """An act on `handle` (None: the card on screen) whose evidence, and every argument's,
+    quotes `quote`."""
+    return ProposedAct(
+        act_id=act_id,
+        operation=operation,
+        target=HandleTarget(handle=handle) if handle else CardTarget(),
+        arguments=tuple(
+            ArgumentValue(name=name, value=value, evidence=Evidence(quote=quote))
+            for name, value in arguments.items()
+        ),
+        evidence=Evidence(quote=quote),
+        corrects=corrects,
+        cancels=cancels,
+    )
+
+
+def ambiguous_act(
+    act_id: str, operation: str, handles: tuple[str, ...], quote: str, **arguments: Any
+) -> ProposedAct:
+    """An act whose words fit each of `handles` (at least two): the runtime asks which."""
+    base = act(act_id, operation, handles[0], quote, **arguments)
+    return base.model_copy(update={"target": AmbiguousTarget(handles=handles)})
+
+
+def question(question_id: str, text: str, *about: str, hypothetical: bool = False) -> Question:
+    """A question the user asked, about the cases behind `about`'s handles."""
+    return Question(question_id=question_id, text=text, about=about, hypothetical=hypothetical)
+
+
+def constraint(kind: ConstraintKind | str, quote: str) -> Constraint:
+    """A limit the user put on this turn's effects, quoting their words."""
+    return Constraint(kind=ConstraintKind(kind), evidence=Evidence(quote=quote))
+
+
+def understanding_of(
+    *parts: ProposedAct | Question | Constraint | CardAnswerProposal,
+) -> Understanding:
+    """An understanding of `parts`, each in its list in the order given."""
+    return Understanding(
+        acts=tuple(p for p in parts if isinstance(p, ProposedAct)),
+        questions=tuple(p for p in parts if isinstance(p, Question)),
+        constraints=tuple(p for p in parts if isinstance(p, Constraint)),
+        card_answers=tuple(p for p in parts if isinstance(p, CardAnswerProposal)),
+    )

@@ -6,6 +6,7 @@ What this module exports is the public API; the stage modules behind it may chan
 
 from turnframe_runtime.audit import AUDIT_QUESTIONS, Audit, AuditCheck, audit_turn
 from turnframe_runtime.audit_html import render_audit_html
+from turnframe_runtime.calls import ModelCall, note_model_call
 from turnframe_runtime.config import OutboxConfig, RuntimeConfig
 from turnframe_runtime.copy import (
     LIBRARY_COPY,
@@ -43,6 +44,22 @@ from turnframe_runtime.evaluation import (
     evaluated_turn,
     load_corpus,
     run_corpus,
+)
+from turnframe_runtime.models import (
+    AnthropicInterpreter,
+    AnthropicNarrator,
+    AnthropicReviewer,
+    MissingApiKey,
+    MissingModelExtra,
+    ModelFailure,
+    ModelRateLimited,
+    ModelRefused,
+    ModelTimeout,
+    ModelTruncated,
+    ModelUnavailable,
+    OpenAIInterpreter,
+    OpenAINarrator,
+    OpenAIReviewer,
 )
 from turnframe_runtime.outbox.dispatch import (
     DispatchOutcome,
@@ -93,7 +110,22 @@ from turnframe_runtime.sse import (
 )
 
 __all__ = [
+    "AnthropicInterpreter",
+    "AnthropicNarrator",
+    "AnthropicReviewer",
+    "MissingApiKey",
+    "MissingModelExtra",
+    "ModelFailure",
+    "ModelRateLimited",
+    "ModelRefused",
+    "ModelTimeout",
+    "ModelTruncated",
+    "ModelUnavailable",
+    "OpenAIInterpreter",
+    "OpenAINarrator",
+    "OpenAIReviewer",
     "InvalidLastEventId",
+    "note_model_call",
     "encode_event",
     "parse_last_event_id",
     "sse_frames",
@@ -123,6 +155,7 @@ __all__ = [
     "Interpreter",
     "LoadedCase",
     "MissingCopy",
+    "ModelCall",
     "Narrator",
     "NoSender",
     "OutcomeUntold",

@@ -29,6 +29,7 @@ from turnframe_core.replay import (
 from turnframe_core.turn import TurnInput
 from turnframe_core.understanding import Problem, Understanding
 from turnframe_core.workflow import DomainRefusal
+from turnframe_runtime.calls import take_model_call
 from turnframe_runtime.copy import CopyRenderError, MissingCopy, ServerCopy, as_params
 from turnframe_runtime.reduce import Plan, PlannedCommand
 
@@ -260,19 +261,31 @@ def provider_attempt(
     failure: BaseException | None = None,
     discarded: str | None = None,
 ) -> ProviderAttempt:
-    """One model call and how it ended (whatever the port says its model is): failed when it
-    raised, or when its answer was `discarded` (and why)."""
-    model = getattr(port, "model_name", None)
+    """One model call and how it ended (whatever the port says its model is, or what it noted
+    of the call with `note_model_call`): failed when it raised, or when its answer was
+    `discarded` (and why)."""
+    call = take_model_call()
+    model = call.model if call is not None else getattr(port, "model_name", None)
     failed = failure is not None or discarded is not None
     return ProviderAttempt(
         attempt=1,
         purpose=purpose,
-        provider=type(port).__name__,
+        provider=_label(call.provider) if call is not None else type(port).__name__,
         model=_label(model) if isinstance(model, str) else "unspecified",
         outcome="failed" if failed else "succeeded",
         code=discarded if failure is None else codes.code_of(failure),
+        request_id=_label(call.request_id) if call is not None and call.request_id else None,
         latency_ms=max(0, now - started),
+        prompt_digest=call.prompt_digest if call is not None else None,
+        input_tokens=_count(call.input_tokens) if call is not None else None,
+        output_tokens=_count(call.output_tokens) if call is not None else None,
     )
+
+
+def _count(tokens: int | None) -> int | None:
+    """A provider's token count when it is one a record can keep."""
+    ok = isinstance(tokens, int) and not isinstance(tokens, bool) and 0 <= tokens < 2**63
+    return tokens if ok else None
 
 
 def _label(text: str) -> str:

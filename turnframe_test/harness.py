@@ -22,6 +22,7 @@ from turnframe_core import (
 from turnframe_runtime import (
     CaseDirectory,
     ClaimReviewer,
+    Interpreter,
     Narrator,
     OutboxConfig,
     OutboxSender,
@@ -86,7 +87,7 @@ class Harness:
         executor: WorkflowExecutor,
         senders: Mapping[str, OutboxSender] | None = None,
         stores: Stores | None = None,
-        interpreter: ScriptedInterpreter | None = None,
+        interpreter: Interpreter | None = None,
         narrator: Narrator | None = None,
         reviewer: ClaimReviewer | None = None,
         account_id: str = "acct_1",
@@ -106,7 +107,11 @@ class Harness:
         self.directory = directory
         self.executor = executor
         self.senders = dict(senders or {})
-        self.interpreter = interpreter if interpreter is not None else ScriptedInterpreter()
+        #: the port that reads the user's words: scripted unless a test passes a real one
+        #: (then `say` and `click` ignore their `parts`)
+        self.interpreter: Interpreter = (
+            interpreter if interpreter is not None else ScriptedInterpreter()
+        )
         self.narrator = narrator
         self.reviewer = reviewer
         self.account_id = account_id
@@ -144,7 +149,7 @@ class Harness:
 
     async def say(self, text: str, *parts: Any, locale: str = "en", **extra: Any) -> AssistantTurn:
         """The user writes `text`; the interpreter reads it as `parts` (acts, questions…)."""
-        self.interpreter.then(understanding(*parts))
+        self._script(parts)
         self.clock.advance(1_000)
         return await self.runtime.handle_turn(
             TurnInput(
@@ -172,7 +177,7 @@ class Harness:
         """The user clicks `option_id` on `card` (or on the only card of a turn)."""
         block = self.card(card) if isinstance(card, AssistantTurn) else card
         if text:
-            self.interpreter.then(understanding(*parts))
+            self._script(parts)
         self.clock.advance(1_000)
         return await self.runtime.handle_turn(
             TurnInput(
@@ -189,6 +194,10 @@ class Harness:
                 turn_id=turn_id,
             )
         )
+
+    def _script(self, parts: Sequence[Any]) -> None:
+        if isinstance(self.interpreter, ScriptedInterpreter):
+            self.interpreter.then(understanding(*parts))
 
     @staticmethod
     def card(turn: AssistantTurn) -> InteractionBlock:

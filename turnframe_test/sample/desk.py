@@ -6,7 +6,14 @@ from __future__ import annotations
 from typing import Any, Literal
 
 from turnframe_core import IdSource, WorkflowDefinition
-from turnframe_runtime import ClaimReviewer, Narrator, OutboxConfig, RuntimeConfig, ServerCopy
+from turnframe_runtime import (
+    ClaimReviewer,
+    Interpreter,
+    Narrator,
+    OutboxConfig,
+    RuntimeConfig,
+    ServerCopy,
+)
 from turnframe_store import ManualClock, Stores
 from turnframe_test.harness import Harness
 from turnframe_test.sample.airline import FakeAirline
@@ -18,7 +25,6 @@ from turnframe_test.sample.travel import (
     TripWorkflow,
     trip_copy,
 )
-from turnframe_test.scripted import ScriptedInterpreter
 
 __all__ = ["DeskHarness"]
 
@@ -33,7 +39,7 @@ class DeskHarness(Harness):
         self,
         *,
         stores: Stores | None = None,
-        interpreter: ScriptedInterpreter | None = None,
+        interpreter: Interpreter | None = None,
         narrator: Narrator | None = None,
         reviewer: ClaimReviewer | None = None,
         account_id: str = "acct_1",

@@ -1,0 +1,93 @@
+"""Recorded provider exchanges replayed through the SDKs' own HTTP clients (no network).
+
+An exchange file (tests/models/exchanges/*.json) holds the calls one adapter made, in order:
+each with what the request must carry (`expect`: key paths of the JSON body and their values)
+and the provider's response (`status`, `headers`, `body`), or `"raise": "timeout"` for a call
+that never answered. A block id is derived per run, so a recorded answer names a ref of the
+request by its kind (`$receipt`, `$notice`, `$card`): the request's first ref of that kind.
+`scripts/record-exchange` writes new ones against a real key."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx2
+
+EXCHANGES = Path(__file__).parent / "exchanges"
+
+
+class Replay:
+    """The calls of one exchange file, served in order; `requests` holds what was sent."""
+
+    def __init__(self, name: str) -> None:
+        self.exchange = json.loads((EXCHANGES / f"{name}.json").read_text("utf-8"))
+        self._calls: Iterator[dict[str, Any]] = iter(self.exchange["calls"])
+        self.requests: list[dict[str, Any]] = []
+
+    def handler(self, request: httpx2.Request) -> httpx2.Response:
+        body = json.loads(request.content)
+        self.requests.append(body)
+        call = next(self._calls, None)
+        if call is None:
+            raise AssertionError("the adapter made a call the exchange does not hold")
+        for path, value in call.get("expect", {}).items():
+            assert _at(body, path) == value, path
+        if call.get("raise") == "timeout":
+            raise httpx2.ReadTimeout("recorded timeout", request=request)
+        response = call["response"]
+        answer = json.dumps(response["body"])
+        for kind, ref in _refs(body).items():
+            answer = answer.replace(f"${kind}", ref)
+        return httpx2.Response(
+            response.get("status", 200),
+            headers={"content-type": "application/json", **response.get("headers", {})},
+            content=answer.encode("utf-8"),
+            request=request,
+        )
+
+    def http(self) -> httpx2.AsyncClient:
+        return httpx2.AsyncClient(transport=httpx2.MockTransport(self.handler))
+
+    def openai(self) -> Any:
+        import openai
+
+        return openai.AsyncOpenAI(
+            api_key="sk-test", http_client=self.http(), max_retries=0, base_url=self.base_url
+        )
+
+    def anthropic(self) -> Any:
+        import anthropic
+
+        return anthropic.AsyncAnthropic(
+            api_key="sk-ant-test", http_client=self.http(), max_retries=0
+        )
+
+    @property
+    def base_url(self) -> str | None:
+        url = self.exchange.get("base_url")
+        return url if isinstance(url, str) else None
+
+    @property
+    def used_up(self) -> bool:
+        return next(self._calls, None) is None
+
+
+def _refs(body: dict[str, Any]) -> dict[str, str]:
+    """The request's first ref of each kind, when its last message is a narration request."""
+    try:
+        request = json.loads(body["messages"][-1]["content"])
+    except (KeyError, IndexError, TypeError, ValueError):
+        return {}
+    refs: dict[str, str] = {}
+    for ref in request.get("refs", []) if isinstance(request, dict) else []:
+        refs.setdefault(ref["kind"], ref["ref"])
+    return refs
+
+
+def _at(body: Any, path: str) -> Any:
+    for key in path.split("."):
+        body = body[int(key)] if isinstance(body, list) else body[key]
+    return body

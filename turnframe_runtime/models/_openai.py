@@ -1,0 +1,200 @@
+"""OpenAI, and any server that speaks OpenAI's chat completions API (`base_url`: Ollama, vLLM,
+llama.cpp...): the schema travels as a strict `json_schema` response format."""
+
+from __future__ import annotations
+
+import importlib
+import os
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, Literal
+
+from turnframe_runtime.models._failures import (
+    MissingApiKey,
+    MissingModelExtra,
+    ModelRateLimited,
+    ModelRefused,
+    ModelTimeout,
+    ModelTruncated,
+    ModelUnavailable,
+)
+from turnframe_runtime.models._ports import (
+    DEFAULT_MAX_OUTPUT_TOKENS,
+    Ask,
+    InterpreterAdapter,
+    NarratorAdapter,
+    ReviewerAdapter,
+    Transport,
+    Usage,
+)
+from turnframe_runtime.models._schema import decode
+
+if TYPE_CHECKING:
+    from openai import AsyncOpenAI
+
+__all__ = ["OpenAIChat", "OpenAIInterpreter", "OpenAINarrator", "OpenAIReviewer"]
+
+#: A key for servers that want none (a local OpenAI-compatible one reached by `base_url`).
+_NO_KEY = "not-needed"
+
+
+def _sdk() -> Any:
+    try:
+        return importlib.import_module("openai")
+    except ImportError:
+        raise MissingModelExtra("openai") from None
+
+
+class OpenAIChat(Transport):
+    """Chat completions with a strict JSON schema response format.
+
+    `client`: an `openai.AsyncOpenAI` to use (tests pass one over a mock transport); else one
+    is built from `api_key` (or `OPENAI_API_KEY`), `base_url`, `timeout` and `max_retries`.
+    With `base_url` and no client the provider is recorded as "openai-compatible" and a key is
+    optional."""
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        client: AsyncOpenAI | None = None,
+        base_url: str | None = None,
+        api_key: str | None = None,
+        timeout: float = 30.0,
+        max_retries: int = 1,
+        max_output_tokens: int = DEFAULT_MAX_OUTPUT_TOKENS,
+    ) -> None:
+        super().__init__(model, max_output_tokens=max_output_tokens)
+        self.sdk = _sdk()
+        self.provider = "openai-compatible" if base_url is not None else "openai"
+        if client is None:
+            key = api_key or os.environ.get("OPENAI_API_KEY")
+            if not key:
+                if base_url is None:
+                    raise MissingApiKey("OPENAI_API_KEY")
+                key = _NO_KEY
+            client = self.sdk.AsyncOpenAI(
+                api_key=key, base_url=base_url, timeout=timeout, max_retries=max_retries
+            )
+        self.client = client
+
+    async def ask(self, ask: Ask, noted: Callable[[Usage], None]) -> Any:
+        sdk = self.sdk
+        try:
+            completion = await self.client.chat.completions.create(
+                model=self.model_name,
+                messages=[
+                    {"role": "system", "content": ask.system},
+                    {"role": "user", "content": ask.user},
+                ],
+                response_format={
+                    "type": "json_schema",
+                    "json_schema": {"name": ask.name, "schema": ask.schema, "strict": True},
+                },
+                max_completion_tokens=self.max_output_tokens,
+            )
+        except sdk.APITimeoutError:
+            raise ModelTimeout("the model did not answer in time") from None
+        except sdk.RateLimitError:
+            raise ModelRateLimited("the provider refused the call for its rate limits") from None
+        except sdk.APIError as failed:  # connection, server and client errors alike
+            raise ModelUnavailable(f"the provider failed ({type(failed).__name__})") from None
+        usage = completion.usage
+        noted(
+            Usage(
+                input_tokens=usage.prompt_tokens if usage is not None else None,
+                output_tokens=usage.completion_tokens if usage is not None else None,
+                request_id=completion.id,
+            )
+        )
+        if not completion.choices:
+            raise ModelUnavailable("the provider answered with no choice")
+        choice = completion.choices[0]
+        finish = choice.finish_reason
+        if choice.message.refusal or finish == "content_filter":
+            raise ModelRefused("the model declined to answer")
+        if finish == "length":
+            raise ModelTruncated("the model's answer was cut off at its output limit")
+        return decode(choice.message.content)
+
+
+class OpenAIInterpreter(InterpreterAdapter):
+    """An `Interpreter` on an OpenAI (or OpenAI-compatible) model; arguments as `OpenAIChat`."""
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        client: AsyncOpenAI | None = None,
+        base_url: str | None = None,
+        api_key: str | None = None,
+        timeout: float = 30.0,
+        max_retries: int = 1,
+        max_output_tokens: int = DEFAULT_MAX_OUTPUT_TOKENS,
+    ) -> None:
+        super().__init__(
+            OpenAIChat(
+                model,
+                client=client,
+                base_url=base_url,
+                api_key=api_key,
+                timeout=timeout,
+                max_retries=max_retries,
+                max_output_tokens=max_output_tokens,
+            )
+        )
+
+
+class OpenAINarrator(NarratorAdapter):
+    """A `Narrator` on an OpenAI (or OpenAI-compatible) model: moves unless `narration="free"`."""
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        narration: Literal["structured", "free"] = "structured",
+        client: AsyncOpenAI | None = None,
+        base_url: str | None = None,
+        api_key: str | None = None,
+        timeout: float = 30.0,
+        max_retries: int = 1,
+        max_output_tokens: int = DEFAULT_MAX_OUTPUT_TOKENS,
+    ) -> None:
+        super().__init__(
+            OpenAIChat(
+                model,
+                client=client,
+                base_url=base_url,
+                api_key=api_key,
+                timeout=timeout,
+                max_retries=max_retries,
+                max_output_tokens=max_output_tokens,
+            ),
+            narration=narration,
+        )
+
+
+class OpenAIReviewer(ReviewerAdapter):
+    """A `ClaimReviewer` on an OpenAI (or OpenAI-compatible) model."""
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        client: AsyncOpenAI | None = None,
+        base_url: str | None = None,
+        api_key: str | None = None,
+        timeout: float = 30.0,
+        max_retries: int = 1,
+        max_output_tokens: int = DEFAULT_MAX_OUTPUT_TOKENS,
+    ) -> None:
+        super().__init__(
+            OpenAIChat(
+                model,
+                client=client,
+                base_url=base_url,
+                api_key=api_key,
+                timeout=timeout,
+                max_retries=max_retries,
+                max_output_tokens=max_output_tokens,
+            )
+        )
