@@ -29,7 +29,7 @@ from turnframe_core.replay import (
 from turnframe_core.turn import TurnInput
 from turnframe_core.understanding import Problem, Understanding
 from turnframe_core.workflow import DomainRefusal
-from turnframe_runtime.calls import take_model_call
+from turnframe_runtime.calls import ModelCall, take_model_call
 from turnframe_runtime.copy import CopyRenderError, MissingCopy, ServerCopy, as_params
 from turnframe_runtime.reduce import Plan, PlannedCommand
 
@@ -260,11 +260,15 @@ def provider_attempt(
     now: int,
     failure: BaseException | None = None,
     discarded: str | None = None,
+    *,
+    noted: ModelCall | None = None,
 ) -> ProviderAttempt:
     """One model call and how it ended (whatever the port says its model is, or what it noted
     of the call with `note_model_call`): failed when it raised, or when its answer was
-    `discarded` (and why)."""
-    call = take_model_call()
+    `discarded` (and why). `noted`: the note taken when the call returned, for an attempt
+    recorded after other calls (a draft's, once its review is known); else the note is taken
+    now."""
+    call = noted if noted is not None else take_model_call()
     model = call.model if call is not None else getattr(port, "model_name", None)
     failed = failure is not None or discarded is not None
     return ProviderAttempt(

@@ -46,6 +46,7 @@ from turnframe_core.wording import (
     ungrounded_values,
 )
 from turnframe_runtime import observe
+from turnframe_runtime.calls import ModelCall, take_model_call
 from turnframe_runtime.context import AuditTrail, Purpose, TurnContext, provider_attempt
 from turnframe_runtime.copy import CopyRenderError, MissingCopy, RenderedCopy, ServerCopy
 from turnframe_runtime.ports import (
@@ -400,11 +401,18 @@ class Narration:
                 attempts.append(provider_attempt(purpose, self.narrator, started, clock(), exc))
                 break
             ended = clock()
+            noted = take_model_call()  # this draft's, before the review notes its own
 
             def drafted(
-                discarded: str | None = None, *, at: int = started, to: int = ended
+                discarded: str | None = None,
+                *,
+                at: int = started,
+                to: int = ended,
+                call: ModelCall | None = noted,
             ) -> ProviderAttempt:
-                return provider_attempt(purpose, self.narrator, at, to, discarded=discarded)
+                return provider_attempt(
+                    purpose, self.narrator, at, to, discarded=discarded, noted=call
+                )
 
             try:
                 block = shaped(

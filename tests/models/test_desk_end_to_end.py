@@ -84,12 +84,41 @@ async def test_the_travel_desk_runs_free_narration_past_a_model_reviewer(provide
     )
     assert [f.kind for f in transition.facts_used] == ["operational_outcome"]
     record = await desk.runtime.replay("acct_1", turn.replay_token)
-    purposes = [(a.purpose, a.outcome) for a in record.provider_attempts]
-    assert purposes == [
-        ("understand", "succeeded"),
-        ("review", "succeeded"),
-        ("transition", "succeeded"),
-    ] or sorted(purposes) == sorted(
-        [("understand", "succeeded"), ("transition", "succeeded"), ("review", "succeeded")]
-    )
+    calls = sorted((a.purpose, a.provider, a.model, a.outcome) for a in record.provider_attempts)
+    assert calls == [  # each call names its own provider, even the draft recorded after its review
+        ("review", provider, model, "succeeded"),
+        ("transition", provider, model, "succeeded"),
+        ("understand", provider, model, "succeeded"),
+    ]
+    digests = {a.purpose: a.prompt_digest for a in record.provider_attempts}
+    assert digests["transition"] == prompt("narrate").digest
+    assert digests["review"] == prompt("review").digest
     assert heard.used_up and told.used_up and judged.used_up
+
+
+async def test_the_travel_desk_runs_through_an_openai_compatible_server() -> None:
+    """A local server (Ollama, vLLM, llama.cpp) by base URL, with no key: the interpreter, a
+    free narrator and its reviewer all reach it, and the record names it as such."""
+    local, model = "http://localhost:11434/v1", "llama3.1:8b"
+    heard = Replay("openai_compatible_interpret_set_name")
+    told = Replay("openai_compatible_narrate_free_set_name")
+    judged = Replay("openai_compatible_review_pass")
+    desk = DeskHarness(
+        interpreter=OpenAIInterpreter(model, client=heard.openai(), base_url=local),
+        narrator=OpenAINarrator(model, narration="free", client=told.openai(), base_url=local),
+        reviewer=OpenAIReviewer(model, client=judged.openai(), base_url=local),
+        narration="free",
+    )
+    desk.ready_trip()
+    turn = await desk.say("Name Grace Hopper")
+    assert desk.receipt_codes(turn) == ["trip.name_set"]
+    [transition] = [b for b in turn.blocks if isinstance(b, TransitionBlock)]
+    assert transition.author == "model"
+    assert heard.used_up and told.used_up and judged.used_up
+    record = await desk.runtime.replay("acct_1", turn.replay_token)
+    calls = sorted((a.purpose, a.provider, a.model, a.outcome) for a in record.provider_attempts)
+    assert calls == [
+        ("review", "openai-compatible", model, "succeeded"),
+        ("transition", "openai-compatible", model, "succeeded"),
+        ("understand", "openai-compatible", model, "succeeded"),
+    ]
