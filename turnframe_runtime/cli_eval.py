@@ -4,7 +4,8 @@ through the adopter's runtime (docs/eval.md).
 The app is loaded as `turnframe worker` loads it (`--app`, or `$TURNFRAME_APP`): `FACTORY(url)`
 builds a runtime on the database at `url`. Without `--db` that is a fresh SQLite file in a
 temporary directory, migrated before the factory sees it and gone afterwards. Exit 0 when every
-case passes, 1 when one fails, 2 when the corpus, the price table or the app cannot be used.
+case passes, 1 when one fails, 2 when the corpus, the price table or the app cannot be used or
+a report cannot be written.
 """
 
 from __future__ import annotations
@@ -80,11 +81,18 @@ def _run(args: argparse.Namespace) -> int:
         return 2
     name = Path(args.corpus).name
     sys.stdout.write(render_text(results, corpus=name, app=args.app))
+    reports: list[tuple[str, str]] = []
     if args.json_file:
         report = report_json(results, corpus=name, app=args.app)
-        Path(args.json_file).write_text(json.dumps(report, indent=2, ensure_ascii=False) + "\n")
+        reports.append((args.json_file, json.dumps(report, indent=2, ensure_ascii=False) + "\n"))
     if args.html_file:
-        Path(args.html_file).write_text(render_html(results, corpus=name, app=args.app))
+        reports.append((args.html_file, render_html(results, corpus=name, app=args.app)))
+    for path, text in reports:
+        try:
+            Path(path).write_text(text, encoding="utf-8")
+        except OSError as unwritable:
+            print(f"turnframe eval: cannot write {path}: {unwritable.strerror}", file=sys.stderr)
+            return 2
     return 0 if all(r.passed for r in results) else 1
 
 

@@ -344,7 +344,16 @@ async def run_case(
         finally:
             _CURRENT.reset(token)
     turn = turns[-1]
-    record = await runtime.replay(case.account_id, turn.replay_token)
+    try:
+        record = await runtime.replay(case.account_id, turn.replay_token)
+    except Exception as error:  # a store may raise anything: the case fails, the run goes on
+        return CaseResult(
+            case.id,
+            case.locale,
+            (f"the judged turn's replay raised {_error(error)}",),
+            blocks=tuple(b.kind for b in turn.blocks),
+            latency_ms=latency_ms,
+        )
     attempts = [a.model_dump() for a in record.provider_attempts]
     return CaseResult(
         case_id=case.id,

@@ -6,16 +6,18 @@ from __future__ import annotations
 
 import json
 import tomllib
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from importlib.metadata import EntryPoint
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pytest
 
 import turnframe_runtime.cli as cli
-from turnframe_runtime import ModelPrice, load_corpus
-from turnframe_runtime.evaluation import cost_of, parse_corpus, usage_of
+from turnframe_runtime import EvalCase, ModelPrice, TurnRuntime, load_corpus
+from turnframe_runtime.evaluation import cost_of, parse_corpus, run_case, usage_of
+from turnframe_store import SqlStores
+from turnframe_test.sample.eval_app import scripted_runtime
 
 ROOT = Path(__file__).resolve().parents[2]
 CORPUS = ROOT / "turnframe_test" / "sample" / "eval_corpus.jsonl"
@@ -46,6 +48,28 @@ def a_case(**changes: Any) -> dict[str, Any]:
     """The sample corpus's first case (the user renames the traveller), with `changes`."""
     case: dict[str, Any] = json.loads(CORPUS.read_text(encoding="utf-8").splitlines()[0])
     return {**case, **changes}
+
+
+@pytest.fixture
+async def sample_runtime(tmp_path: Path) -> AsyncIterator[TurnRuntime]:
+    """The sample app on a migrated SQLite file of its own, for `run_case`."""
+    url = f"sqlite+aiosqlite:///{tmp_path / 'eval.db'}"
+    stores = await SqlStores.connect(url)
+    await stores.migrate()
+    await stores.aclose()
+    runtime = await scripted_runtime(url)
+    yield runtime
+    await runtime.stores.aclose()
+
+
+class Wrapped:
+    """A runtime whose methods named in `overrides` are replaced (the rest are the runtime's)."""
+
+    def __init__(self, runtime: TurnRuntime, **overrides: Any) -> None:
+        self._runtime, self._overrides = runtime, overrides
+
+    def __getattr__(self, name: str) -> Any:
+        return self._overrides.get(name) or getattr(self._runtime, name)
 
 
 def write_corpus(path: Path, *lines: dict[str, Any] | str) -> Path:
@@ -170,6 +194,21 @@ def test_the_html_report_escapes_what_a_reason_quotes(tmp_path: Path) -> None:
     assert "&lt;b&gt;x&lt;/b&gt;" in html and "<b>x</b>" not in html
 
 
+async def test_a_replay_that_raises_fails_its_case_with_the_reason(
+    sample_runtime: TurnRuntime,
+) -> None:
+    async def replay(*_: Any) -> Any:
+        raise RuntimeError("the replay store is down")
+
+    broken = cast(TurnRuntime, Wrapped(sample_runtime, replay=replay))
+
+    result = await run_case(broken, EvalCase.model_validate(a_case()))
+
+    assert result.reasons == (
+        "the judged turn's replay raised RuntimeError: the replay store is down",
+    )
+
+
 # --- bad input ---------------------------------------------------------------------------------
 
 
@@ -234,6 +273,20 @@ def test_an_app_that_cannot_be_loaded_is_a_usage_error(
 
     assert code == 2
     assert capsys.readouterr().err.startswith(f"turnframe eval: {message}")
+
+
+@pytest.mark.parametrize("flag", ["--json", "--html"])
+def test_a_report_that_cannot_be_written_is_a_usage_error(
+    flag: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    corpus = write_corpus(tmp_path / "c.jsonl", a_case())
+    nowhere = tmp_path / "no_such_dir" / "report"
+
+    assert turnframe_eval(corpus, "--app", APP, flag, nowhere) == 2
+
+    err = capsys.readouterr().err
+    assert err.startswith(f"turnframe eval: cannot write {nowhere}: "), err
+    assert err.count("\n") == 1 and "Traceback" not in err
 
 
 # --- tokens and cost ---------------------------------------------------------------------------
