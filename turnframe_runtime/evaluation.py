@@ -45,7 +45,7 @@ __all__ = [
     "Expect",
     "ExpectedOperation",
     "ModelPrice",
-    "Usage",
+    "TokenCount",
     "cost_of",
     "evaluated_turn",
     "load_corpus",
@@ -53,7 +53,7 @@ __all__ = [
     "parse_corpus",
     "run_case",
     "run_corpus",
-    "usage_of",
+    "tokens_of",
 ]
 
 
@@ -258,18 +258,20 @@ def evaluated_turn() -> EvaluatedTurn | None:
 
 
 @dataclass(frozen=True)
-class Usage:
+class TokenCount:
+    """A case's tokens: what its judged turn's provider attempts report, summed."""
+
     input_tokens: int
     output_tokens: int
 
 
-def usage_of(attempts: Sequence[Mapping[str, Any]]) -> Usage | None:
+def tokens_of(attempts: Sequence[Mapping[str, Any]]) -> TokenCount | None:
     """The tokens the provider attempts report (`input_tokens`, `output_tokens`), summed; None
     when none reports any."""
     reported = [a for a in attempts if a.get("input_tokens") is not None]
     if not reported:
         return None
-    return Usage(
+    return TokenCount(
         input_tokens=sum(int(a["input_tokens"]) for a in reported),
         output_tokens=sum(int(a.get("output_tokens") or 0) for a in reported),
     )
@@ -306,7 +308,8 @@ class CaseResult:
     blocks: tuple[str, ...] = ()
     #: the judged turn's wall time
     latency_ms: int | None = None
-    usage: Usage | None = None
+    #: the judged turn's tokens (None when no attempt reports any)
+    usage: TokenCount | None = None
     cost_usd: float | None = None
 
     @property
@@ -361,7 +364,7 @@ async def run_case(
         reasons=tuple(_check(case, turn, record)),
         blocks=tuple(b.kind for b in turn.blocks),
         latency_ms=latency_ms,
-        usage=usage_of(attempts),
+        usage=tokens_of(attempts),
         cost_usd=cost_of(attempts, prices or {}),
     )
 

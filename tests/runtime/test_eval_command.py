@@ -15,7 +15,7 @@ import pytest
 
 import turnframe_runtime.cli as cli
 from turnframe_runtime import EvalCase, ModelPrice, TurnRuntime, load_corpus
-from turnframe_runtime.evaluation import cost_of, parse_corpus, run_case, usage_of
+from turnframe_runtime.evaluation import TokenCount, cost_of, parse_corpus, run_case, tokens_of
 from turnframe_store import SqlStores
 from turnframe_test.sample.eval_app import scripted_runtime
 
@@ -304,10 +304,7 @@ def test_tokens_are_summed_over_the_attempts_that_report_them() -> None:
         {"model": "scripted"},
     ]
 
-    usage = usage_of(attempts)
-
-    assert usage is not None
-    assert (usage.input_tokens, usage.output_tokens) == (4000, 300)
+    assert tokens_of(attempts) == TokenCount(input_tokens=4000, output_tokens=300)
 
 
 def test_cost_is_priced_per_model_and_unknown_without_tokens_or_a_price() -> None:
@@ -319,7 +316,7 @@ def test_cost_is_priced_per_model_and_unknown_without_tokens_or_a_price() -> Non
     assert cost_of(priced, PRICES) == pytest.approx(0.0009 + 0.0105)
     assert cost_of([{"model": "small"}], PRICES) is None
     assert cost_of([{"model": "other", "input_tokens": 1, "output_tokens": 1}], PRICES) is None
-    assert usage_of([{"model": "small"}]) is None
+    assert tokens_of([{"model": "small"}]) is None
 
 
 def test_a_corpus_may_carry_its_price_table_and_a_flag_adds_to_it(
