@@ -27,6 +27,7 @@ from turnframe_runtime.evaluation import (
     CorpusError,
     load_corpus,
     load_prices,
+    new_run_id,
     run_corpus,
 )
 from turnframe_store import SqlStores
@@ -74,16 +75,18 @@ def _run(args: argparse.Namespace) -> int:
     except CorpusError as bad:
         print(f"turnframe eval: {bad.message} [{bad.code}]", file=sys.stderr)
         return 2
+    run = new_run_id()
     try:
-        results = asyncio.run(_evaluate(args.app, args.db, corpus))
+        results = asyncio.run(_evaluate(args.app, args.db, corpus, run))
     except Unusable as unusable:
         print(f"turnframe eval: {unusable}", file=sys.stderr)
         return 2
     name = Path(args.corpus).name
+    print(f"turnframe eval: run {run}")
     sys.stdout.write(render_text(results, corpus=name, app=args.app))
     reports: list[tuple[str, str]] = []
     if args.json_file:
-        report = report_json(results, corpus=name, app=args.app)
+        report = {"run": run, **report_json(results, corpus=name, app=args.app)}
         reports.append((args.json_file, json.dumps(report, indent=2, ensure_ascii=False) + "\n"))
     if args.html_file:
         reports.append((args.html_file, render_html(results, corpus=name, app=args.app)))
@@ -96,7 +99,7 @@ def _run(args: argparse.Namespace) -> int:
     return 0 if all(r.passed for r in results) else 1
 
 
-async def _evaluate(app: str, db: str | None, corpus: Corpus) -> list[CaseResult]:
+async def _evaluate(app: str, db: str | None, corpus: Corpus, run: str) -> list[CaseResult]:
     with tempfile.TemporaryDirectory(prefix="turnframe-eval-") as scratch:
         if db is None:
             db = f"sqlite+aiosqlite:///{Path(scratch) / 'eval.db'}"
@@ -107,6 +110,6 @@ async def _evaluate(app: str, db: str | None, corpus: Corpus) -> list[CaseResult
                 await stores.aclose()
         runtime = await load_runtime(app, db)
         try:
-            return await run_corpus(runtime, corpus)
+            return await run_corpus(runtime, corpus, run=run)
         finally:
             await runtime.stores.aclose()

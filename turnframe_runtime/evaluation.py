@@ -2,7 +2,8 @@
 
 A corpus is JSON lines: each line one case (the conversation so far, the user's last message or
 click, what must hold of the turn it gets), or one price table. Each case runs on a fresh
-conversation of its own account through the app's runtime; what the case expects is checked
+conversation of its own account through the app's runtime, both named for the case and the run
+(so a second run on a kept database starts afresh); what the case expects is checked
 against the last turn and its replay record, never against anything a model says of itself.
 
 While a corpus turn runs, `evaluated_turn()` names it: scripted ports answer from its
@@ -13,6 +14,7 @@ both.
 from __future__ import annotations
 
 import json
+import secrets
 import time
 from collections.abc import Iterable, Mapping, Sequence
 from contextvars import ContextVar
@@ -50,6 +52,7 @@ __all__ = [
     "evaluated_turn",
     "load_corpus",
     "load_prices",
+    "new_run_id",
     "parse_corpus",
     "run_case",
     "run_corpus",
@@ -139,13 +142,13 @@ class EvalCase(_Strict):
     input: EvalInput
     expect: Expect = Field(default_factory=Expect)
 
-    @property
-    def account_id(self) -> str:
-        return self.account or f"eval_{self.id}"
+    def account_id(self, run: str) -> str:
+        """The account the case runs as in `run` (`eval_<id>_<run>`, or `<account>_<run>`)."""
+        return f"{self.account or f'eval_{self.id}'}_{run}"
 
-    @property
-    def conversation_id(self) -> str:
-        return f"conv_eval_{self.id}"
+    def conversation_id(self, run: str) -> str:
+        """The case's conversation in `run`: `conv_eval_<id>_<run>`."""
+        return f"conv_eval_{self.id}_{run}"
 
 
 class ModelPrice(_Strict):
@@ -234,16 +237,25 @@ def _first_problem(invalid: ValidationError) -> str:
 
 @dataclass(frozen=True)
 class EvaluatedTurn:
-    """A corpus turn running now: the case, and which of its inputs (`index` counts the
-    history first; `index == len(case.history)` is the input the case judges)."""
+    """A corpus turn running now: the case, which of its inputs (`index` counts the history
+    first; `index == len(case.history)` is the input the case judges) and the run."""
 
     case: EvalCase
     index: int
     input: EvalInput
+    run: str
 
     @property
     def judged(self) -> bool:
         return self.index == len(self.case.history)
+
+    @property
+    def account_id(self) -> str:
+        return self.case.account_id(self.run)
+
+    @property
+    def conversation_id(self) -> str:
+        return self.case.conversation_id(self.run)
 
 
 _CURRENT: ContextVar[EvaluatedTurn | None] = ContextVar("turnframe_evaluated_turn", default=None)
@@ -321,22 +333,33 @@ class _CaseFailed(Exception):
     """A case cannot go on (a click on a card the conversation never showed)."""
 
 
-async def run_corpus(runtime: TurnRuntime, corpus: Corpus) -> list[CaseResult]:
-    """Every case of `corpus` through `runtime`, in order."""
-    return [await run_case(runtime, case, corpus.prices) for case in corpus.cases]
+def new_run_id() -> str:
+    """A fresh run id (8 hex digits), which names every account and conversation of a run."""
+    return secrets.token_hex(4)
+
+
+async def run_corpus(runtime: TurnRuntime, corpus: Corpus, *, run: str) -> list[CaseResult]:
+    """Every case of `corpus` through `runtime`, in order, as run `run` (`new_run_id()`)."""
+    return [await run_case(runtime, case, corpus.prices, run=run) for case in corpus.cases]
 
 
 async def run_case(
-    runtime: TurnRuntime, case: EvalCase, prices: Mapping[str, ModelPrice] | None = None
+    runtime: TurnRuntime,
+    case: EvalCase,
+    prices: Mapping[str, ModelPrice] | None = None,
+    *,
+    run: str,
 ) -> CaseResult:
-    """`case` on its own conversation: its history, then its input, whose turn is judged."""
+    """`case` on its own conversation of run `run`: its history, then its input, whose turn
+    is judged."""
     turns: list[AssistantTurn] = []
     latency_ms = 0
     for index, step in enumerate((*case.history, case.input)):
         where = "the judged turn" if index == len(case.history) else f"history turn {index + 1}"
-        token = _CURRENT.set(EvaluatedTurn(case=case, index=index, input=step))
+        evaluated = EvaluatedTurn(case=case, index=index, input=step, run=run)
+        token = _CURRENT.set(evaluated)
         try:
-            turn_input = _turn_input(case, step, turns)
+            turn_input = _turn_input(evaluated, turns)
             started = time.perf_counter()
             turns.append(await runtime.handle_turn(turn_input))
             latency_ms = round((time.perf_counter() - started) * 1000)
@@ -348,7 +371,7 @@ async def run_case(
             _CURRENT.reset(token)
     turn = turns[-1]
     try:
-        record = await runtime.replay(case.account_id, turn.replay_token)
+        record = await runtime.replay(case.account_id(run), turn.replay_token)
     except Exception as error:  # a store may raise anything: the case fails, the run goes on
         return CaseResult(
             case.id,
@@ -374,19 +397,20 @@ def _error(error: Exception) -> str:
     return f"{type(error).__name__}: {message[:200]}" if message else type(error).__name__
 
 
-def _turn_input(case: EvalCase, step: EvalInput, turns: Sequence[AssistantTurn]) -> TurnInput:
+def _turn_input(evaluated: EvaluatedTurn, turns: Sequence[AssistantTurn]) -> TurnInput:
+    step, locale = evaluated.input, evaluated.case.locale
     if step.click is None:
         return TurnInput(
-            account_id=case.account_id,
-            conversation_id=case.conversation_id,
+            account_id=evaluated.account_id,
+            conversation_id=evaluated.conversation_id,
             text=step.text,
-            locale=case.locale,
+            locale=locale,
         )
     card = _card_offering(step.click, turns)
     return TurnInput(
-        account_id=case.account_id,
-        conversation_id=case.conversation_id,
-        locale=case.locale,
+        account_id=evaluated.account_id,
+        conversation_id=evaluated.conversation_id,
+        locale=locale,
         interaction_response=InteractionResponse(
             interaction_id=card.interaction_id,
             option_id=step.click,

@@ -4,6 +4,7 @@ usage error that says where."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import tomllib
 from collections.abc import AsyncIterator, Iterator
@@ -113,6 +114,29 @@ def test_the_sample_corpus_passes_through_the_scripted_app_in_text_json_and_html
     assert all(f'data-case-id="{c.id}"' in html for c in cases)
 
 
+def test_a_second_run_on_the_same_database_starts_every_case_afresh(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    db = tmp_path / "kept.db"
+    url = f"sqlite+aiosqlite:///{db}"
+    asyncio.run(_migrated(url))
+    reports = [tmp_path / "first.json", tmp_path / "second.json"]
+
+    codes = [turnframe_eval(CORPUS, "--app", APP, "--db", url, "--json", r) for r in reports]
+
+    printed = capsys.readouterr().out
+    assert codes == [0, 0], printed
+    runs = [json.loads(r.read_text())["run"] for r in reports]
+    assert runs[0] != runs[1]
+    assert all(f"turnframe eval: run {run}\n" in printed for run in runs)
+
+
+async def _migrated(url: str) -> None:
+    stores = await SqlStores.connect(url)
+    await stores.migrate()
+    await stores.aclose()
+
+
 # --- failing cases -----------------------------------------------------------------------------
 
 
@@ -202,7 +226,7 @@ async def test_a_replay_that_raises_fails_its_case_with_the_reason(
 
     broken = cast(TurnRuntime, Wrapped(sample_runtime, replay=replay))
 
-    result = await run_case(broken, EvalCase.model_validate(a_case()))
+    result = await run_case(broken, EvalCase.model_validate(a_case()), run="r1")
 
     assert result.reasons == (
         "the judged turn's replay raised RuntimeError: the replay store is down",
