@@ -18,7 +18,7 @@ import secrets
 import time
 from collections.abc import Iterable, Mapping, Sequence
 from contextvars import ContextVar
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -34,7 +34,8 @@ from turnframe_core.blocks import (
 )
 from turnframe_core.errors import TurnframeError
 from turnframe_core.replay import ReplayRecord
-from turnframe_core.turn import AssistantTurn
+from turnframe_core.turn import AssistantTurn, TurnStatus
+from turnframe_core.wording import GUARDED_LANGUAGES, GuardConfig, TurnBacking, check_wording
 from turnframe_runtime.runtime import TurnRuntime
 
 __all__ = [
@@ -122,8 +123,11 @@ class Expect(_Strict):
     #: every model call of the turn succeeded (its provider attempts; a narrator that failed
     #: leaves server copy in its place, which the blocks alone would not show)
     no_model_failure: bool = True
-    #: the turn's locale and every block's rendered copy (default: the case's locale)
+    #: the turn's locale, every block's rendered copy, and the language model prose reads as
+    #: (default: the case's locale)
     locale: str | None = None
+    #: how the turn ended
+    status: TurnStatus = TurnStatus.COMPLETED
 
 
 CaseId = Annotated[str, Field(pattern=r"^[0-9A-Za-z][0-9A-Za-z_-]{0,99}$")]
@@ -384,7 +388,7 @@ async def run_case(
     return CaseResult(
         case_id=case.id,
         locale=case.locale,
-        reasons=tuple(_check(case, turn, record)),
+        reasons=tuple(_check(case, turn, record, runtime.config.guard)),
         blocks=tuple(b.kind for b in turn.blocks),
         latency_ms=latency_ms,
         usage=tokens_of(attempts),
@@ -434,10 +438,14 @@ def _card_offering(option_id: str, turns: Sequence[AssistantTurn]) -> Interactio
 # --- checks ------------------------------------------------------------------------------------
 
 
-def _check(case: EvalCase, turn: AssistantTurn, record: ReplayRecord) -> list[str]:
+def _check(
+    case: EvalCase, turn: AssistantTurn, record: ReplayRecord, guard: GuardConfig
+) -> list[str]:
     expect = case.expect
     understanding = record.understanding or {}
     reasons: list[str] = []
+    if turn.status is not expect.status:
+        reasons.append(f"status: expected {expect.status.value}, got {turn.status.value}")
     if expect.operations is not None:
         got = [_operation(a) for a in understanding.get("acts", ())]
         wanted = [str(o) for o in expect.operations]
@@ -478,7 +486,25 @@ def _check(case: EvalCase, turn: AssistantTurn, record: ReplayRecord) -> list[st
                 f"locale: block {n} ({block.kind}) was rendered in {copy_ref.locale}, "
                 f"expected {locale}"
             )
+        elif copy_ref is None and isinstance(block, AnswerBlock | TransitionBlock):
+            problem = _prose_language(block.text, locale, guard)
+            if problem:
+                reasons.append(f"locale: block {n} ({block.kind}) is model prose {problem}")
     return reasons
+
+
+def _prose_language(text: str, locale: str, guard: GuardConfig) -> str | None:
+    """Why model prose does not read as `locale` (the wording guard's language reading, with
+    the app's ordinary words, in every language the guard reads, even one the app's guard
+    leaves unchecked); None when it does, or is too short to tell."""
+    language = locale.split("-")[0].split("_")[0].lower()
+    if language not in GUARDED_LANGUAGES:
+        return f"in {locale}, which the wording guard cannot read (locale not checked)"
+    reading = replace(guard, unchecked_languages=frozenset())
+    findings = check_wording(text, locale, TurnBacking(), reading)
+    if any(f.code == codes.CLAIM_UNJUDGED_LANGUAGE for f in findings):
+        return f"not written in {locale}"
+    return None
 
 
 #: the blocks whose words may be server copy rendered in a locale (their `copy_ref`)

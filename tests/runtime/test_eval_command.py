@@ -7,7 +7,7 @@ from __future__ import annotations
 import asyncio
 import json
 import tomllib
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from importlib.metadata import EntryPoint
 from pathlib import Path
 from typing import Any, cast
@@ -15,6 +15,9 @@ from typing import Any, cast
 import pytest
 
 import turnframe_runtime.cli as cli
+from turnframe_core import AssistantTurn, TurnInput
+from turnframe_core.blocks import TransitionBlock
+from turnframe_core.turn import TurnStatus
 from turnframe_runtime import EvalCase, ModelPrice, TurnRuntime, load_corpus
 from turnframe_runtime.evaluation import TokenCount, cost_of, parse_corpus, run_case, tokens_of
 from turnframe_store import SqlStores
@@ -71,6 +74,34 @@ class Wrapped:
 
     def __getattr__(self, name: str) -> Any:
         return self._overrides.get(name) or getattr(self._runtime, name)
+
+
+def changing_turns(
+    runtime: TurnRuntime, change: Callable[[AssistantTurn], AssistantTurn]
+) -> TurnRuntime:
+    """`runtime`, each turn it returns changed by `change` (as a port or a pipeline might)."""
+
+    async def handle_turn(turn_input: TurnInput) -> AssistantTurn:
+        return change(await runtime.handle_turn(turn_input))
+
+    return cast(TurnRuntime, Wrapped(runtime, handle_turn=handle_turn))
+
+
+def free_transition(text: str) -> Callable[[AssistantTurn], AssistantTurn]:
+    """A turn whose transition a model wrote freely as `text` (no copy it was rendered from)."""
+
+    def change(turn: AssistantTurn) -> AssistantTurn:
+        blocks = tuple(
+            TransitionBlock(block_id=b.block_id, text=text) if b.kind == "transition" else b
+            for b in turn.blocks
+        )
+        return turn.model_copy(update={"blocks": blocks})
+
+    return change
+
+
+def sample_case(case_id: str) -> EvalCase:
+    return next(c for c in load_corpus(CORPUS).cases if c.id == case_id)
 
 
 def write_corpus(path: Path, *lines: dict[str, Any] | str) -> Path:
@@ -152,6 +183,7 @@ async def _migrated(url: str) -> None:
         ({"blocks": ["transition"]}, "blocks: expected [transition], got [receipt, transition]"),
         ({"questions": 1}, "questions: expected 1, got 0"),
         ({"locale": "de"}, "locale: the turn is in en, expected de"),
+        ({"status": "failed"}, "status: expected failed, got completed"),
     ],
 )
 def test_a_broken_expectation_fails_the_run_and_says_why(
@@ -216,6 +248,60 @@ def test_the_html_report_escapes_what_a_reason_quotes(tmp_path: Path) -> None:
 
     html = page.read_text()
     assert "&lt;b&gt;x&lt;/b&gt;" in html and "<b>x</b>" not in html
+
+
+async def test_model_prose_in_another_language_than_the_case_fails_the_locale(
+    sample_runtime: TurnRuntime,
+) -> None:
+    english = changing_turns(
+        sample_runtime, free_transition("Done: I have changed the traveller's name for you.")
+    )
+
+    result = await run_case(english, sample_case("it-name-set"), run="r1")
+
+    assert result.reasons == ("locale: block 1 (transition) is model prose not written in it",)
+
+
+async def test_model_prose_in_the_case_language_passes_the_locale(
+    sample_runtime: TurnRuntime,
+) -> None:
+    italian = changing_turns(
+        sample_runtime, free_transition("Fatto: ho cambiato il nome del viaggiatore per te.")
+    )
+
+    result = await run_case(italian, sample_case("it-name-set"), run="r1")
+
+    assert result.passed, result.reasons
+
+
+async def test_model_prose_in_a_language_the_guard_cannot_read_says_the_locale_is_unchecked(
+    sample_runtime: TurnRuntime,
+) -> None:
+    prose = changing_turns(sample_runtime, free_transition("Pronto, o nome foi alterado."))
+    case = EvalCase.model_validate(a_case(locale="pt", expect={"locale": "pt"}))
+
+    result = await run_case(prose, case, run="r1")
+
+    assert (
+        "locale: block 1 (transition) is model prose in pt, which the wording guard cannot read"
+        " (locale not checked)" in result.reasons
+    ), result.reasons
+
+
+async def test_a_turn_that_did_not_complete_fails_unless_the_case_expects_its_status(
+    sample_runtime: TurnRuntime,
+) -> None:
+    failing = changing_turns(
+        sample_runtime, lambda turn: turn.model_copy(update={"status": TurnStatus.FAILED})
+    )
+    case = EvalCase.model_validate(a_case())
+    expecting = EvalCase.model_validate(a_case(expect={**a_case()["expect"], "status": "failed"}))
+
+    failed = await run_case(failing, case, run="r1")
+    expected = await run_case(failing, expecting, run="r2")
+
+    assert failed.reasons == ("status: expected completed, got failed",)
+    assert expected.passed, expected.reasons
 
 
 async def test_a_replay_that_raises_fails_its_case_with_the_reason(
