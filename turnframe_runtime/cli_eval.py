@@ -75,6 +75,11 @@ def _run(args: argparse.Namespace) -> int:
     except CorpusError as bad:
         print(f"turnframe eval: {bad.message} [{bad.code}]", file=sys.stderr)
         return 2
+    for path in (args.json_file, args.html_file):
+        unwritable = _unwritable(path)
+        if unwritable:
+            print(f"turnframe eval: cannot write {path}: {unwritable}", file=sys.stderr)
+            return 2
     run = new_run_id()
     try:
         results = asyncio.run(_evaluate(args.app, args.db, corpus, run))
@@ -97,6 +102,18 @@ def _run(args: argparse.Namespace) -> int:
             print(f"turnframe eval: cannot write {path}: {unwritable.strerror}", file=sys.stderr)
             return 2
     return 0 if all(r.passed for r in results) else 1
+
+
+def _unwritable(path: str | None) -> str | None:
+    """Why a report cannot go to `path`, known before any case runs (its folder is missing, or
+    it is a folder); None when it may."""
+    if path is None:
+        return None
+    if Path(path).is_dir():
+        return "Is a directory"
+    if not Path(path).parent.is_dir():
+        return "No such directory"
+    return None
 
 
 async def _evaluate(app: str, db: str | None, corpus: Corpus, run: str) -> list[CaseResult]:

@@ -394,9 +394,10 @@ def test_a_report_that_cannot_be_written_is_a_usage_error(
 
     assert turnframe_eval(corpus, "--app", APP, flag, nowhere) == 2
 
-    err = capsys.readouterr().err
-    assert err.startswith(f"turnframe eval: cannot write {nowhere}: "), err
-    assert err.count("\n") == 1 and "Traceback" not in err
+    printed = capsys.readouterr()
+    assert printed.err.startswith(f"turnframe eval: cannot write {nowhere}: "), printed.err
+    assert printed.err.count("\n") == 1 and "Traceback" not in printed.err
+    assert printed.out == ""  # refused before a case ran (a real model's calls cost money)
 
 
 # --- tokens and cost ---------------------------------------------------------------------------
