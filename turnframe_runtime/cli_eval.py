@@ -4,7 +4,8 @@ through the adopter's runtime (docs/eval.md).
 The app is loaded as `turnframe worker` loads it (`--app`, or `$TURNFRAME_APP`): `FACTORY(url)`
 builds a runtime on the database at `url`. Without `--db` that is a fresh SQLite file in a
 temporary directory, migrated before the factory sees it and gone afterwards. Exit 0 when every
-case passes, 1 when one fails, 2 when the corpus, the price table or the app cannot be used.
+case passes, 1 when one fails, 2 when the corpus, the price table or the app cannot be used or
+a report cannot be written.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from turnframe_runtime.evaluation import (
     CorpusError,
     load_corpus,
     load_prices,
+    new_run_id,
     run_corpus,
 )
 from turnframe_store import SqlStores
@@ -73,22 +75,48 @@ def _run(args: argparse.Namespace) -> int:
     except CorpusError as bad:
         print(f"turnframe eval: {bad.message} [{bad.code}]", file=sys.stderr)
         return 2
+    for path in (args.json_file, args.html_file):
+        unwritable = _unwritable(path)
+        if unwritable:
+            print(f"turnframe eval: cannot write {path}: {unwritable}", file=sys.stderr)
+            return 2
+    run = new_run_id()
     try:
-        results = asyncio.run(_evaluate(args.app, args.db, corpus))
+        results = asyncio.run(_evaluate(args.app, args.db, corpus, run))
     except Unusable as unusable:
         print(f"turnframe eval: {unusable}", file=sys.stderr)
         return 2
     name = Path(args.corpus).name
+    print(f"turnframe eval: run {run}")
     sys.stdout.write(render_text(results, corpus=name, app=args.app))
+    reports: list[tuple[str, str]] = []
     if args.json_file:
-        report = report_json(results, corpus=name, app=args.app)
-        Path(args.json_file).write_text(json.dumps(report, indent=2, ensure_ascii=False) + "\n")
+        report = {"run": run, **report_json(results, corpus=name, app=args.app)}
+        reports.append((args.json_file, json.dumps(report, indent=2, ensure_ascii=False) + "\n"))
     if args.html_file:
-        Path(args.html_file).write_text(render_html(results, corpus=name, app=args.app))
+        reports.append((args.html_file, render_html(results, corpus=name, app=args.app)))
+    for path, text in reports:
+        try:
+            Path(path).write_text(text, encoding="utf-8")
+        except OSError as unwritable:
+            print(f"turnframe eval: cannot write {path}: {unwritable.strerror}", file=sys.stderr)
+            return 2
     return 0 if all(r.passed for r in results) else 1
 
 
-async def _evaluate(app: str, db: str | None, corpus: Corpus) -> list[CaseResult]:
+def _unwritable(path: str | None) -> str | None:
+    """Why a report cannot go to `path`, known before any case runs (its folder is missing, or
+    it is a folder); None when it may."""
+    if path is None:
+        return None
+    if Path(path).is_dir():
+        return "Is a directory"
+    if not Path(path).parent.is_dir():
+        return "No such directory"
+    return None
+
+
+async def _evaluate(app: str, db: str | None, corpus: Corpus, run: str) -> list[CaseResult]:
     with tempfile.TemporaryDirectory(prefix="turnframe-eval-") as scratch:
         if db is None:
             db = f"sqlite+aiosqlite:///{Path(scratch) / 'eval.db'}"
@@ -99,6 +127,6 @@ async def _evaluate(app: str, db: str | None, corpus: Corpus) -> list[CaseResult
                 await stores.aclose()
         runtime = await load_runtime(app, db)
         try:
-            return await run_corpus(runtime, corpus)
+            return await run_corpus(runtime, corpus, run=run)
         finally:
             await runtime.stores.aclose()

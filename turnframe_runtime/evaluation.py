@@ -2,7 +2,8 @@
 
 A corpus is JSON lines: each line one case (the conversation so far, the user's last message or
 click, what must hold of the turn it gets), or one price table. Each case runs on a fresh
-conversation of its own account through the app's runtime; what the case expects is checked
+conversation of its own account through the app's runtime, both named for the case and the run
+(so a second run on a kept database starts afresh); what the case expects is checked
 against the last turn and its replay record, never against anything a model says of itself.
 
 While a corpus turn runs, `evaluated_turn()` names it: scripted ports answer from its
@@ -13,10 +14,11 @@ both.
 from __future__ import annotations
 
 import json
+import secrets
 import time
 from collections.abc import Iterable, Mapping, Sequence
 from contextvars import ContextVar
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -32,7 +34,8 @@ from turnframe_core.blocks import (
 )
 from turnframe_core.errors import TurnframeError
 from turnframe_core.replay import ReplayRecord
-from turnframe_core.turn import AssistantTurn
+from turnframe_core.turn import AssistantTurn, TurnStatus
+from turnframe_core.wording import GUARDED_LANGUAGES, GuardConfig, TurnBacking, check_wording
 from turnframe_runtime.runtime import TurnRuntime
 
 __all__ = [
@@ -45,15 +48,16 @@ __all__ = [
     "Expect",
     "ExpectedOperation",
     "ModelPrice",
-    "Usage",
+    "TokenCount",
     "cost_of",
     "evaluated_turn",
     "load_corpus",
     "load_prices",
+    "new_run_id",
     "parse_corpus",
     "run_case",
     "run_corpus",
-    "usage_of",
+    "tokens_of",
 ]
 
 
@@ -119,8 +123,11 @@ class Expect(_Strict):
     #: every model call of the turn succeeded (its provider attempts; a narrator that failed
     #: leaves server copy in its place, which the blocks alone would not show)
     no_model_failure: bool = True
-    #: the turn's locale and every block's rendered copy (default: the case's locale)
+    #: the turn's locale, every block's rendered copy, and the language model prose reads as
+    #: (default: the case's locale)
     locale: str | None = None
+    #: how the turn ended
+    status: TurnStatus = TurnStatus.COMPLETED
 
 
 CaseId = Annotated[str, Field(pattern=r"^[0-9A-Za-z][0-9A-Za-z_-]{0,99}$")]
@@ -139,13 +146,13 @@ class EvalCase(_Strict):
     input: EvalInput
     expect: Expect = Field(default_factory=Expect)
 
-    @property
-    def account_id(self) -> str:
-        return self.account or f"eval_{self.id}"
+    def account_id(self, run: str) -> str:
+        """The account the case runs as in `run` (`eval_<id>_<run>`, or `<account>_<run>`)."""
+        return f"{self.account or f'eval_{self.id}'}_{run}"
 
-    @property
-    def conversation_id(self) -> str:
-        return f"conv_eval_{self.id}"
+    def conversation_id(self, run: str) -> str:
+        """The case's conversation in `run`: `conv_eval_<id>_<run>`."""
+        return f"conv_eval_{self.id}_{run}"
 
 
 class ModelPrice(_Strict):
@@ -234,16 +241,25 @@ def _first_problem(invalid: ValidationError) -> str:
 
 @dataclass(frozen=True)
 class EvaluatedTurn:
-    """A corpus turn running now: the case, and which of its inputs (`index` counts the
-    history first; `index == len(case.history)` is the input the case judges)."""
+    """A corpus turn running now: the case, which of its inputs (`index` counts the history
+    first; `index == len(case.history)` is the input the case judges) and the run."""
 
     case: EvalCase
     index: int
     input: EvalInput
+    run: str
 
     @property
     def judged(self) -> bool:
         return self.index == len(self.case.history)
+
+    @property
+    def account_id(self) -> str:
+        return self.case.account_id(self.run)
+
+    @property
+    def conversation_id(self) -> str:
+        return self.case.conversation_id(self.run)
 
 
 _CURRENT: ContextVar[EvaluatedTurn | None] = ContextVar("turnframe_evaluated_turn", default=None)
@@ -258,18 +274,20 @@ def evaluated_turn() -> EvaluatedTurn | None:
 
 
 @dataclass(frozen=True)
-class Usage:
+class TokenCount:
+    """A case's tokens: what its judged turn's provider attempts report, summed."""
+
     input_tokens: int
     output_tokens: int
 
 
-def usage_of(attempts: Sequence[Mapping[str, Any]]) -> Usage | None:
+def tokens_of(attempts: Sequence[Mapping[str, Any]]) -> TokenCount | None:
     """The tokens the provider attempts report (`input_tokens`, `output_tokens`), summed; None
     when none reports any."""
     reported = [a for a in attempts if a.get("input_tokens") is not None]
     if not reported:
         return None
-    return Usage(
+    return TokenCount(
         input_tokens=sum(int(a["input_tokens"]) for a in reported),
         output_tokens=sum(int(a.get("output_tokens") or 0) for a in reported),
     )
@@ -306,7 +324,8 @@ class CaseResult:
     blocks: tuple[str, ...] = ()
     #: the judged turn's wall time
     latency_ms: int | None = None
-    usage: Usage | None = None
+    #: the judged turn's tokens (None when no attempt reports any)
+    usage: TokenCount | None = None
     cost_usd: float | None = None
 
     @property
@@ -318,22 +337,33 @@ class _CaseFailed(Exception):
     """A case cannot go on (a click on a card the conversation never showed)."""
 
 
-async def run_corpus(runtime: TurnRuntime, corpus: Corpus) -> list[CaseResult]:
-    """Every case of `corpus` through `runtime`, in order."""
-    return [await run_case(runtime, case, corpus.prices) for case in corpus.cases]
+def new_run_id() -> str:
+    """A fresh run id (8 hex digits), which names every account and conversation of a run."""
+    return secrets.token_hex(4)
+
+
+async def run_corpus(runtime: TurnRuntime, corpus: Corpus, *, run: str) -> list[CaseResult]:
+    """Every case of `corpus` through `runtime`, in order, as run `run` (`new_run_id()`)."""
+    return [await run_case(runtime, case, corpus.prices, run=run) for case in corpus.cases]
 
 
 async def run_case(
-    runtime: TurnRuntime, case: EvalCase, prices: Mapping[str, ModelPrice] | None = None
+    runtime: TurnRuntime,
+    case: EvalCase,
+    prices: Mapping[str, ModelPrice] | None = None,
+    *,
+    run: str,
 ) -> CaseResult:
-    """`case` on its own conversation: its history, then its input, whose turn is judged."""
+    """`case` on its own conversation of run `run`: its history, then its input, whose turn
+    is judged."""
     turns: list[AssistantTurn] = []
     latency_ms = 0
     for index, step in enumerate((*case.history, case.input)):
         where = "the judged turn" if index == len(case.history) else f"history turn {index + 1}"
-        token = _CURRENT.set(EvaluatedTurn(case=case, index=index, input=step))
+        evaluated = EvaluatedTurn(case=case, index=index, input=step, run=run)
+        token = _CURRENT.set(evaluated)
         try:
-            turn_input = _turn_input(case, step, turns)
+            turn_input = _turn_input(evaluated, turns)
             started = time.perf_counter()
             turns.append(await runtime.handle_turn(turn_input))
             latency_ms = round((time.perf_counter() - started) * 1000)
@@ -344,15 +374,24 @@ async def run_case(
         finally:
             _CURRENT.reset(token)
     turn = turns[-1]
-    record = await runtime.replay(case.account_id, turn.replay_token)
+    try:
+        record = await runtime.replay(case.account_id(run), turn.replay_token)
+    except Exception as error:  # a store may raise anything: the case fails, the run goes on
+        return CaseResult(
+            case.id,
+            case.locale,
+            (f"the judged turn's replay raised {_error(error)}",),
+            blocks=tuple(b.kind for b in turn.blocks),
+            latency_ms=latency_ms,
+        )
     attempts = [a.model_dump() for a in record.provider_attempts]
     return CaseResult(
         case_id=case.id,
         locale=case.locale,
-        reasons=tuple(_check(case, turn, record)),
+        reasons=tuple(_check(case, turn, record, runtime.config.guard)),
         blocks=tuple(b.kind for b in turn.blocks),
         latency_ms=latency_ms,
-        usage=usage_of(attempts),
+        usage=tokens_of(attempts),
         cost_usd=cost_of(attempts, prices or {}),
     )
 
@@ -362,19 +401,20 @@ def _error(error: Exception) -> str:
     return f"{type(error).__name__}: {message[:200]}" if message else type(error).__name__
 
 
-def _turn_input(case: EvalCase, step: EvalInput, turns: Sequence[AssistantTurn]) -> TurnInput:
+def _turn_input(evaluated: EvaluatedTurn, turns: Sequence[AssistantTurn]) -> TurnInput:
+    step, locale = evaluated.input, evaluated.case.locale
     if step.click is None:
         return TurnInput(
-            account_id=case.account_id,
-            conversation_id=case.conversation_id,
+            account_id=evaluated.account_id,
+            conversation_id=evaluated.conversation_id,
             text=step.text,
-            locale=case.locale,
+            locale=locale,
         )
     card = _card_offering(step.click, turns)
     return TurnInput(
-        account_id=case.account_id,
-        conversation_id=case.conversation_id,
-        locale=case.locale,
+        account_id=evaluated.account_id,
+        conversation_id=evaluated.conversation_id,
+        locale=locale,
         interaction_response=InteractionResponse(
             interaction_id=card.interaction_id,
             option_id=step.click,
@@ -398,10 +438,14 @@ def _card_offering(option_id: str, turns: Sequence[AssistantTurn]) -> Interactio
 # --- checks ------------------------------------------------------------------------------------
 
 
-def _check(case: EvalCase, turn: AssistantTurn, record: ReplayRecord) -> list[str]:
+def _check(
+    case: EvalCase, turn: AssistantTurn, record: ReplayRecord, guard: GuardConfig
+) -> list[str]:
     expect = case.expect
     understanding = record.understanding or {}
     reasons: list[str] = []
+    if turn.status is not expect.status:
+        reasons.append(f"status: expected {expect.status.value}, got {turn.status.value}")
     if expect.operations is not None:
         got = [_operation(a) for a in understanding.get("acts", ())]
         wanted = [str(o) for o in expect.operations]
@@ -442,7 +486,25 @@ def _check(case: EvalCase, turn: AssistantTurn, record: ReplayRecord) -> list[st
                 f"locale: block {n} ({block.kind}) was rendered in {copy_ref.locale}, "
                 f"expected {locale}"
             )
+        elif copy_ref is None and isinstance(block, AnswerBlock | TransitionBlock):
+            problem = _prose_language(block.text, locale, guard)
+            if problem:
+                reasons.append(f"locale: block {n} ({block.kind}) is model prose {problem}")
     return reasons
+
+
+def _prose_language(text: str, locale: str, guard: GuardConfig) -> str | None:
+    """Why model prose does not read as `locale` (the wording guard's language reading, with
+    the app's ordinary words, in every language the guard reads, even one the app's guard
+    leaves unchecked); None when it does, or is too short to tell."""
+    language = locale.split("-")[0].split("_")[0].lower()
+    if language not in GUARDED_LANGUAGES:
+        return f"in {locale}, which the wording guard cannot read (locale not checked)"
+    reading = replace(guard, unchecked_languages=frozenset())
+    findings = check_wording(text, locale, TurnBacking(), reading)
+    if any(f.code == codes.CLAIM_UNJUDGED_LANGUAGE for f in findings):
+        return f"not written in {locale}"
+    return None
 
 
 #: the blocks whose words may be server copy rendered in a locale (their `copy_ref`)

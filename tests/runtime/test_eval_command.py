@@ -4,18 +4,24 @@ usage error that says where."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import tomllib
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from importlib.metadata import EntryPoint
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pytest
 
 import turnframe_runtime.cli as cli
-from turnframe_runtime import ModelPrice, load_corpus
-from turnframe_runtime.evaluation import cost_of, parse_corpus, usage_of
+from turnframe_core import AssistantTurn, TurnInput
+from turnframe_core.blocks import TransitionBlock
+from turnframe_core.turn import TurnStatus
+from turnframe_runtime import EvalCase, ModelPrice, TurnRuntime, load_corpus
+from turnframe_runtime.evaluation import TokenCount, cost_of, parse_corpus, run_case, tokens_of
+from turnframe_store import SqlStores
+from turnframe_test.sample.eval_app import scripted_runtime
 
 ROOT = Path(__file__).resolve().parents[2]
 CORPUS = ROOT / "turnframe_test" / "sample" / "eval_corpus.jsonl"
@@ -46,6 +52,56 @@ def a_case(**changes: Any) -> dict[str, Any]:
     """The sample corpus's first case (the user renames the traveller), with `changes`."""
     case: dict[str, Any] = json.loads(CORPUS.read_text(encoding="utf-8").splitlines()[0])
     return {**case, **changes}
+
+
+@pytest.fixture
+async def sample_runtime(tmp_path: Path) -> AsyncIterator[TurnRuntime]:
+    """The sample app on a migrated SQLite file of its own, for `run_case`."""
+    url = f"sqlite+aiosqlite:///{tmp_path / 'eval.db'}"
+    stores = await SqlStores.connect(url)
+    await stores.migrate()
+    await stores.aclose()
+    runtime = await scripted_runtime(url)
+    yield runtime
+    await runtime.stores.aclose()
+
+
+class Wrapped:
+    """A runtime whose methods named in `overrides` are replaced (the rest are the runtime's)."""
+
+    def __init__(self, runtime: TurnRuntime, **overrides: Any) -> None:
+        self._runtime, self._overrides = runtime, overrides
+
+    def __getattr__(self, name: str) -> Any:
+        return self._overrides.get(name) or getattr(self._runtime, name)
+
+
+def changing_turns(
+    runtime: TurnRuntime, change: Callable[[AssistantTurn], AssistantTurn]
+) -> TurnRuntime:
+    """`runtime`, each turn it returns changed by `change` (as a port or a pipeline might)."""
+
+    async def handle_turn(turn_input: TurnInput) -> AssistantTurn:
+        return change(await runtime.handle_turn(turn_input))
+
+    return cast(TurnRuntime, Wrapped(runtime, handle_turn=handle_turn))
+
+
+def free_transition(text: str) -> Callable[[AssistantTurn], AssistantTurn]:
+    """A turn whose transition a model wrote freely as `text` (no copy it was rendered from)."""
+
+    def change(turn: AssistantTurn) -> AssistantTurn:
+        blocks = tuple(
+            TransitionBlock(block_id=b.block_id, text=text) if b.kind == "transition" else b
+            for b in turn.blocks
+        )
+        return turn.model_copy(update={"blocks": blocks})
+
+    return change
+
+
+def sample_case(case_id: str) -> EvalCase:
+    return next(c for c in load_corpus(CORPUS).cases if c.id == case_id)
 
 
 def write_corpus(path: Path, *lines: dict[str, Any] | str) -> Path:
@@ -89,6 +145,29 @@ def test_the_sample_corpus_passes_through_the_scripted_app_in_text_json_and_html
     assert all(f'data-case-id="{c.id}"' in html for c in cases)
 
 
+def test_a_second_run_on_the_same_database_starts_every_case_afresh(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    db = tmp_path / "kept.db"
+    url = f"sqlite+aiosqlite:///{db}"
+    asyncio.run(_migrated(url))
+    reports = [tmp_path / "first.json", tmp_path / "second.json"]
+
+    codes = [turnframe_eval(CORPUS, "--app", APP, "--db", url, "--json", r) for r in reports]
+
+    printed = capsys.readouterr().out
+    assert codes == [0, 0], printed
+    runs = [json.loads(r.read_text())["run"] for r in reports]
+    assert runs[0] != runs[1]
+    assert all(f"turnframe eval: run {run}\n" in printed for run in runs)
+
+
+async def _migrated(url: str) -> None:
+    stores = await SqlStores.connect(url)
+    await stores.migrate()
+    await stores.aclose()
+
+
 # --- failing cases -----------------------------------------------------------------------------
 
 
@@ -104,6 +183,7 @@ def test_the_sample_corpus_passes_through_the_scripted_app_in_text_json_and_html
         ({"blocks": ["transition"]}, "blocks: expected [transition], got [receipt, transition]"),
         ({"questions": 1}, "questions: expected 1, got 0"),
         ({"locale": "de"}, "locale: the turn is in en, expected de"),
+        ({"status": "failed"}, "status: expected failed, got completed"),
     ],
 )
 def test_a_broken_expectation_fails_the_run_and_says_why(
@@ -168,6 +248,75 @@ def test_the_html_report_escapes_what_a_reason_quotes(tmp_path: Path) -> None:
 
     html = page.read_text()
     assert "&lt;b&gt;x&lt;/b&gt;" in html and "<b>x</b>" not in html
+
+
+async def test_model_prose_in_another_language_than_the_case_fails_the_locale(
+    sample_runtime: TurnRuntime,
+) -> None:
+    english = changing_turns(
+        sample_runtime, free_transition("Done: I have changed the traveller's name for you.")
+    )
+
+    result = await run_case(english, sample_case("it-name-set"), run="r1")
+
+    assert result.reasons == ("locale: block 1 (transition) is model prose not written in it",)
+
+
+async def test_model_prose_in_the_case_language_passes_the_locale(
+    sample_runtime: TurnRuntime,
+) -> None:
+    italian = changing_turns(
+        sample_runtime, free_transition("Fatto: ho cambiato il nome del viaggiatore per te.")
+    )
+
+    result = await run_case(italian, sample_case("it-name-set"), run="r1")
+
+    assert result.passed, result.reasons
+
+
+async def test_model_prose_in_a_language_the_guard_cannot_read_says_the_locale_is_unchecked(
+    sample_runtime: TurnRuntime,
+) -> None:
+    prose = changing_turns(sample_runtime, free_transition("Pronto, o nome foi alterado."))
+    case = EvalCase.model_validate(a_case(locale="pt", expect={"locale": "pt"}))
+
+    result = await run_case(prose, case, run="r1")
+
+    assert (
+        "locale: block 1 (transition) is model prose in pt, which the wording guard cannot read"
+        " (locale not checked)" in result.reasons
+    ), result.reasons
+
+
+async def test_a_turn_that_did_not_complete_fails_unless_the_case_expects_its_status(
+    sample_runtime: TurnRuntime,
+) -> None:
+    failing = changing_turns(
+        sample_runtime, lambda turn: turn.model_copy(update={"status": TurnStatus.FAILED})
+    )
+    case = EvalCase.model_validate(a_case())
+    expecting = EvalCase.model_validate(a_case(expect={**a_case()["expect"], "status": "failed"}))
+
+    failed = await run_case(failing, case, run="r1")
+    expected = await run_case(failing, expecting, run="r2")
+
+    assert failed.reasons == ("status: expected completed, got failed",)
+    assert expected.passed, expected.reasons
+
+
+async def test_a_replay_that_raises_fails_its_case_with_the_reason(
+    sample_runtime: TurnRuntime,
+) -> None:
+    async def replay(*_: Any) -> Any:
+        raise RuntimeError("the replay store is down")
+
+    broken = cast(TurnRuntime, Wrapped(sample_runtime, replay=replay))
+
+    result = await run_case(broken, EvalCase.model_validate(a_case()), run="r1")
+
+    assert result.reasons == (
+        "the judged turn's replay raised RuntimeError: the replay store is down",
+    )
 
 
 # --- bad input ---------------------------------------------------------------------------------
@@ -236,6 +385,21 @@ def test_an_app_that_cannot_be_loaded_is_a_usage_error(
     assert capsys.readouterr().err.startswith(f"turnframe eval: {message}")
 
 
+@pytest.mark.parametrize("flag", ["--json", "--html"])
+def test_a_report_that_cannot_be_written_is_a_usage_error(
+    flag: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    corpus = write_corpus(tmp_path / "c.jsonl", a_case())
+    nowhere = tmp_path / "no_such_dir" / "report"
+
+    assert turnframe_eval(corpus, "--app", APP, flag, nowhere) == 2
+
+    printed = capsys.readouterr()
+    assert printed.err.startswith(f"turnframe eval: cannot write {nowhere}: "), printed.err
+    assert printed.err.count("\n") == 1 and "Traceback" not in printed.err
+    assert printed.out == ""  # refused before a case ran (a real model's calls cost money)
+
+
 # --- tokens and cost ---------------------------------------------------------------------------
 
 PRICES = {
@@ -251,10 +415,7 @@ def test_tokens_are_summed_over_the_attempts_that_report_them() -> None:
         {"model": "scripted"},
     ]
 
-    usage = usage_of(attempts)
-
-    assert usage is not None
-    assert (usage.input_tokens, usage.output_tokens) == (4000, 300)
+    assert tokens_of(attempts) == TokenCount(input_tokens=4000, output_tokens=300)
 
 
 def test_cost_is_priced_per_model_and_unknown_without_tokens_or_a_price() -> None:
@@ -266,7 +427,7 @@ def test_cost_is_priced_per_model_and_unknown_without_tokens_or_a_price() -> Non
     assert cost_of(priced, PRICES) == pytest.approx(0.0009 + 0.0105)
     assert cost_of([{"model": "small"}], PRICES) is None
     assert cost_of([{"model": "other", "input_tokens": 1, "output_tokens": 1}], PRICES) is None
-    assert usage_of([{"model": "small"}]) is None
+    assert tokens_of([{"model": "small"}]) is None
 
 
 def test_a_corpus_may_carry_its_price_table_and_a_flag_adds_to_it(

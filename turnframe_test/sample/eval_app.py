@@ -122,7 +122,7 @@ class EvalDirectory(TripDirectory):
 
     def _seed(self, account_id: str) -> None:
         turn = evaluated_turn()
-        if turn is None or turn.case.account_id != account_id:
+        if turn is None or turn.account_id != account_id:
             return
         if any(account == account_id for account, _ in self.desk.trips):
             return
@@ -130,7 +130,7 @@ class EvalDirectory(TripDirectory):
         fields = {k: v for k, v in fields.items() if v is not None}
         trip_id, label = fields.pop("trip_id"), fields.pop("label")
         self.desk.open_trip(
-            account_id, trip_id, label, conversation_id=turn.case.conversation_id, **fields
+            account_id, trip_id, label, conversation_id=turn.conversation_id, **fields
         )
 
     async def candidates(self, account_id: str, conversation_id: str) -> Sequence[CaseCandidate]:
