@@ -528,6 +528,9 @@ def _block_data(vis: Any, index: int) -> dict[str, Any]:
         return raw
     if not isinstance(kind, str) or kind not in _KIND_CLASS:
         raise InvalidVisMessage(f"content[{index}] names no block kind")
+    shown = _INTERACTION_FIELDS if kind == "interaction" else tuple(_VIS_FIELDS[kind])
+    if any(name in metadata for name in (*shown, "block_id")):
+        raise InvalidVisMessage(f"content[{index}]'s metadata overrides a field a client shows")
     data: dict[str, Any] = {"block_id": vis.get("id")}
     if kind == "interaction":
         for name in _INTERACTION_FIELDS:
@@ -590,7 +593,12 @@ def to_vis_message(
     if not isinstance(turn, AssistantTurn):
         return _user_vis(_entries([turn])[0])  # type: ignore[arg-type]
     _checked(turn)
-    limits = _limits(interactions)
+    return _assistant_vis(turn, provider, model, _limits(interactions))
+
+
+def _assistant_vis(
+    turn: AssistantTurn, provider: str | None, model: str | None, limits: Limits
+) -> dict[str, Any]:
     dumped = turn.model_dump(mode="json")
     message: dict[str, Any] = {
         "id": turn.turn_id,
@@ -659,8 +667,51 @@ def _user_vis(record: StoredUserTurn) -> dict[str, Any]:
 
 def from_vis_message(message: Any) -> AssistantTurn | UserTurn:
     """The turn a Vis message exported by `to_vis_message` holds; `to_vis_message` of it gives
-    the message again. Raises `InvalidVisMessage`, or `ForgedBlock` for a block the runtime
-    could not have written."""
+    the message again, or it is refused, so what a Vis client shows is what is imported.
+    Raises `InvalidVisMessage`, or `ForgedBlock` for a block the runtime could not have
+    written."""
+    turn = _read_vis_message(message)
+    if isinstance(turn, AssistantTurn):
+        provider, model = message.get("provider"), message.get("model")
+        if not isinstance(provider, str | None) or not isinstance(model, str | None):
+            raise InvalidVisMessage("the message's provider and model are strings")
+        again = _assistant_vis(turn, provider, model, _shown_limits(message))
+    else:
+        again = _user_vis(turn)
+    if _json_text(again) != _json_text(message):
+        raise InvalidVisMessage("the message does not export back to itself")
+    return turn
+
+
+def _json_text(value: Any) -> str | None:
+    try:
+        return canonical_json(value)
+    except TurnframeError:
+        return None
+
+
+def _shown_limits(message: dict[str, Any]) -> dict[tuple[str, str], int]:
+    """The free-text limits a message's cards show (the stored cards are not at hand on
+    import); any limit from 1 to `FREEFORM_HARD_CAP` may be one a card set."""
+    limits: dict[tuple[str, str], int] = {}
+    for block in message["content"]:
+        card, options = block.get("interaction_id"), block.get("options")
+        if block.get("type") != "interaction" or not isinstance(options, list):
+            continue
+        for option in options:
+            max_len = option.get("max_len") if isinstance(option, dict) else None
+            option_id = option.get("id") if isinstance(option, dict) else None
+            if (
+                isinstance(card, str)
+                and isinstance(option_id, str)
+                and type(max_len) is int
+                and 1 <= max_len <= FREEFORM_HARD_CAP
+            ):
+                limits[(card, option_id)] = max_len
+    return limits
+
+
+def _read_vis_message(message: Any) -> AssistantTurn | UserTurn:
     if not isinstance(message, dict) or not isinstance(message.get("content"), list):
         raise InvalidVisMessage("a Vis message is an object with a content array")
     metadata = message.get("metadata")

@@ -272,6 +272,47 @@ def test_vis_data_presenting_an_unknown_block_as_a_known_kind_is_refused_on_impo
         from_vis_message(message)
 
 
+@pytest.mark.parametrize(
+    ("turn", "hidden"),
+    [
+        (assistant_turn(model_prose()), {"text": "Not what the client shows."}),
+        (assistant_turn(notice()), {"text": "Not what the client shows."}),
+        (assistant_turn(receipt_block()), {"title": "Not what the client shows."}),
+        (assistant_turn(notice()), {"block_id": bid("other")}),
+        (assistant_turn(card_block()), {"title": "Not what the client shows."}),
+    ],
+)
+def test_a_blocks_hidden_metadata_cannot_override_what_a_vis_client_shows(turn, hidden):
+    message = to_vis_message(turn)
+    message["content"][0]["metadata"].update(hidden)
+    with pytest.raises(InvalidVisMessage):
+        from_vis_message(message)
+
+
+def test_a_user_turns_hidden_metadata_cannot_carry_words_the_client_does_not_show():
+    message = to_vis_message(
+        user_turn(None, attachments=(AttachmentRef(attachment_id="att_1", media_type="image/png"),))
+    )
+    message["metadata"]["text"] = "Words no client shows."
+    with pytest.raises(InvalidVisMessage):
+        from_vis_message(message)
+
+
+def test_vis_data_that_does_not_export_back_to_itself_is_an_invalid_vis_message():
+    message = to_vis_message(full_turn())
+    message["content"][0]["extra"] = "shown by a client, lost on import"
+    with pytest.raises(InvalidVisMessage, match="export"):
+        from_vis_message(message)
+
+
+def test_a_free_text_limit_above_the_hard_cap_is_refused_on_import():
+    card = seat_card()
+    message = to_vis_message(assistant_turn(InteractionBlock.from_view(bid("c"), card.view())))
+    message["content"][0]["options"][0]["max_len"] = FREEFORM_HARD_CAP + 1
+    with pytest.raises(InvalidVisMessage):
+        from_vis_message(message)
+
+
 def test_vis_data_not_exported_here_is_an_invalid_vis_message():
     with pytest.raises(InvalidVisMessage) as raised:
         from_vis_message({"id": "turn_1", "role": "assistant", "content": [{"id": "b"}]})
@@ -319,8 +360,9 @@ def test_an_error_notice_is_a_vis_error_block_that_is_not_retryable():
     assert block["code"] == "turnframe.notice.nothing_submitted"
 
 
-def test_a_freeform_option_carries_its_cards_max_len_or_the_hard_cap():
-    card = store_builders.card(
+def seat_card():
+    """A stored card whose option takes free text up to its own limit, 80."""
+    return store_builders.card(
         "int_2",
         account="acct_1",
         conversation="conv_1",
@@ -339,6 +381,10 @@ def test_a_freeform_option_carries_its_cards_max_len_or_the_hard_cap():
         ),
         created_at=1,
     )
+
+
+def test_a_freeform_option_carries_its_cards_max_len_or_the_hard_cap():
+    card = seat_card()
     turn = assistant_turn(InteractionBlock.from_view(bid("c"), card.view()))
     told = to_vis_message(turn, interactions=[card])["content"][0]["options"][0]
     assert told == {
@@ -348,6 +394,7 @@ def test_a_freeform_option_carries_its_cards_max_len_or_the_hard_cap():
         "freeform": "optional",
         "max_len": 80,
     }
+    assert from_vis_message(to_vis_message(turn, interactions=[card])) == turn
     untold = to_vis_message(turn)["content"][0]["options"][0]
     assert untold["max_len"] == FREEFORM_HARD_CAP
     assert "max_len" not in to_vis_message(assistant_turn(card_block()))["content"][0]["options"][0]
