@@ -523,7 +523,9 @@ def _block_data(vis: Any, index: int) -> dict[str, Any]:
     kind = metadata.get("kind")
     if metadata.get("unknown") is True:
         raw = metadata.get("raw")
-        if not isinstance(raw, dict) or kind in _KIND_CLASS or raw.get("kind") != kind:
+        if not isinstance(raw, dict) or not isinstance(kind, str):
+            raise InvalidVisMessage(f"content[{index}] names no block kind")
+        if kind in _KIND_CLASS or raw.get("kind") != kind:
             raise ForgedBlock(index, str(kind), "an unknown block presented as a known kind")
         return raw
     if not isinstance(kind, str) or kind not in _KIND_CLASS:
@@ -819,7 +821,18 @@ def to_vis(
 
 def from_vis(messages: Iterable[Any]) -> list[AssistantTurn | UserTurn]:
     """The turns of Vis messages exported by `to_vis`, in order."""
-    return [from_vis_message(message) for message in messages]
+    return [from_vis_message(message) for message in _listed(messages, "Vis messages")]
+
+
+def _listed(values: Any, what: str) -> list[Any]:
+    """`values` as a list, or `InvalidVisMessage` when it is not a sequence (a string or an
+    object is one value, not many)."""
+    if isinstance(values, str | bytes | Mapping):
+        raise InvalidVisMessage(f"{what} are a sequence")
+    try:
+        return list(values)
+    except TypeError:
+        raise InvalidVisMessage(f"{what} are a sequence") from None
 
 
 # --- Vis: streaming events ----------------------------------------------------------------------
@@ -897,33 +910,61 @@ def _check_data(data: dict[str, Any], index: int) -> None:
 def apply_vis_events(events: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
     """The content a Vis client holds after applying `events` in sequence order: each block as
     `started` gave it, its deltas appended, `completed` once completed. Deltas are deduplicated
-    by (block_id, delta_index); a delta that does not continue its block raises
-    `InvalidVisMessage`."""
+    by (block_id, delta_index). An event of the wrong shape, or a delta that does not continue
+    its block, raises `InvalidVisMessage`; events of other types are left alone."""
     blocks: dict[str, dict[str, Any]] = {}
     order: list[str] = []
     next_delta: dict[str, int] = {}
-    for event in sorted(events, key=lambda e: int(e["sequence"])):
-        kind = event.get("type")
+    for event in sorted(_vis_event_list(events), key=lambda e: int(e["sequence"])):
+        kind = event["type"]
         if kind == "content.block.started":
-            block = dict(event["block"])
-            if block["id"] not in blocks:
-                blocks[block["id"]] = block
-                order.append(block["id"])
-                next_delta[block["id"]] = 0
+            block = dict(_field(event, "block", dict))
+            block_id = _field(block, "id", str)
+            if not isinstance(block.get("markdown", ""), str):
+                raise InvalidVisMessage("a started block's markdown is not text")
+            if block_id not in blocks:
+                blocks[block_id] = block
+                order.append(block_id)
+                next_delta[block_id] = 0
         elif kind == "content.block.delta":
-            block_id = event["block_id"]
+            block_id = _field(event, "block_id", str)
+            at, text = _field(event, "delta_index", int), _field(event, "text", str)
             block = blocks.get(block_id, {})
             if block.get("status") != "streaming" or event.get("field") != "markdown":
                 raise InvalidVisMessage("a delta for no incomplete prose block")
-            if event["delta_index"] < next_delta[block_id]:
+            if at < next_delta[block_id]:
                 continue  # a repeat
-            if event["delta_index"] != next_delta[block_id]:
+            if at != next_delta[block_id]:
                 raise InvalidVisMessage("a gap in a block's deltas")
-            block["markdown"] = block.get("markdown", "") + event["text"]
+            block["markdown"] = block.get("markdown", "") + text
             next_delta[block_id] += 1
         elif kind == "content.block.completed":
-            done = blocks.get(event["block_id"])
+            done = blocks.get(_field(event, "block_id", str))
             if done is None:
                 raise InvalidVisMessage("a completed event for no started block")
             done["status"] = "completed"
     return [blocks[block_id] for block_id in order]
+
+
+def _vis_event_list(events: Any) -> list[Mapping[str, Any]]:
+    """The events, each an object with a string `type` and a whole-number `sequence`."""
+    listed = _listed(events, "Vis events")
+    for index, event in enumerate(listed):
+        if not isinstance(event, Mapping):
+            raise InvalidVisMessage(f"event {index} is not an object")
+        _field(event, "type", str)
+        _field(event, "sequence", int)
+    return listed
+
+
+def _field(data: Mapping[str, Any], name: str, kind: type) -> Any:
+    """`data[name]` when it is a `kind` (for `int`, a whole number: not negative, not a bool),
+    else `InvalidVisMessage`."""
+    value: Any = data.get(name)
+    if kind is int:
+        fits = isinstance(value, int) and not isinstance(value, bool) and value >= 0
+    else:
+        fits = isinstance(value, kind)
+    if not fits:
+        raise InvalidVisMessage(f"an event's {name} is not a {kind.__name__}")
+    return value

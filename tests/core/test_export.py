@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 
 import pytest
@@ -313,6 +314,17 @@ def test_a_free_text_limit_above_the_hard_cap_is_refused_on_import():
         from_vis_message(message)
 
 
+def test_an_unknown_block_whose_kind_is_not_a_string_is_an_invalid_vis_message():
+    message = to_vis_message(assistant_turn(notice()))
+    message["content"][0]["metadata"] = {
+        "kind": ["poll"],
+        "unknown": True,
+        "raw": {"kind": ["poll"]},
+    }
+    with pytest.raises(InvalidVisMessage):
+        from_vis_message(message)
+
+
 def test_vis_data_not_exported_here_is_an_invalid_vis_message():
     with pytest.raises(InvalidVisMessage) as raised:
         from_vis_message({"id": "turn_1", "role": "assistant", "content": [{"id": "b"}]})
@@ -491,6 +503,68 @@ def test_a_replayed_delta_is_applied_once():
     assert apply_vis_events([*out, delta]) == apply_vis_events(out)
 
 
+def started_event(sequence: object = 1, **block: object) -> dict:
+    shown = {"id": "b1", "type": "prose", "status": "streaming", "markdown": "", **block}
+    return {
+        "type": "content.block.started",
+        "turn_id": "turn_1",
+        "sequence": sequence,
+        "index": 0,
+        "block": shown,
+    }
+
+
+@pytest.mark.parametrize(
+    "events",
+    [
+        [{"type": "content.block.started", "turn_id": "turn_1", "block": {"id": "b1"}}],
+        [started_event("x")],
+        [started_event(True)],
+        ["not an event"],
+        [started_event(id=None)],
+        [{**started_event(), "block": "b1"}],
+        [
+            started_event(markdown=3),
+            {
+                "type": "content.block.delta",
+                "sequence": 2,
+                "block_id": "b1",
+                "delta_index": 0,
+                "field": "markdown",
+                "text": "x",
+            },
+        ],
+        [
+            started_event(),
+            {
+                "type": "content.block.delta",
+                "sequence": 2,
+                "block_id": "b1",
+                "delta_index": "0",
+                "field": "markdown",
+                "text": "x",
+            },
+        ],
+        [
+            started_event(),
+            {
+                "type": "content.block.delta",
+                "sequence": 2,
+                "block_id": "b1",
+                "delta_index": 0,
+                "field": "markdown",
+                "text": 5,
+            },
+        ],
+        [started_event(), {"type": "content.block.completed", "sequence": 2, "block_id": ["b1"]}],
+        [started_event(), {"type": 7, "sequence": 2}],
+    ],
+)
+def test_vis_events_of_the_wrong_shape_are_an_invalid_vis_message(events):
+    with pytest.raises(InvalidVisMessage):
+        apply_vis_events(events)
+
+
 def test_a_forged_block_in_a_stream_is_not_exported():
     events = turn_events(assistant_turn(receipt_block()), StreamMode.WHOLE)
     started = events[0]
@@ -541,11 +615,16 @@ def turns(draw):
     if draw(st.booleans()):
         blocks.append(card_block())
     status = draw(st.sampled_from([s for s in TurnStatus if s.is_terminal]))
-    return assistant_turn(
+    turn = assistant_turn(
         *blocks,
         status=status,
         subjects=tuple(draw(st.lists(st.builds(lambda c: case(case_id=c), ident), max_size=2))),
     )
+    if not draw(st.booleans()):
+        return turn
+    stored = json.loads(turn.to_stored_json())
+    stored["blocks"].append({"kind": "poll", "block_id": bid("p"), "question": draw(words)})
+    return AssistantTurn.from_stored_json(json.dumps(stored))
 
 
 @settings(max_examples=80, deadline=None)
@@ -581,6 +660,49 @@ def test_no_generated_turns_server_words_are_ever_assistant_text(turn):
     ]
     assert texts == model_said
     assert not (server_texts - set(model_said)) & set(said)
+
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | words | ident,
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(words | ident, inner, max_size=4),
+    max_leaves=20,
+)
+
+
+def near_vis_messages():
+    """Exported messages with one value replaced by arbitrary JSON, and arbitrary JSON."""
+
+    @st.composite
+    def mangled(draw):
+        message = json.loads(json.dumps(to_vis_message(draw(turns()))))
+        path, node = [], message
+        while isinstance(node, dict | list) and node and draw(st.booleans()):
+            key = draw(st.sampled_from(list(node) if isinstance(node, dict) else range(len(node))))
+            path.append(key)
+            node = node[key]
+        if not path:
+            return draw(json_values)
+        parent = message
+        for key in path[:-1]:
+            parent = parent[key]
+        parent[path[-1]] = draw(json_values)
+        return message
+
+    return mangled() | json_values
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(near_vis_messages(), max_size=3) | json_values)
+def test_arbitrary_json_read_as_vis_messages_is_refused_or_read_never_crashes(messages):
+    with contextlib.suppress(InvalidVisMessage, ForgedBlock):
+        from_vis(messages)
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(json_values | st.builds(started_event, json_values), max_size=5) | json_values)
+def test_arbitrary_json_read_as_vis_events_is_refused_or_applied_never_crashes(events):
+    with contextlib.suppress(InvalidVisMessage):
+        apply_vis_events(events)
 
 
 def test_a_user_turn_as_the_store_returns_it_is_exported_like_the_cores_own():
