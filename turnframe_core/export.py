@@ -1,10 +1,11 @@
 """Export of stored turns: the history a model is given (OpenAI chat and Responses, Anthropic
 messages) and the Vis message envelope and streaming events, with Vis import (docs/export.md).
 
-Authorship survives every shape. Model-written prose is assistant text. What the server wrote
-(receipts, notices, cards, artifacts, server copy standing in for prose, blocks of unknown kinds)
-reaches a model as the result of a tool call, `SERVER_RECORD_TOOL`, never as assistant text a
-model could later quote as its own. Every block is judged before it is emitted: a block that
+Authorship survives every shape. Model-written prose is assistant text; of prose rendered from
+moves a model chose, only the moves are. What the server wrote (receipts, notices, cards,
+artifacts, server copy standing in for prose or rendering a model's moves, blocks of unknown
+kinds) reaches a model as the result of a tool call, `SERVER_RECORD_TOOL`, never as assistant
+text a model could later quote as its own. Every block is judged before it is emitted: a block that
 could not have come from the runtime (a receipt whose id is not derived from its events, a
 server kind claiming model authorship, prose rendered from copy that claims a model chose it
 though no moves were chosen, an unknown kind presented as a known one) raises `ForgedBlock`, and
@@ -198,13 +199,34 @@ def _checked(turn: AssistantTurn) -> AssistantTurn:
     return turn
 
 
-def _speaks_for_model(block: Any) -> bool:
-    """Prose a model wrote or chose (structured narration), which a model may see as its own."""
+def _free_prose(block: Any) -> bool:
+    """Prose whose words a model wrote: the only words a model may see as its own."""
     return (
         isinstance(block, AnswerBlock | TransitionBlock)
         and block.author == "model"
-        and not mislabelled_prose(block)
+        and block.copy_ref is None
+        and not block.moves
     )
+
+
+def _model_said(block: Any) -> str | None:
+    """What a model wrote of a block, as assistant content: free prose's text; for prose the
+    server rendered from moves a model chose, those moves as the draft the model wrote (their
+    words are server copy and reach a model in the server record); else None."""
+    if _free_prose(block):
+        text: str = block.text
+        return text
+    if not isinstance(block, AnswerBlock | TransitionBlock) or block.author != "model":
+        return None
+    if not block.moves:
+        return None  # server copy labelled model (1.0 turns only)
+    draft: dict[str, Any] = {
+        "kind": block.kind,
+        "moves": [m.model_dump(mode="json", exclude_defaults=True) for m in block.moves],
+    }
+    if isinstance(block, AnswerBlock) and block.question_id is not None:
+        draft["question_id"] = block.question_id
+    return canonical_json(draft)
 
 
 # --- model history ------------------------------------------------------------------------------
@@ -217,18 +239,14 @@ def _call_id(turn_id: str) -> str:
 
 def _server_record(turn: AssistantTurn) -> str | None:
     """The canonical JSON of what the server wrote in the turn, or None when it wrote nothing."""
-    blocks = [b.model_dump(mode="json") for b in turn.blocks if not _speaks_for_model(b)]
+    blocks = [b.model_dump(mode="json") for b in turn.blocks if not _free_prose(b)]
     if not blocks and turn.status.value == "completed":
         return None
     return canonical_json({"turn_id": turn.turn_id, "status": turn.status.value, "blocks": blocks})
 
 
 def _prose(turn: AssistantTurn) -> list[str]:
-    return [
-        b.text
-        for b in turn.blocks
-        if isinstance(b, AnswerBlock | TransitionBlock) and _speaks_for_model(b)
-    ]
+    return [said for said in map(_model_said, turn.blocks) if said is not None]
 
 
 def _user_parts(record: StoredUserTurn) -> list[str]:

@@ -153,15 +153,47 @@ def test_server_copy_standing_in_for_prose_is_a_tool_result_not_assistant_text()
     assert "Done." in messages[-1]["content"]
 
 
-def test_prose_made_of_moves_a_model_chose_stays_assistant_text():
-    chosen = TransitionBlock(
+def chosen_prose() -> TransitionBlock:
+    """Prose the server rendered from copy, in moves a model chose (structured narration)."""
+    return TransitionBlock(
         block_id=bid("t"),
         text="Please confirm below.",
         copy_ref=copy_ref(),
         moves=(Move(move="ask", ref=bid("c")),),
     )
-    messages = openai_chat_messages([assistant_turn(chosen, card_block())])
-    assert messages[-1] == {"role": "assistant", "content": "Please confirm below."}
+
+
+def test_prose_made_of_moves_a_model_chose_is_its_moves_as_assistant_text_and_words_a_record():
+    messages = openai_chat_messages([assistant_turn(chosen_prose(), card_block())])
+    draft = {"kind": "transition", "moves": [{"move": "ask", "ref": bid("c")}]}
+    assert messages[-1] == {
+        "role": "assistant",
+        "content": json.dumps(draft, separators=(",", ":")),
+    }
+    record = json.loads(messages[-2]["content"])
+    assert [b["text"] for b in record["blocks"] if b["kind"] == "transition"] == [
+        "Please confirm below."
+    ]
+
+
+def test_the_server_words_of_moves_a_model_chose_are_never_assistant_text_in_any_shape():
+    history = [user_turn(), assistant_turn(chosen_prose(), card_block())]
+    chat = [m["content"] for m in openai_chat_messages(history) if m["role"] == "assistant"]
+    responses = [
+        part["text"]
+        for item in openai_responses_input(history)
+        if item.get("role") == "assistant"
+        for part in item["content"]
+    ]
+    anthropic = [
+        b.get("text")
+        for m in anthropic_messages(history)
+        if m["role"] == "assistant"
+        for b in m["content"]
+    ]
+    for said in (chat, responses, anthropic):
+        assert not any("Please confirm below." in (text or "") for text in said)
+        assert any('"move":"ask"' in (text or "") for text in said)
 
 
 def test_a_responses_api_history_carries_server_blocks_as_a_function_call_output():
@@ -604,12 +636,22 @@ def turns(draw):
         )
     for i in range(draw(st.integers(0, 2))):
         blocks.append(AnswerBlock(block_id=bid(f"a{i}"), question_id=f"q{i}", text=draw(words)))
-    if draw(st.booleans()):
+    transition = draw(st.sampled_from(["none", "model", "server", "moves"]))
+    if transition == "model":
+        blocks.append(TransitionBlock(block_id=bid("t"), text=draw(words)))
+    elif transition == "server":
         blocks.append(
-            TransitionBlock(block_id=bid("t"), text=draw(words))
-            if draw(st.booleans())
-            else TransitionBlock(
+            TransitionBlock(
                 block_id=bid("t"), author="server", text=draw(words), copy_ref=copy_ref()
+            )
+        )
+    elif transition == "moves":
+        blocks.append(
+            TransitionBlock(
+                block_id=bid("t"),
+                text=draw(words),
+                copy_ref=copy_ref(),
+                moves=(Move(move="greet"),),
             )
         )
     if draw(st.booleans()):
@@ -637,20 +679,16 @@ def test_every_generated_turn_round_trips_through_vis(turn):
 @settings(max_examples=80, deadline=None)
 @given(turns())
 def test_no_generated_turns_server_words_are_ever_assistant_text(turn):
+    free = [
+        b.text
+        for b in turn.blocks
+        if isinstance(b, AnswerBlock | TransitionBlock) and b.author == "model" and not b.moves
+    ]
+    chosen = [b for b in turn.blocks if isinstance(b, TransitionBlock) and b.moves]
     server_texts = {b.text for b in turn.blocks if isinstance(b, NoticeBlock)} | {
         b.text for b in turn.blocks if isinstance(b, TransitionBlock) and b.author == "server"
     }
-    said = [
-        m["content"]
-        for m in openai_chat_messages([turn])
-        if m["role"] == "assistant" and m["content"]
-    ]
-    model_said = [
-        b.text
-        for b in turn.blocks
-        if isinstance(b, AnswerBlock | TransitionBlock) and b.author == "model"
-    ]
-    assert said == (["\n\n".join(model_said)] if model_said else [])
+    server_texts |= {b.text for b in chosen}
     texts = [
         b["text"]
         for message in anthropic_messages([turn])
@@ -658,8 +696,16 @@ def test_no_generated_turns_server_words_are_ever_assistant_text(turn):
         for b in message["content"]
         if b["type"] == "text"
     ]
-    assert texts == model_said
-    assert not (server_texts - set(model_said)) & set(said)
+    drafts = [t for t in texts if t not in free]
+    assert [t for t in texts if t in free] == free
+    assert [json.loads(d)["moves"] for d in drafts] == [[{"move": "greet"}]] * len(chosen)
+    said = [
+        m["content"]
+        for m in openai_chat_messages([turn])
+        if m["role"] == "assistant" and m["content"]
+    ]
+    assert said == (["\n\n".join(texts)] if texts else [])
+    assert not (server_texts - set(free)) & set(texts)
 
 
 json_values = st.recursive(
