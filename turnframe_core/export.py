@@ -1,10 +1,11 @@
 """Export of stored turns: the history a model is given (OpenAI chat and Responses, Anthropic
 messages) and the Vis message envelope and streaming events, with Vis import (docs/export.md).
 
-Authorship survives every shape. Model-written prose is assistant text. What the server wrote
-(receipts, notices, cards, artifacts, server copy standing in for prose, blocks of unknown kinds)
-reaches a model as the result of a tool call, `SERVER_RECORD_TOOL`, never as assistant text a
-model could later quote as its own. Every block is judged before it is emitted: a block that
+Authorship survives every shape. Model-written prose is assistant text; of prose rendered from
+moves a model chose, only the moves are. What the server wrote (receipts, notices, cards,
+artifacts, server copy standing in for prose or rendering a model's moves, blocks of unknown
+kinds) reaches a model as the result of a tool call, `SERVER_RECORD_TOOL`, never as assistant
+text a model could later quote as its own. Every block is judged before it is emitted: a block that
 could not have come from the runtime (a receipt whose id is not derived from its events, a
 server kind claiming model authorship, prose rendered from copy that claims a model chose it
 though no moves were chosen, an unknown kind presented as a known one) raises `ForgedBlock`, and
@@ -198,13 +199,34 @@ def _checked(turn: AssistantTurn) -> AssistantTurn:
     return turn
 
 
-def _speaks_for_model(block: Any) -> bool:
-    """Prose a model wrote or chose (structured narration), which a model may see as its own."""
+def _free_prose(block: Any) -> bool:
+    """Prose whose words a model wrote: the only words a model may see as its own."""
     return (
         isinstance(block, AnswerBlock | TransitionBlock)
         and block.author == "model"
-        and not mislabelled_prose(block)
+        and block.copy_ref is None
+        and not block.moves
     )
+
+
+def _model_said(block: Any) -> str | None:
+    """What a model wrote of a block, as assistant content: free prose's text; for prose the
+    server rendered from moves a model chose, those moves as the draft the model wrote (their
+    words are server copy and reach a model in the server record); else None."""
+    if _free_prose(block):
+        text: str = block.text
+        return text
+    if not isinstance(block, AnswerBlock | TransitionBlock) or block.author != "model":
+        return None
+    if not block.moves:
+        return None  # server copy labelled model (1.0 turns only)
+    draft: dict[str, Any] = {
+        "kind": block.kind,
+        "moves": [m.model_dump(mode="json", exclude_defaults=True) for m in block.moves],
+    }
+    if isinstance(block, AnswerBlock) and block.question_id is not None:
+        draft["question_id"] = block.question_id
+    return canonical_json(draft)
 
 
 # --- model history ------------------------------------------------------------------------------
@@ -217,18 +239,14 @@ def _call_id(turn_id: str) -> str:
 
 def _server_record(turn: AssistantTurn) -> str | None:
     """The canonical JSON of what the server wrote in the turn, or None when it wrote nothing."""
-    blocks = [b.model_dump(mode="json") for b in turn.blocks if not _speaks_for_model(b)]
+    blocks = [b.model_dump(mode="json") for b in turn.blocks if not _free_prose(b)]
     if not blocks and turn.status.value == "completed":
         return None
     return canonical_json({"turn_id": turn.turn_id, "status": turn.status.value, "blocks": blocks})
 
 
 def _prose(turn: AssistantTurn) -> list[str]:
-    return [
-        b.text
-        for b in turn.blocks
-        if isinstance(b, AnswerBlock | TransitionBlock) and _speaks_for_model(b)
-    ]
+    return [said for said in map(_model_said, turn.blocks) if said is not None]
 
 
 def _user_parts(record: StoredUserTurn) -> list[str]:
@@ -523,11 +541,16 @@ def _block_data(vis: Any, index: int) -> dict[str, Any]:
     kind = metadata.get("kind")
     if metadata.get("unknown") is True:
         raw = metadata.get("raw")
-        if not isinstance(raw, dict) or kind in _KIND_CLASS or raw.get("kind") != kind:
+        if not isinstance(raw, dict) or not isinstance(kind, str):
+            raise InvalidVisMessage(f"content[{index}] names no block kind")
+        if kind in _KIND_CLASS or raw.get("kind") != kind:
             raise ForgedBlock(index, str(kind), "an unknown block presented as a known kind")
         return raw
     if not isinstance(kind, str) or kind not in _KIND_CLASS:
         raise InvalidVisMessage(f"content[{index}] names no block kind")
+    shown = _INTERACTION_FIELDS if kind == "interaction" else tuple(_VIS_FIELDS[kind])
+    if any(name in metadata for name in (*shown, "block_id")):
+        raise InvalidVisMessage(f"content[{index}]'s metadata overrides a field a client shows")
     data: dict[str, Any] = {"block_id": vis.get("id")}
     if kind == "interaction":
         for name in _INTERACTION_FIELDS:
@@ -590,7 +613,12 @@ def to_vis_message(
     if not isinstance(turn, AssistantTurn):
         return _user_vis(_entries([turn])[0])  # type: ignore[arg-type]
     _checked(turn)
-    limits = _limits(interactions)
+    return _assistant_vis(turn, provider, model, _limits(interactions))
+
+
+def _assistant_vis(
+    turn: AssistantTurn, provider: str | None, model: str | None, limits: Limits
+) -> dict[str, Any]:
     dumped = turn.model_dump(mode="json")
     message: dict[str, Any] = {
         "id": turn.turn_id,
@@ -659,8 +687,51 @@ def _user_vis(record: StoredUserTurn) -> dict[str, Any]:
 
 def from_vis_message(message: Any) -> AssistantTurn | UserTurn:
     """The turn a Vis message exported by `to_vis_message` holds; `to_vis_message` of it gives
-    the message again. Raises `InvalidVisMessage`, or `ForgedBlock` for a block the runtime
-    could not have written."""
+    the message again, or it is refused, so what a Vis client shows is what is imported.
+    Raises `InvalidVisMessage`, or `ForgedBlock` for a block the runtime could not have
+    written."""
+    turn = _read_vis_message(message)
+    if isinstance(turn, AssistantTurn):
+        provider, model = message.get("provider"), message.get("model")
+        if not isinstance(provider, str | None) or not isinstance(model, str | None):
+            raise InvalidVisMessage("the message's provider and model are strings")
+        again = _assistant_vis(turn, provider, model, _shown_limits(message))
+    else:
+        again = _user_vis(turn)
+    if _json_text(again) != _json_text(message):
+        raise InvalidVisMessage("the message does not export back to itself")
+    return turn
+
+
+def _json_text(value: Any) -> str | None:
+    try:
+        return canonical_json(value)
+    except TurnframeError:
+        return None
+
+
+def _shown_limits(message: dict[str, Any]) -> dict[tuple[str, str], int]:
+    """The free-text limits a message's cards show (the stored cards are not at hand on
+    import); any limit from 1 to `FREEFORM_HARD_CAP` may be one a card set."""
+    limits: dict[tuple[str, str], int] = {}
+    for block in message["content"]:
+        card, options = block.get("interaction_id"), block.get("options")
+        if block.get("type") != "interaction" or not isinstance(options, list):
+            continue
+        for option in options:
+            max_len = option.get("max_len") if isinstance(option, dict) else None
+            option_id = option.get("id") if isinstance(option, dict) else None
+            if (
+                isinstance(card, str)
+                and isinstance(option_id, str)
+                and type(max_len) is int
+                and 1 <= max_len <= FREEFORM_HARD_CAP
+            ):
+                limits[(card, option_id)] = max_len
+    return limits
+
+
+def _read_vis_message(message: Any) -> AssistantTurn | UserTurn:
     if not isinstance(message, dict) or not isinstance(message.get("content"), list):
         raise InvalidVisMessage("a Vis message is an object with a content array")
     metadata = message.get("metadata")
@@ -768,7 +839,18 @@ def to_vis(
 
 def from_vis(messages: Iterable[Any]) -> list[AssistantTurn | UserTurn]:
     """The turns of Vis messages exported by `to_vis`, in order."""
-    return [from_vis_message(message) for message in messages]
+    return [from_vis_message(message) for message in _listed(messages, "Vis messages")]
+
+
+def _listed(values: Any, what: str) -> list[Any]:
+    """`values` as a list, or `InvalidVisMessage` when it is not a sequence (a string or an
+    object is one value, not many)."""
+    if isinstance(values, str | bytes | Mapping):
+        raise InvalidVisMessage(f"{what} are a sequence")
+    try:
+        return list(values)
+    except TypeError:
+        raise InvalidVisMessage(f"{what} are a sequence") from None
 
 
 # --- Vis: streaming events ----------------------------------------------------------------------
@@ -846,33 +928,61 @@ def _check_data(data: dict[str, Any], index: int) -> None:
 def apply_vis_events(events: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
     """The content a Vis client holds after applying `events` in sequence order: each block as
     `started` gave it, its deltas appended, `completed` once completed. Deltas are deduplicated
-    by (block_id, delta_index); a delta that does not continue its block raises
-    `InvalidVisMessage`."""
+    by (block_id, delta_index). An event of the wrong shape, or a delta that does not continue
+    its block, raises `InvalidVisMessage`; events of other types are left alone."""
     blocks: dict[str, dict[str, Any]] = {}
     order: list[str] = []
     next_delta: dict[str, int] = {}
-    for event in sorted(events, key=lambda e: int(e["sequence"])):
-        kind = event.get("type")
+    for event in sorted(_vis_event_list(events), key=lambda e: int(e["sequence"])):
+        kind = event["type"]
         if kind == "content.block.started":
-            block = dict(event["block"])
-            if block["id"] not in blocks:
-                blocks[block["id"]] = block
-                order.append(block["id"])
-                next_delta[block["id"]] = 0
+            block = dict(_field(event, "block", dict))
+            block_id = _field(block, "id", str)
+            if not isinstance(block.get("markdown", ""), str):
+                raise InvalidVisMessage("a started block's markdown is not text")
+            if block_id not in blocks:
+                blocks[block_id] = block
+                order.append(block_id)
+                next_delta[block_id] = 0
         elif kind == "content.block.delta":
-            block_id = event["block_id"]
+            block_id = _field(event, "block_id", str)
+            at, text = _field(event, "delta_index", int), _field(event, "text", str)
             block = blocks.get(block_id, {})
             if block.get("status") != "streaming" or event.get("field") != "markdown":
                 raise InvalidVisMessage("a delta for no incomplete prose block")
-            if event["delta_index"] < next_delta[block_id]:
+            if at < next_delta[block_id]:
                 continue  # a repeat
-            if event["delta_index"] != next_delta[block_id]:
+            if at != next_delta[block_id]:
                 raise InvalidVisMessage("a gap in a block's deltas")
-            block["markdown"] = block.get("markdown", "") + event["text"]
+            block["markdown"] = block.get("markdown", "") + text
             next_delta[block_id] += 1
         elif kind == "content.block.completed":
-            done = blocks.get(event["block_id"])
+            done = blocks.get(_field(event, "block_id", str))
             if done is None:
                 raise InvalidVisMessage("a completed event for no started block")
             done["status"] = "completed"
     return [blocks[block_id] for block_id in order]
+
+
+def _vis_event_list(events: Any) -> list[Mapping[str, Any]]:
+    """The events, each an object with a string `type` and a whole-number `sequence`."""
+    listed = _listed(events, "Vis events")
+    for index, event in enumerate(listed):
+        if not isinstance(event, Mapping):
+            raise InvalidVisMessage(f"event {index} is not an object")
+        _field(event, "type", str)
+        _field(event, "sequence", int)
+    return listed
+
+
+def _field(data: Mapping[str, Any], name: str, kind: type) -> Any:
+    """`data[name]` when it is a `kind` (for `int`, a whole number: not negative, not a bool),
+    else `InvalidVisMessage`."""
+    value: Any = data.get(name)
+    if kind is int:
+        fits = isinstance(value, int) and not isinstance(value, bool) and value >= 0
+    else:
+        fits = isinstance(value, kind)
+    if not fits:
+        raise InvalidVisMessage(f"an event's {name} is not a {kind.__name__}")
+    return value

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 
 import pytest
@@ -152,15 +153,47 @@ def test_server_copy_standing_in_for_prose_is_a_tool_result_not_assistant_text()
     assert "Done." in messages[-1]["content"]
 
 
-def test_prose_made_of_moves_a_model_chose_stays_assistant_text():
-    chosen = TransitionBlock(
+def chosen_prose() -> TransitionBlock:
+    """Prose the server rendered from copy, in moves a model chose (structured narration)."""
+    return TransitionBlock(
         block_id=bid("t"),
         text="Please confirm below.",
         copy_ref=copy_ref(),
         moves=(Move(move="ask", ref=bid("c")),),
     )
-    messages = openai_chat_messages([assistant_turn(chosen, card_block())])
-    assert messages[-1] == {"role": "assistant", "content": "Please confirm below."}
+
+
+def test_prose_made_of_moves_a_model_chose_is_its_moves_as_assistant_text_and_words_a_record():
+    messages = openai_chat_messages([assistant_turn(chosen_prose(), card_block())])
+    draft = {"kind": "transition", "moves": [{"move": "ask", "ref": bid("c")}]}
+    assert messages[-1] == {
+        "role": "assistant",
+        "content": json.dumps(draft, separators=(",", ":")),
+    }
+    record = json.loads(messages[-2]["content"])
+    assert [b["text"] for b in record["blocks"] if b["kind"] == "transition"] == [
+        "Please confirm below."
+    ]
+
+
+def test_the_server_words_of_moves_a_model_chose_are_never_assistant_text_in_any_shape():
+    history = [user_turn(), assistant_turn(chosen_prose(), card_block())]
+    chat = [m["content"] for m in openai_chat_messages(history) if m["role"] == "assistant"]
+    responses = [
+        part["text"]
+        for item in openai_responses_input(history)
+        if item.get("role") == "assistant"
+        for part in item["content"]
+    ]
+    anthropic = [
+        b.get("text")
+        for m in anthropic_messages(history)
+        if m["role"] == "assistant"
+        for b in m["content"]
+    ]
+    for said in (chat, responses, anthropic):
+        assert not any("Please confirm below." in (text or "") for text in said)
+        assert any('"move":"ask"' in (text or "") for text in said)
 
 
 def test_a_responses_api_history_carries_server_blocks_as_a_function_call_output():
@@ -272,6 +305,58 @@ def test_vis_data_presenting_an_unknown_block_as_a_known_kind_is_refused_on_impo
         from_vis_message(message)
 
 
+@pytest.mark.parametrize(
+    ("turn", "hidden"),
+    [
+        (assistant_turn(model_prose()), {"text": "Not what the client shows."}),
+        (assistant_turn(notice()), {"text": "Not what the client shows."}),
+        (assistant_turn(receipt_block()), {"title": "Not what the client shows."}),
+        (assistant_turn(notice()), {"block_id": bid("other")}),
+        (assistant_turn(card_block()), {"title": "Not what the client shows."}),
+    ],
+)
+def test_a_blocks_hidden_metadata_cannot_override_what_a_vis_client_shows(turn, hidden):
+    message = to_vis_message(turn)
+    message["content"][0]["metadata"].update(hidden)
+    with pytest.raises(InvalidVisMessage):
+        from_vis_message(message)
+
+
+def test_a_user_turns_hidden_metadata_cannot_carry_words_the_client_does_not_show():
+    message = to_vis_message(
+        user_turn(None, attachments=(AttachmentRef(attachment_id="att_1", media_type="image/png"),))
+    )
+    message["metadata"]["text"] = "Words no client shows."
+    with pytest.raises(InvalidVisMessage):
+        from_vis_message(message)
+
+
+def test_vis_data_that_does_not_export_back_to_itself_is_an_invalid_vis_message():
+    message = to_vis_message(full_turn())
+    message["content"][0]["extra"] = "shown by a client, lost on import"
+    with pytest.raises(InvalidVisMessage, match="export"):
+        from_vis_message(message)
+
+
+def test_a_free_text_limit_above_the_hard_cap_is_refused_on_import():
+    card = seat_card()
+    message = to_vis_message(assistant_turn(InteractionBlock.from_view(bid("c"), card.view())))
+    message["content"][0]["options"][0]["max_len"] = FREEFORM_HARD_CAP + 1
+    with pytest.raises(InvalidVisMessage):
+        from_vis_message(message)
+
+
+def test_an_unknown_block_whose_kind_is_not_a_string_is_an_invalid_vis_message():
+    message = to_vis_message(assistant_turn(notice()))
+    message["content"][0]["metadata"] = {
+        "kind": ["poll"],
+        "unknown": True,
+        "raw": {"kind": ["poll"]},
+    }
+    with pytest.raises(InvalidVisMessage):
+        from_vis_message(message)
+
+
 def test_vis_data_not_exported_here_is_an_invalid_vis_message():
     with pytest.raises(InvalidVisMessage) as raised:
         from_vis_message({"id": "turn_1", "role": "assistant", "content": [{"id": "b"}]})
@@ -319,8 +404,9 @@ def test_an_error_notice_is_a_vis_error_block_that_is_not_retryable():
     assert block["code"] == "turnframe.notice.nothing_submitted"
 
 
-def test_a_freeform_option_carries_its_cards_max_len_or_the_hard_cap():
-    card = store_builders.card(
+def seat_card():
+    """A stored card whose option takes free text up to its own limit, 80."""
+    return store_builders.card(
         "int_2",
         account="acct_1",
         conversation="conv_1",
@@ -339,6 +425,10 @@ def test_a_freeform_option_carries_its_cards_max_len_or_the_hard_cap():
         ),
         created_at=1,
     )
+
+
+def test_a_freeform_option_carries_its_cards_max_len_or_the_hard_cap():
+    card = seat_card()
     turn = assistant_turn(InteractionBlock.from_view(bid("c"), card.view()))
     told = to_vis_message(turn, interactions=[card])["content"][0]["options"][0]
     assert told == {
@@ -348,6 +438,7 @@ def test_a_freeform_option_carries_its_cards_max_len_or_the_hard_cap():
         "freeform": "optional",
         "max_len": 80,
     }
+    assert from_vis_message(to_vis_message(turn, interactions=[card])) == turn
     untold = to_vis_message(turn)["content"][0]["options"][0]
     assert untold["max_len"] == FREEFORM_HARD_CAP
     assert "max_len" not in to_vis_message(assistant_turn(card_block()))["content"][0]["options"][0]
@@ -444,6 +535,68 @@ def test_a_replayed_delta_is_applied_once():
     assert apply_vis_events([*out, delta]) == apply_vis_events(out)
 
 
+def started_event(sequence: object = 1, **block: object) -> dict:
+    shown = {"id": "b1", "type": "prose", "status": "streaming", "markdown": "", **block}
+    return {
+        "type": "content.block.started",
+        "turn_id": "turn_1",
+        "sequence": sequence,
+        "index": 0,
+        "block": shown,
+    }
+
+
+@pytest.mark.parametrize(
+    "events",
+    [
+        [{"type": "content.block.started", "turn_id": "turn_1", "block": {"id": "b1"}}],
+        [started_event("x")],
+        [started_event(True)],
+        ["not an event"],
+        [started_event(id=None)],
+        [{**started_event(), "block": "b1"}],
+        [
+            started_event(markdown=3),
+            {
+                "type": "content.block.delta",
+                "sequence": 2,
+                "block_id": "b1",
+                "delta_index": 0,
+                "field": "markdown",
+                "text": "x",
+            },
+        ],
+        [
+            started_event(),
+            {
+                "type": "content.block.delta",
+                "sequence": 2,
+                "block_id": "b1",
+                "delta_index": "0",
+                "field": "markdown",
+                "text": "x",
+            },
+        ],
+        [
+            started_event(),
+            {
+                "type": "content.block.delta",
+                "sequence": 2,
+                "block_id": "b1",
+                "delta_index": 0,
+                "field": "markdown",
+                "text": 5,
+            },
+        ],
+        [started_event(), {"type": "content.block.completed", "sequence": 2, "block_id": ["b1"]}],
+        [started_event(), {"type": 7, "sequence": 2}],
+    ],
+)
+def test_vis_events_of_the_wrong_shape_are_an_invalid_vis_message(events):
+    with pytest.raises(InvalidVisMessage):
+        apply_vis_events(events)
+
+
 def test_a_forged_block_in_a_stream_is_not_exported():
     events = turn_events(assistant_turn(receipt_block()), StreamMode.WHOLE)
     started = events[0]
@@ -483,22 +636,37 @@ def turns(draw):
         )
     for i in range(draw(st.integers(0, 2))):
         blocks.append(AnswerBlock(block_id=bid(f"a{i}"), question_id=f"q{i}", text=draw(words)))
-    if draw(st.booleans()):
+    transition = draw(st.sampled_from(["none", "model", "server", "moves"]))
+    if transition == "model":
+        blocks.append(TransitionBlock(block_id=bid("t"), text=draw(words)))
+    elif transition == "server":
         blocks.append(
-            TransitionBlock(block_id=bid("t"), text=draw(words))
-            if draw(st.booleans())
-            else TransitionBlock(
+            TransitionBlock(
                 block_id=bid("t"), author="server", text=draw(words), copy_ref=copy_ref()
+            )
+        )
+    elif transition == "moves":
+        blocks.append(
+            TransitionBlock(
+                block_id=bid("t"),
+                text=draw(words),
+                copy_ref=copy_ref(),
+                moves=(Move(move="greet"),),
             )
         )
     if draw(st.booleans()):
         blocks.append(card_block())
     status = draw(st.sampled_from([s for s in TurnStatus if s.is_terminal]))
-    return assistant_turn(
+    turn = assistant_turn(
         *blocks,
         status=status,
         subjects=tuple(draw(st.lists(st.builds(lambda c: case(case_id=c), ident), max_size=2))),
     )
+    if not draw(st.booleans()):
+        return turn
+    stored = json.loads(turn.to_stored_json())
+    stored["blocks"].append({"kind": "poll", "block_id": bid("p"), "question": draw(words)})
+    return AssistantTurn.from_stored_json(json.dumps(stored))
 
 
 @settings(max_examples=80, deadline=None)
@@ -511,20 +679,16 @@ def test_every_generated_turn_round_trips_through_vis(turn):
 @settings(max_examples=80, deadline=None)
 @given(turns())
 def test_no_generated_turns_server_words_are_ever_assistant_text(turn):
+    free = [
+        b.text
+        for b in turn.blocks
+        if isinstance(b, AnswerBlock | TransitionBlock) and b.author == "model" and not b.moves
+    ]
+    chosen = [b for b in turn.blocks if isinstance(b, TransitionBlock) and b.moves]
     server_texts = {b.text for b in turn.blocks if isinstance(b, NoticeBlock)} | {
         b.text for b in turn.blocks if isinstance(b, TransitionBlock) and b.author == "server"
     }
-    said = [
-        m["content"]
-        for m in openai_chat_messages([turn])
-        if m["role"] == "assistant" and m["content"]
-    ]
-    model_said = [
-        b.text
-        for b in turn.blocks
-        if isinstance(b, AnswerBlock | TransitionBlock) and b.author == "model"
-    ]
-    assert said == (["\n\n".join(model_said)] if model_said else [])
+    server_texts |= {b.text for b in chosen}
     texts = [
         b["text"]
         for message in anthropic_messages([turn])
@@ -532,8 +696,59 @@ def test_no_generated_turns_server_words_are_ever_assistant_text(turn):
         for b in message["content"]
         if b["type"] == "text"
     ]
-    assert texts == model_said
-    assert not (server_texts - set(model_said)) & set(said)
+    drafts = [t for t in texts if t not in free]
+    assert [t for t in texts if t in free] == free
+    assert [json.loads(d)["moves"] for d in drafts] == [[{"move": "greet"}]] * len(chosen)
+    said = [
+        m["content"]
+        for m in openai_chat_messages([turn])
+        if m["role"] == "assistant" and m["content"]
+    ]
+    assert said == (["\n\n".join(texts)] if texts else [])
+    assert not (server_texts - set(free)) & set(texts)
+
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | words | ident,
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(words | ident, inner, max_size=4),
+    max_leaves=20,
+)
+
+
+def near_vis_messages():
+    """Exported messages with one value replaced by arbitrary JSON, and arbitrary JSON."""
+
+    @st.composite
+    def mangled(draw):
+        message = json.loads(json.dumps(to_vis_message(draw(turns()))))
+        path, node = [], message
+        while isinstance(node, dict | list) and node and draw(st.booleans()):
+            key = draw(st.sampled_from(list(node) if isinstance(node, dict) else range(len(node))))
+            path.append(key)
+            node = node[key]
+        if not path:
+            return draw(json_values)
+        parent = message
+        for key in path[:-1]:
+            parent = parent[key]
+        parent[path[-1]] = draw(json_values)
+        return message
+
+    return mangled() | json_values
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(near_vis_messages(), max_size=3) | json_values)
+def test_arbitrary_json_read_as_vis_messages_is_refused_or_read_never_crashes(messages):
+    with contextlib.suppress(InvalidVisMessage, ForgedBlock):
+        from_vis(messages)
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(json_values | st.builds(started_event, json_values), max_size=5) | json_values)
+def test_arbitrary_json_read_as_vis_events_is_refused_or_applied_never_crashes(events):
+    with contextlib.suppress(InvalidVisMessage):
+        apply_vis_events(events)
 
 
 def test_a_user_turn_as_the_store_returns_it_is_exported_like_the_cores_own():
