@@ -2,10 +2,10 @@
 
 An exchange file (tests/models/exchanges/*.json) holds the calls one adapter made, in order:
 each with what the request must carry (`expect`: key paths of the JSON body and their values)
-and the provider's response (`status`, `headers`, `body`), or `"raise": "timeout"` for a call
-that never answered. A block id is derived per run, so a recorded answer names a ref of the
-request by its kind (`$receipt`, `$notice`, `$card`): the request's first ref of that kind.
-`scripts/record-exchange` writes new ones against a real key."""
+and the provider's response (`status`, `headers`, and a JSON `body` or a raw `text`), or
+`"raise": "timeout"` for a call that never answered. A block id is derived per run, so a
+recorded answer names a ref of the request by its kind (`$receipt`, `$notice`, `$card`): the
+request's first ref of that kind. `scripts/record-exchange` writes new ones against a real key."""
 
 from __future__ import annotations
 
@@ -38,7 +38,7 @@ class Replay:
         if call.get("raise") == "timeout":
             raise httpx2.ReadTimeout("recorded timeout", request=request)
         response = call["response"]
-        answer = json.dumps(response["body"])
+        answer = response["text"] if "text" in response else json.dumps(response["body"])
         for kind, ref in _refs(body).items():
             answer = answer.replace(f"${kind}", ref)
         return httpx2.Response(

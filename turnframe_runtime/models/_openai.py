@@ -8,6 +8,7 @@ import os
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Literal
 
+from turnframe_core.blocks import MalformedModelOutput
 from turnframe_runtime.models._failures import (
     MissingApiKey,
     MissingModelExtra,
@@ -25,6 +26,8 @@ from turnframe_runtime.models._ports import (
     ReviewerAdapter,
     Transport,
     Usage,
+    text_or_none,
+    whole,
 )
 from turnframe_runtime.models._schema import decode
 
@@ -98,23 +101,29 @@ class OpenAIChat(Transport):
             raise ModelRateLimited("the provider refused the call for its rate limits") from None
         except sdk.APIError as failed:  # connection, server and client errors alike
             raise ModelUnavailable(f"the provider failed ({type(failed).__name__})") from None
-        usage = completion.usage
+        if not isinstance(completion, sdk.types.chat.ChatCompletion):
+            raise ModelUnavailable("the provider's reply is not a chat completion")
+        usage = getattr(completion, "usage", None)
         noted(
             Usage(
-                input_tokens=usage.prompt_tokens if usage is not None else None,
-                output_tokens=usage.completion_tokens if usage is not None else None,
-                request_id=completion.id,
+                input_tokens=whole(getattr(usage, "prompt_tokens", None)),
+                output_tokens=whole(getattr(usage, "completion_tokens", None)),
+                request_id=text_or_none(getattr(completion, "id", None)),
             )
         )
-        if not completion.choices:
-            raise ModelUnavailable("the provider answered with no choice")
-        choice = completion.choices[0]
-        finish = choice.finish_reason
-        if choice.message.refusal or finish == "content_filter":
+        choices = getattr(completion, "choices", None)
+        if not isinstance(choices, list) or not choices:
+            raise MalformedModelOutput("the provider answered with no choice")
+        choice = choices[0]
+        message = getattr(choice, "message", None)
+        if message is None:
+            raise MalformedModelOutput("the provider's choice holds no message")
+        finish = getattr(choice, "finish_reason", None)
+        if getattr(message, "refusal", None) or finish == "content_filter":
             raise ModelRefused("the model declined to answer")
         if finish == "length":
             raise ModelTruncated("the model's answer was cut off at its output limit")
-        return decode(choice.message.content)
+        return decode(getattr(message, "content", None))
 
 
 class OpenAIInterpreter(InterpreterAdapter):

@@ -58,6 +58,17 @@ class Usage:
     request_id: str | None = None
 
 
+def whole(value: Any) -> int | None:
+    """A provider's token count when it is a whole number, else None (unknown)."""
+    ok = isinstance(value, int) and not isinstance(value, bool) and value >= 0
+    return value if ok else None
+
+
+def text_or_none(value: Any) -> str | None:
+    """A provider's id when it is text, else None."""
+    return value if isinstance(value, str) and value else None
+
+
 class Transport(ABC):
     """How one provider's API carries an `Ask` and maps its failures to the typed ones."""
 

@@ -285,9 +285,9 @@ def read_verdict(data: Any) -> ReviewVerdict:
 # --- the wire -----------------------------------------------------------------------------------
 
 
-def decode(text: str | None) -> Any:
+def decode(text: Any) -> Any:
     """A model's answer text as JSON within the caps, or `MalformedModelOutput`."""
-    if text is None or len(text) > MAX_MODEL_OUTPUT_CHARS:
+    if not isinstance(text, str) or len(text) > MAX_MODEL_OUTPUT_CHARS:
         raise MalformedModelOutput("the model's answer is empty or too long")
     try:
         data = json.loads(text)
