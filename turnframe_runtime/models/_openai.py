@@ -29,7 +29,7 @@ from turnframe_runtime.models._ports import (
     text_or_none,
     whole,
 )
-from turnframe_runtime.models._schema import decode
+from turnframe_runtime.models._schema import decode, strict_schema
 
 if TYPE_CHECKING:
     from openai import AsyncOpenAI
@@ -91,7 +91,11 @@ class OpenAIChat(Transport):
                 ],
                 response_format={
                     "type": "json_schema",
-                    "json_schema": {"name": ask.name, "schema": ask.schema, "strict": True},
+                    "json_schema": {
+                        "name": ask.name,
+                        "schema": strict_schema(ask.schema),
+                        "strict": True,
+                    },
                 },
                 max_completion_tokens=self.max_output_tokens,
             )
