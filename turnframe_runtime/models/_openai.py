@@ -34,7 +34,22 @@ from turnframe_runtime.models._schema import decode, strict_schema
 if TYPE_CHECKING:
     from openai import AsyncOpenAI
 
-__all__ = ["OpenAIChat", "OpenAIInterpreter", "OpenAINarrator", "OpenAIReviewer"]
+__all__ = [
+    "COMPATIBLE_API_KEY_VARIABLE",
+    "OPENAI_BASE_URL",
+    "OpenAIChat",
+    "OpenAIInterpreter",
+    "OpenAINarrator",
+    "OpenAIReviewer",
+]
+
+#: Where OpenAI itself is reached; OPENAI_BASE_URL is not followed, so a call the record names
+#: "openai" went to OpenAI.
+OPENAI_BASE_URL = "https://api.openai.com/v1"
+
+#: The key for a server reached by `base_url` when none is passed; OPENAI_API_KEY is never sent
+#: to another host.
+COMPATIBLE_API_KEY_VARIABLE = "TURNFRAME_OPENAI_COMPATIBLE_API_KEY"
 
 #: A key for servers that want none (a local OpenAI-compatible one reached by `base_url`).
 _NO_KEY = "not-needed"
@@ -51,9 +66,11 @@ class OpenAIChat(Transport):
     """Chat completions with a strict JSON schema response format.
 
     `client`: an `openai.AsyncOpenAI` to use (tests pass one over a mock transport); else one
-    is built from `api_key` (or `OPENAI_API_KEY`), `base_url`, `timeout` and `max_retries`.
-    With `base_url` and no client the provider is recorded as "openai-compatible" and a key is
-    optional."""
+    is built from `api_key`, `base_url`, `timeout` and `max_retries`. Without `base_url` the
+    provider is "openai", reached at `OPENAI_BASE_URL` with `api_key` or OPENAI_API_KEY. With
+    `base_url` it is "openai-compatible", and its key is `api_key`, else
+    TURNFRAME_OPENAI_COMPATIBLE_API_KEY, else none: OPENAI_API_KEY never goes to another
+    host."""
 
     def __init__(
         self,
@@ -70,13 +87,17 @@ class OpenAIChat(Transport):
         self.sdk = _sdk()
         self.provider = "openai-compatible" if base_url is not None else "openai"
         if client is None:
-            key = api_key or os.environ.get("OPENAI_API_KEY")
-            if not key:
-                if base_url is None:
+            if base_url is None:
+                key = api_key or os.environ.get("OPENAI_API_KEY")
+                if not key:
                     raise MissingApiKey("OPENAI_API_KEY")
-                key = _NO_KEY
+            else:
+                key = api_key or os.environ.get(COMPATIBLE_API_KEY_VARIABLE) or _NO_KEY
             client = self.sdk.AsyncOpenAI(
-                api_key=key, base_url=base_url, timeout=timeout, max_retries=max_retries
+                api_key=key,
+                base_url=base_url if base_url is not None else OPENAI_BASE_URL,
+                timeout=timeout,
+                max_retries=max_retries,
             )
         self.client = client
 
