@@ -16,6 +16,7 @@ from turnframe_runtime.models._failures import (
     ModelRefused,
     ModelTimeout,
     ModelTruncated,
+    ModelUnauthorized,
     ModelUnavailable,
 )
 from turnframe_runtime.models._ports import (
@@ -124,6 +125,8 @@ class OpenAIChat(Transport):
             raise ModelTimeout("the model did not answer in time") from None
         except sdk.RateLimitError:
             raise ModelRateLimited("the provider refused the call for its rate limits") from None
+        except (sdk.AuthenticationError, sdk.PermissionDeniedError):
+            raise ModelUnauthorized("the provider refused the key") from None
         except sdk.APIError as failed:  # connection, server and client errors alike
             raise ModelUnavailable(f"the provider failed ({type(failed).__name__})") from None
         if not isinstance(completion, sdk.types.chat.ChatCompletion):
