@@ -18,8 +18,8 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from turnframe_core._fit import MAX_MODEL_OUTPUT_CHARS, json_value_problem
 from turnframe_core.blocks import MalformedModelOutput
+from turnframe_core.limits import MAX_MODEL_OUTPUT_CHARS, json_value_problem
 from turnframe_core.moves import MAX_MOVES, REF_MOVES, REFERS_TO, MoveKind, Referable
 from turnframe_core.understanding import (
     Brief,
