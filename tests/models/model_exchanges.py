@@ -22,8 +22,11 @@ EXCHANGES = Path(__file__).parent / "exchanges"
 class Replay:
     """The calls of one exchange file, served in order; `requests` holds what was sent."""
 
-    def __init__(self, name: str) -> None:
-        self.exchange = json.loads((EXCHANGES / f"{name}.json").read_text("utf-8"))
+    def __init__(self, name: str, exchange: dict[str, Any] | None = None) -> None:
+        """The exchange file `name`, or `exchange` itself (one a test derives from a file)."""
+        if exchange is None:
+            exchange = json.loads((EXCHANGES / f"{name}.json").read_text("utf-8"))
+        self.exchange = exchange
         self._calls: Iterator[dict[str, Any]] = iter(self.exchange["calls"])
         self.requests: list[dict[str, Any]] = []
 
