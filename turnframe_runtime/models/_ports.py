@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from turnframe_core.understanding import Brief, Understanding
-from turnframe_runtime.calls import ModelCall, note_model_call
+from turnframe_runtime.calls import ModelCall, note_model_call, take_model_call
 from turnframe_runtime.models._prompts import Prompt, prompt
 from turnframe_runtime.models._schema import (
     draft_schema,
@@ -101,9 +101,16 @@ class ModelPort:
 
     async def _call(self, ask: Ask) -> Any:
         """The model's answer to `ask` as JSON; the call is noted for the replay record
-        whether it answers or raises."""
+        whether it answers or raises. A call cancelled mid-flight is never recorded, so its
+        note is dropped rather than left for a later record to take."""
         self._note(ask, Usage())
-        return await self.transport.ask(ask, lambda usage: self._note(ask, usage))
+        try:
+            return await self.transport.ask(ask, lambda usage: self._note(ask, usage))
+        except Exception:
+            raise
+        except BaseException:
+            take_model_call()
+            raise
 
     def _note(self, ask: Ask, usage: Usage) -> None:
         note_model_call(
