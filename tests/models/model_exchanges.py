@@ -42,8 +42,7 @@ class Replay:
             raise httpx2.ReadTimeout("recorded timeout", request=request)
         response = call["response"]
         answer = response["text"] if "text" in response else json.dumps(response["body"])
-        for kind, ref in _refs(body).items():
-            answer = answer.replace(f"${kind}", ref)
+        answer = filled(answer, body)
         return httpx2.Response(
             response.get("status", 200),
             headers={"content-type": "application/json", **response.get("headers", {})},
@@ -78,7 +77,23 @@ class Replay:
         return next(self._calls, None) is None
 
 
-def _refs(body: dict[str, Any]) -> dict[str, str]:
+def placeheld(answer: str, sent: dict[str, Any]) -> str:
+    """`answer` with the first ref of each kind in the request `sent` written as `$<kind>`
+    (what `scripts/record-exchange` keeps); `filled` undoes it."""
+    for kind, ref in _first_refs(sent).items():
+        if ref.startswith("blk_"):
+            answer = answer.replace(ref, f"${kind}")
+    return answer
+
+
+def filled(answer: str, sent: dict[str, Any]) -> str:
+    """`answer` with each `$<kind>` replaced by the first ref of that kind in `sent`."""
+    for kind, ref in _first_refs(sent).items():
+        answer = answer.replace(f"${kind}", ref)
+    return answer
+
+
+def _first_refs(body: dict[str, Any]) -> dict[str, str]:
     """The request's first ref of each kind, when its last message is a narration request."""
     try:
         request = json.loads(body["messages"][-1]["content"])
