@@ -29,10 +29,13 @@ class Replay:
         self.exchange = exchange
         self._calls: Iterator[dict[str, Any]] = iter(self.exchange["calls"])
         self.requests: list[dict[str, Any]] = []
+        #: where each request was sent
+        self.urls: list[str] = []
 
     def handler(self, request: httpx2.Request) -> httpx2.Response:
         body = json.loads(request.content)
         self.requests.append(body)
+        self.urls.append(str(request.url))
         call = next(self._calls, None)
         if call is None:
             raise AssertionError("the adapter made a call the exchange does not hold")
