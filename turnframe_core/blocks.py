@@ -30,10 +30,6 @@ from pydantic import (
 )
 
 from turnframe_core import codes
-from turnframe_core._fit import (
-    MAX_MODEL_OUTPUT_CHARS,
-    json_value_problem,
-)
 from turnframe_core._model import (
     FrozenModel,
     Millis,
@@ -52,6 +48,10 @@ from turnframe_core.interactions import (
     InteractionOptionView,
     InteractionView,
     ReviewEntry,
+)
+from turnframe_core.limits import (
+    MAX_MODEL_OUTPUT_CHARS,
+    json_value_problem,
 )
 from turnframe_core.moves import Move
 
@@ -403,7 +403,7 @@ class MalformedModelOutput(TurnframeError):
     code = codes.AUTHORSHIP_MALFORMED_OUTPUT
 
 
-#: The length of one model-written text (the JSON a model sends is capped by `_fit`).
+#: The length of one model-written text (the JSON a model sends is capped by `limits`).
 MAX_PROSE_CHARS: Final = 20_000
 
 

@@ -209,6 +209,8 @@ MODEL_RATE_LIMITED = "turnframe.model.rate_limited"
 MODEL_REFUSED = "turnframe.model.refused"
 #: a model's answer was cut off at its output limit
 MODEL_TRUNCATED = "turnframe.model.truncated"
+#: a provider refused the call's credentials (401, 403): a wrong, revoked or unpermitted key
+MODEL_UNAUTHORIZED = "turnframe.model.unauthorized"
 #: a provider could not be reached or failed (a connection, a server or a client error)
 MODEL_UNAVAILABLE = "turnframe.model.unavailable"
 #: a model adapter was built without its extra installed (`turnframe[openai]`, ...)

@@ -8,6 +8,7 @@ trail; what a stage decides leaves it as its own typed result, never as a flag s
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
@@ -269,21 +270,32 @@ def provider_attempt(
     recorded after other calls (a draft's, once its review is known); else the note is taken
     now."""
     call = noted if noted is not None else take_model_call()
-    model = call.model if call is not None else getattr(port, "model_name", None)
+    model = call.model if call is not None else None
+    if not isinstance(model, str):
+        model = getattr(port, "model_name", None)
     failed = failure is not None or discarded is not None
     return ProviderAttempt(
         attempt=1,
         purpose=purpose,
         provider=_label(call.provider) if call is not None else type(port).__name__,
-        model=_label(model) if isinstance(model, str) else "unspecified",
+        model=_label(model),
         outcome="failed" if failed else "succeeded",
         code=discarded if failure is None else codes.code_of(failure),
-        request_id=_label(call.request_id) if call is not None and call.request_id else None,
+        request_id=(_kept(call.request_id) or None) if call is not None else None,
         latency_ms=max(0, now - started),
-        prompt_digest=call.prompt_digest if call is not None else None,
+        prompt_digest=_digest(call.prompt_digest) if call is not None else None,
         input_tokens=_count(call.input_tokens) if call is not None else None,
         output_tokens=_count(call.output_tokens) if call is not None else None,
     )
+
+
+#: What a prompt digest looks like (`Prompt.digest`); anything else a port notes is left out.
+_DIGEST = re.compile(r"sha256:[0-9a-f]{64}")
+
+
+def _digest(noted: object) -> str | None:
+    """A noted prompt digest when it is a `sha256:` digest, else None."""
+    return noted if isinstance(noted, str) and _DIGEST.fullmatch(noted) else None
 
 
 def _count(tokens: int | None) -> int | None:
@@ -292,8 +304,14 @@ def _count(tokens: int | None) -> int | None:
     return tokens if ok else None
 
 
-def _label(text: str) -> str:
+def _label(text: object) -> str:
     """A port's self-description, fit for the record: at most 200 characters of keepable text,
-    "unspecified" when nothing is left."""
-    kept = text.replace("\x00", "").encode("utf-8", "ignore").decode("utf-8").strip()[:200]
-    return kept or "unspecified"
+    "unspecified" when nothing is left (or it is not text)."""
+    return _kept(text) or "unspecified"
+
+
+def _kept(text: object) -> str:
+    """At most 200 characters of `text` that every store can keep; "" when it is not text."""
+    if not isinstance(text, str):
+        return ""
+    return text.replace("\x00", "").encode("utf-8", "ignore").decode("utf-8").strip()[:200]

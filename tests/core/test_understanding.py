@@ -623,7 +623,7 @@ def test_an_argument_value_is_capped_the_same_alone_and_inside_an_understanding(
     from pydantic import ValidationError
 
     from turnframe_core import ArgumentValue, Evidence
-    from turnframe_core._fit import MAX_JSON_DEPTH, MAX_MODEL_OUTPUT_CHARS
+    from turnframe_core.limits import MAX_JSON_DEPTH, MAX_MODEL_OUTPUT_CHARS
 
     deepest: object = "Blue"
     for _ in range(MAX_JSON_DEPTH - 1):

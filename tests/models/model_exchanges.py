@@ -2,10 +2,10 @@
 
 An exchange file (tests/models/exchanges/*.json) holds the calls one adapter made, in order:
 each with what the request must carry (`expect`: key paths of the JSON body and their values)
-and the provider's response (`status`, `headers`, `body`), or `"raise": "timeout"` for a call
-that never answered. A block id is derived per run, so a recorded answer names a ref of the
-request by its kind (`$receipt`, `$notice`, `$card`): the request's first ref of that kind.
-`scripts/record-exchange` writes new ones against a real key."""
+and the provider's response (`status`, `headers`, and a JSON `body` or a raw `text`), or
+`"raise": "timeout"` for a call that never answered. A block id is derived per run, so a
+recorded answer names a ref of the request by its kind (`$receipt`, `$notice`, `$card`): the
+request's first ref of that kind. `scripts/record-exchange` writes new ones against a real key."""
 
 from __future__ import annotations
 
@@ -22,14 +22,20 @@ EXCHANGES = Path(__file__).parent / "exchanges"
 class Replay:
     """The calls of one exchange file, served in order; `requests` holds what was sent."""
 
-    def __init__(self, name: str) -> None:
-        self.exchange = json.loads((EXCHANGES / f"{name}.json").read_text("utf-8"))
+    def __init__(self, name: str, exchange: dict[str, Any] | None = None) -> None:
+        """The exchange file `name`, or `exchange` itself (one a test derives from a file)."""
+        if exchange is None:
+            exchange = json.loads((EXCHANGES / f"{name}.json").read_text("utf-8"))
+        self.exchange = exchange
         self._calls: Iterator[dict[str, Any]] = iter(self.exchange["calls"])
         self.requests: list[dict[str, Any]] = []
+        #: where each request was sent
+        self.urls: list[str] = []
 
     def handler(self, request: httpx2.Request) -> httpx2.Response:
         body = json.loads(request.content)
         self.requests.append(body)
+        self.urls.append(str(request.url))
         call = next(self._calls, None)
         if call is None:
             raise AssertionError("the adapter made a call the exchange does not hold")
@@ -38,9 +44,8 @@ class Replay:
         if call.get("raise") == "timeout":
             raise httpx2.ReadTimeout("recorded timeout", request=request)
         response = call["response"]
-        answer = json.dumps(response["body"])
-        for kind, ref in _refs(body).items():
-            answer = answer.replace(f"${kind}", ref)
+        answer = response["text"] if "text" in response else json.dumps(response["body"])
+        answer = filled(answer, body)
         return httpx2.Response(
             response.get("status", 200),
             headers={"content-type": "application/json", **response.get("headers", {})},
@@ -75,7 +80,23 @@ class Replay:
         return next(self._calls, None) is None
 
 
-def _refs(body: dict[str, Any]) -> dict[str, str]:
+def placeheld(answer: str, sent: dict[str, Any]) -> str:
+    """`answer` with the first ref of each kind in the request `sent` written as `$<kind>`
+    (what `scripts/record-exchange` keeps); `filled` undoes it."""
+    for kind, ref in _first_refs(sent).items():
+        if ref.startswith("blk_"):
+            answer = answer.replace(ref, f"${kind}")
+    return answer
+
+
+def filled(answer: str, sent: dict[str, Any]) -> str:
+    """`answer` with each `$<kind>` replaced by the first ref of that kind in `sent`."""
+    for kind, ref in _first_refs(sent).items():
+        answer = answer.replace(f"${kind}", ref)
+    return answer
+
+
+def _first_refs(body: dict[str, Any]) -> dict[str, str]:
     """The request's first ref of each kind, when its last message is a narration request."""
     try:
         request = json.loads(body["messages"][-1]["content"])

@@ -90,6 +90,8 @@ async def test_an_openai_compatible_server_is_reached_by_base_url() -> None:
     desk = DeskHarness(interpreter=interpreter)
     desk.ready_trip()
     turn = await desk.say("Name Grace Hopper")
+    assert str(interpreter.transport.client.base_url) == "http://localhost:11434/v1/"  # type: ignore[attr-defined]
+    assert replay.urls == ["http://localhost:11434/v1/chat/completions"]
     record = await desk.runtime.replay("acct_1", turn.replay_token)
     [call] = record.provider_attempts
     assert (call.provider, call.model, call.outcome) == (

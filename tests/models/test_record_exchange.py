@@ -60,3 +60,18 @@ async def test_a_recording_keeps_no_secret_and_replays(tmp_path: Path, monkeypat
     turn = await desk.say("Name Grace Hopper")
     assert desk.receipt_codes(turn) == ["trip.name_set"]
     assert [b.author for b in turn.blocks if isinstance(b, TransitionBlock)] == ["model"]
+
+
+def test_the_recorder_and_the_replay_share_one_placeholder_rule() -> None:
+    """A ref the recorder writes as `$kind` is the ref the replay fills back in: one function
+    pair in `model_exchanges`, which the script imports rather than restating."""
+    import model_exchanges
+
+    script = runpy.run_path(str(SCRIPT), run_name="record_exchange")
+    assert script["placeheld"] is model_exchanges.placeheld
+    refs = [{"kind": "receipt", "ref": "blk_r1"}, {"kind": "receipt", "ref": "blk_r2"}]
+    sent = {"messages": [{"role": "user", "content": json.dumps({"refs": refs})}]}
+    answer = '{"ref": "blk_r1", "other": "blk_r2"}'
+    held = model_exchanges.placeheld(answer, sent)
+    assert held == '{"ref": "$receipt", "other": "blk_r2"}'
+    assert model_exchanges.filled(held, sent) == answer

@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 
 from turnframe_core import Brief, ValueKind, ValueRule
-from turnframe_core._fit import MAX_MODEL_OUTPUT_CHARS
 from turnframe_core.blocks import MalformedModelOutput
+from turnframe_core.limits import MAX_MODEL_OUTPUT_CHARS
 from turnframe_core.moves import MoveKind, Referable, ReferableKind
 from turnframe_core.understanding import OfferedCard, OfferedHandle, OfferedOperation
 from turnframe_runtime import TransitionRequest
@@ -86,3 +86,23 @@ def test_the_moves_schema_names_only_the_turns_refs_and_phrasings() -> None:
 def test_an_answer_that_is_no_json_within_the_caps_is_malformed(answer: str | None) -> None:
     with pytest.raises(MalformedModelOutput):
         decode(answer)
+
+
+def test_the_adapters_use_only_the_cores_public_modules() -> None:
+    """The caps the adapters check a model's answer with come from `turnframe_core.limits`,
+    a module an adopter's own adapter may import too; none reaches into a private one."""
+    import ast
+    from pathlib import Path
+
+    import turnframe_runtime.models as models
+
+    private = [
+        (path.name, node.module)
+        for path in sorted(Path(models.__file__).parent.glob("*.py"))
+        for node in ast.walk(ast.parse(path.read_text("utf-8")))
+        if isinstance(node, ast.ImportFrom)
+        and node.module
+        and node.module.startswith("turnframe_core.")
+        and any(part.startswith("_") for part in node.module.split("."))
+    ]
+    assert private == []

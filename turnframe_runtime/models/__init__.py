@@ -22,6 +22,7 @@ from turnframe_runtime.models._failures import (
     ModelRefused,
     ModelTimeout,
     ModelTruncated,
+    ModelUnauthorized,
     ModelUnavailable,
 )
 from turnframe_runtime.models._openai import (
@@ -56,6 +57,7 @@ __all__ = [
     "ModelRefused",
     "ModelTimeout",
     "ModelTruncated",
+    "ModelUnauthorized",
     "ModelUnavailable",
     "NarratorAdapter",
     "OpenAIChat",

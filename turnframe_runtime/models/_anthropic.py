@@ -16,6 +16,7 @@ from turnframe_runtime.models._failures import (
     ModelRefused,
     ModelTimeout,
     ModelTruncated,
+    ModelUnauthorized,
     ModelUnavailable,
 )
 from turnframe_runtime.models._ports import (
@@ -26,6 +27,8 @@ from turnframe_runtime.models._ports import (
     ReviewerAdapter,
     Transport,
     Usage,
+    text_or_none,
+    whole,
 )
 from turnframe_runtime.models._schema import checked
 
@@ -99,23 +102,32 @@ class AnthropicMessages(Transport):
             raise ModelTimeout("the model did not answer in time") from None
         except sdk.RateLimitError:
             raise ModelRateLimited("the provider refused the call for its rate limits") from None
+        except (sdk.AuthenticationError, sdk.PermissionDeniedError):
+            raise ModelUnauthorized("the provider refused the key") from None
         except sdk.APIError as failed:  # connection, server and client errors alike
             raise ModelUnavailable(f"the provider failed ({type(failed).__name__})") from None
+        if not isinstance(message, sdk.types.Message):
+            raise ModelUnavailable("the provider's reply is not a message")
+        usage = getattr(message, "usage", None)
         noted(
             Usage(
-                input_tokens=message.usage.input_tokens,
-                output_tokens=message.usage.output_tokens,
-                request_id=message.id,
+                input_tokens=whole(getattr(usage, "input_tokens", None)),
+                output_tokens=whole(getattr(usage, "output_tokens", None)),
+                request_id=text_or_none(getattr(message, "id", None)),
             )
         )
-        if message.stop_reason == "refusal":
+        stop = getattr(message, "stop_reason", None)
+        if stop == "refusal":
             raise ModelRefused("the model declined to answer")
-        if message.stop_reason == "max_tokens":
+        if stop == "max_tokens":
             raise ModelTruncated("the model's answer was cut off at its output limit")
+        content = getattr(message, "content", None)
+        blocks = content if isinstance(content, list) else []
         calls = [
             getattr(block, "input", None)
-            for block in message.content
-            if block.type == "tool_use" and getattr(block, "name", None) == ask.name
+            for block in blocks
+            if getattr(block, "type", None) == "tool_use"
+            and getattr(block, "name", None) == ask.name
         ]
         if len(calls) != 1:
             raise MalformedModelOutput("the model did not answer through its one tool")

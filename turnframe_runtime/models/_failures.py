@@ -14,6 +14,7 @@ __all__ = [
     "ModelRefused",
     "ModelTimeout",
     "ModelTruncated",
+    "ModelUnauthorized",
     "ModelUnavailable",
 ]
 
@@ -38,6 +39,12 @@ class ModelRefused(ModelFailure):
 
 class ModelTruncated(ModelFailure):
     code = codes.MODEL_TRUNCATED
+
+
+class ModelUnauthorized(ModelFailure):
+    """The provider refused the key (401, 403); the message never holds the key or the reply."""
+
+    code = codes.MODEL_UNAUTHORIZED
 
 
 class ModelUnavailable(ModelFailure):

@@ -8,6 +8,7 @@ import os
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Literal
 
+from turnframe_core.blocks import MalformedModelOutput
 from turnframe_runtime.models._failures import (
     MissingApiKey,
     MissingModelExtra,
@@ -15,6 +16,7 @@ from turnframe_runtime.models._failures import (
     ModelRefused,
     ModelTimeout,
     ModelTruncated,
+    ModelUnauthorized,
     ModelUnavailable,
 )
 from turnframe_runtime.models._ports import (
@@ -25,13 +27,30 @@ from turnframe_runtime.models._ports import (
     ReviewerAdapter,
     Transport,
     Usage,
+    text_or_none,
+    whole,
 )
-from turnframe_runtime.models._schema import decode
+from turnframe_runtime.models._schema import decode, strict_schema
 
 if TYPE_CHECKING:
     from openai import AsyncOpenAI
 
-__all__ = ["OpenAIChat", "OpenAIInterpreter", "OpenAINarrator", "OpenAIReviewer"]
+__all__ = [
+    "COMPATIBLE_API_KEY_VARIABLE",
+    "OPENAI_BASE_URL",
+    "OpenAIChat",
+    "OpenAIInterpreter",
+    "OpenAINarrator",
+    "OpenAIReviewer",
+]
+
+#: Where OpenAI itself is reached; OPENAI_BASE_URL is not followed, so a call the record names
+#: "openai" went to OpenAI.
+OPENAI_BASE_URL = "https://api.openai.com/v1"
+
+#: The key for a server reached by `base_url` when none is passed; OPENAI_API_KEY is never sent
+#: to another host.
+COMPATIBLE_API_KEY_VARIABLE = "TURNFRAME_OPENAI_COMPATIBLE_API_KEY"
 
 #: A key for servers that want none (a local OpenAI-compatible one reached by `base_url`).
 _NO_KEY = "not-needed"
@@ -48,9 +67,11 @@ class OpenAIChat(Transport):
     """Chat completions with a strict JSON schema response format.
 
     `client`: an `openai.AsyncOpenAI` to use (tests pass one over a mock transport); else one
-    is built from `api_key` (or `OPENAI_API_KEY`), `base_url`, `timeout` and `max_retries`.
-    With `base_url` and no client the provider is recorded as "openai-compatible" and a key is
-    optional."""
+    is built from `api_key`, `base_url`, `timeout` and `max_retries`. Without `base_url` the
+    provider is "openai", reached at `OPENAI_BASE_URL` with `api_key` or OPENAI_API_KEY. With
+    `base_url` it is "openai-compatible", and its key is `api_key`, else
+    TURNFRAME_OPENAI_COMPATIBLE_API_KEY, else none: OPENAI_API_KEY never goes to another
+    host."""
 
     def __init__(
         self,
@@ -67,13 +88,17 @@ class OpenAIChat(Transport):
         self.sdk = _sdk()
         self.provider = "openai-compatible" if base_url is not None else "openai"
         if client is None:
-            key = api_key or os.environ.get("OPENAI_API_KEY")
-            if not key:
-                if base_url is None:
+            if base_url is None:
+                key = api_key or os.environ.get("OPENAI_API_KEY")
+                if not key:
                     raise MissingApiKey("OPENAI_API_KEY")
-                key = _NO_KEY
+            else:
+                key = api_key or os.environ.get(COMPATIBLE_API_KEY_VARIABLE) or _NO_KEY
             client = self.sdk.AsyncOpenAI(
-                api_key=key, base_url=base_url, timeout=timeout, max_retries=max_retries
+                api_key=key,
+                base_url=base_url if base_url is not None else OPENAI_BASE_URL,
+                timeout=timeout,
+                max_retries=max_retries,
             )
         self.client = client
 
@@ -88,7 +113,11 @@ class OpenAIChat(Transport):
                 ],
                 response_format={
                     "type": "json_schema",
-                    "json_schema": {"name": ask.name, "schema": ask.schema, "strict": True},
+                    "json_schema": {
+                        "name": ask.name,
+                        "schema": strict_schema(ask.schema),
+                        "strict": True,
+                    },
                 },
                 max_completion_tokens=self.max_output_tokens,
             )
@@ -96,25 +125,33 @@ class OpenAIChat(Transport):
             raise ModelTimeout("the model did not answer in time") from None
         except sdk.RateLimitError:
             raise ModelRateLimited("the provider refused the call for its rate limits") from None
+        except (sdk.AuthenticationError, sdk.PermissionDeniedError):
+            raise ModelUnauthorized("the provider refused the key") from None
         except sdk.APIError as failed:  # connection, server and client errors alike
             raise ModelUnavailable(f"the provider failed ({type(failed).__name__})") from None
-        usage = completion.usage
+        if not isinstance(completion, sdk.types.chat.ChatCompletion):
+            raise ModelUnavailable("the provider's reply is not a chat completion")
+        usage = getattr(completion, "usage", None)
         noted(
             Usage(
-                input_tokens=usage.prompt_tokens if usage is not None else None,
-                output_tokens=usage.completion_tokens if usage is not None else None,
-                request_id=completion.id,
+                input_tokens=whole(getattr(usage, "prompt_tokens", None)),
+                output_tokens=whole(getattr(usage, "completion_tokens", None)),
+                request_id=text_or_none(getattr(completion, "id", None)),
             )
         )
-        if not completion.choices:
-            raise ModelUnavailable("the provider answered with no choice")
-        choice = completion.choices[0]
-        finish = choice.finish_reason
-        if choice.message.refusal or finish == "content_filter":
+        choices = getattr(completion, "choices", None)
+        if not isinstance(choices, list) or not choices:
+            raise MalformedModelOutput("the provider answered with no choice")
+        choice = choices[0]
+        message = getattr(choice, "message", None)
+        if message is None:
+            raise MalformedModelOutput("the provider's choice holds no message")
+        finish = getattr(choice, "finish_reason", None)
+        if getattr(message, "refusal", None) or finish == "content_filter":
             raise ModelRefused("the model declined to answer")
         if finish == "length":
             raise ModelTruncated("the model's answer was cut off at its output limit")
-        return decode(choice.message.content)
+        return decode(getattr(message, "content", None))
 
 
 class OpenAIInterpreter(InterpreterAdapter):

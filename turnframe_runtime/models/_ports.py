@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from turnframe_core.understanding import Brief, Understanding
-from turnframe_runtime.calls import ModelCall, note_model_call
+from turnframe_runtime.calls import ModelCall, note_model_call, take_model_call
 from turnframe_runtime.models._prompts import Prompt, prompt
 from turnframe_runtime.models._schema import (
     draft_schema,
@@ -58,6 +58,17 @@ class Usage:
     request_id: str | None = None
 
 
+def whole(value: Any) -> int | None:
+    """A provider's token count when it is a whole number, else None (unknown)."""
+    ok = isinstance(value, int) and not isinstance(value, bool) and value >= 0
+    return value if ok else None
+
+
+def text_or_none(value: Any) -> str | None:
+    """A provider's id when it is text, else None."""
+    return value if isinstance(value, str) and value else None
+
+
 class Transport(ABC):
     """How one provider's API carries an `Ask` and maps its failures to the typed ones."""
 
@@ -90,9 +101,16 @@ class ModelPort:
 
     async def _call(self, ask: Ask) -> Any:
         """The model's answer to `ask` as JSON; the call is noted for the replay record
-        whether it answers or raises."""
+        whether it answers or raises. A call cancelled mid-flight is never recorded, so its
+        note is dropped rather than left for a later record to take."""
         self._note(ask, Usage())
-        return await self.transport.ask(ask, lambda usage: self._note(ask, usage))
+        try:
+            return await self.transport.ask(ask, lambda usage: self._note(ask, usage))
+        except Exception:
+            raise
+        except BaseException:
+            take_model_call()
+            raise
 
     def _note(self, ask: Ask, usage: Usage) -> None:
         note_model_call(

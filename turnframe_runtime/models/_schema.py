@@ -6,7 +6,9 @@ a narration request offers; a fact by its index among the allowed ones. A model 
 it cannot name what the request does not offer; one that ignores it is refused all the same,
 since every answer is read through the parsers scripted ports go through
 (`validate_understanding`, `parse_moves`, `parse_model_output`). The schemas keep to the subset
-OpenAI's strict structured outputs accept (every property required, no additional ones)."""
+OpenAI's strict structured outputs accept (every property required, no additional ones), but
+for string lengths, which Anthropic's tool schemas take and `strict_schema` leaves out for
+OpenAI."""
 
 from __future__ import annotations
 
@@ -16,8 +18,8 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from turnframe_core._fit import MAX_MODEL_OUTPUT_CHARS, json_value_problem
 from turnframe_core.blocks import MalformedModelOutput
+from turnframe_core.limits import MAX_MODEL_OUTPUT_CHARS, json_value_problem
 from turnframe_core.moves import MAX_MOVES, REF_MOVES, REFERS_TO, MoveKind, Referable
 from turnframe_core.understanding import (
     Brief,
@@ -38,6 +40,7 @@ __all__ = [
     "read_verdict",
     "request_json",
     "review_schema",
+    "strict_schema",
     "understanding_schema",
 ]
 
@@ -282,12 +285,37 @@ def read_verdict(data: Any) -> ReviewVerdict:
         raise MalformedModelOutput("the review is not a verdict") from None
 
 
+# --- the providers' subsets ---------------------------------------------------------------------
+
+#: Keywords OpenAI's strict structured outputs refuse; the parsers enforce these limits anyway.
+_NOT_STRICT = frozenset({"minLength", "maxLength"})
+
+
+def strict_schema(schema: Any) -> Any:
+    """`schema` without the keywords OpenAI's strict mode does not support, at any depth."""
+    if isinstance(schema, list):
+        return [strict_schema(item) for item in schema]
+    if not isinstance(schema, dict):
+        return schema
+    kept: Schema = {}
+    for key, value in schema.items():
+        if key in _NOT_STRICT:
+            continue
+        if key in ("properties", "$defs"):
+            kept[key] = {name: strict_schema(inner) for name, inner in value.items()}
+        elif key in ("items", "anyOf", "additionalProperties"):
+            kept[key] = strict_schema(value)
+        else:
+            kept[key] = value
+    return kept
+
+
 # --- the wire -----------------------------------------------------------------------------------
 
 
-def decode(text: str | None) -> Any:
+def decode(text: Any) -> Any:
     """A model's answer text as JSON within the caps, or `MalformedModelOutput`."""
-    if text is None or len(text) > MAX_MODEL_OUTPUT_CHARS:
+    if not isinstance(text, str) or len(text) > MAX_MODEL_OUTPUT_CHARS:
         raise MalformedModelOutput("the model's answer is empty or too long")
     try:
         data = json.loads(text)

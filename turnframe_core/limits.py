@@ -1,4 +1,5 @@
-"""What a model or a port may hand the core: JSON values fit to keep in every store (internal).
+"""What a model or a port may hand the core: JSON values fit to keep in every store. An adapter
+(the runtime's, or an adopter's own) checks a model's answer with these before it parses it.
 
 Caps on what a model may send (DESIGN §15: model output is validated at the boundary like user
 input): the JSON's length, nesting depth and number of values, and text no store refuses.
@@ -56,6 +57,7 @@ def json_value_problem(value: Any, *, max_depth: int = MAX_JSON_DEPTH) -> str | 
 
 
 def unfit_text(text: str) -> bool:
+    """Whether `text` holds what no store can keep: a NUL or a lone surrogate."""
     if "\x00" in text:
         return True
     try:
