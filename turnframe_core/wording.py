@@ -1148,6 +1148,11 @@ _VALUE: Final = re.compile(
     |(?P<word>(?<![\w@])(?-i:[A-Z\u00c0-\u00d6\u00d8-\u00de\u0100-\u017f])[^\W\d_]*(?:['-][^\W\d_]+)*)""",
     re.IGNORECASE | re.VERBOSE,
 )
+#: `_VALUE` without its capitalised words: a ground's words are all keyed at once, so matching
+#: them one by one there would only be skipped
+_GROUND_VALUE: Final = re.compile(
+    _VALUE.pattern[: _VALUE.pattern.index("\n    |(?P<word>")], re.IGNORECASE | re.VERBOSE
+)
 #: a currency just before or after a number makes it an amount ("€120", "120 EUR")
 _CURRENCY_BEFORE: Final = re.compile(rf"(?:{_CURRENCY})\s?$", re.IGNORECASE)
 _CURRENCY_AFTER: Final = re.compile(rf"\s?(?:{_CURRENCY})(?!\w)", re.IGNORECASE)
@@ -1307,7 +1312,7 @@ def _values(text: str, code: str, ordinary: frozenset[str], grounds: bool) -> li
             weekday = calendar.weekdays.get(lowered)
             take("date", match, {f"w:{weekday}" if weekday is not None
                                  else f"m:{calendar.months[lowered]}"})  # fmt: skip
-    for match in _VALUE.finditer(text):
+    for match in (_GROUND_VALUE if grounds else _VALUE).finditer(text):
         start = match.start()
         if _overlaps(start, taken):
             continue
