@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
 from turnframe_core import AnswerBlock, AssistantTurn, StateValue, TransitionBlock
 from turnframe_runtime import (
@@ -40,7 +40,9 @@ __all__ = [
     "Mode",
     "Ratio",
     "SCENES",
+    "Armable",
     "UnresolvedRef",
+    "drive",
     "measure",
     "resolve",
 ]
@@ -51,6 +53,13 @@ MODES: tuple[Mode, ...] = ("free", "structured")
 
 class _SetupTurn(RuntimeError):
     """A turn that sets a context up is not narrated: server copy stands in."""
+
+
+class Armable(Protocol):
+    """A narrator the harness arms with the line of a context's narrated turn (None for its
+    setup turns)."""
+
+    def arm(self, line: NarrationLine | None) -> None: ...
 
 
 class UnresolvedRef(LookupError):
@@ -231,7 +240,7 @@ class _Scene:
     """One line's context on its own trip and conversation."""
 
     desk: DeskHarness
-    narrator: CorpusNarrator
+    narrator: Armable
     line: NarrationLine
     trip_id: str
     #: the turns' locale (the line's language unless measured in another)
@@ -427,6 +436,16 @@ SCENES: Mapping[str, Callable[[_Scene], Awaitable[AssistantTurn]]] = {
     "question_after_rebooked": _question_after_rebooked,
     "question_after_refused": _question_after_refused,
 }
+
+
+async def drive(
+    desk: DeskHarness, narrator: Armable, line: NarrationLine, *, trip_id: str, locale: str
+) -> AssistantTurn:
+    """`line`'s context on a fresh `trip_id` of `desk` in turns of `locale`: its setup turns
+    (`narrator` disarmed), then the narrated turn (`narrator` armed with `line`), returned."""
+    turn = await SCENES[line.context](_Scene(desk, narrator, line, trip_id, locale))
+    narrator.arm(None)
+    return turn
 
 
 # --- measuring ---------------------------------------------------------------------------------
