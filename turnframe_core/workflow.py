@@ -390,7 +390,9 @@ class DeclaresCopy(Protocol):
     A confirmation card for a command renders its title from `<command type>.confirm` when a
     catalog holds it (the command's payload as parameters); a field a server answer states reads
     as `<workflow key>.fact.<name>` (given its `value`), else as the label
-    `<workflow key>.field.<name>` and the value, when those exist."""
+    `<workflow key>.field.<name>` and the value, when those exist; what choosing a card's option
+    does, as a narrator's `explain` says it, reads as `<workflow key>.option.<option id>` (given
+    the card's `metadata`; declare samples for it when it uses any)."""
 
     def copy_templates(self) -> Sequence[str]:
         """Every template id the workflow's `Localized` texts may name."""

@@ -645,14 +645,13 @@ class Composer:
         refs.extend(
             Referable(ref=n.block_id, kind=ReferableKind.NOTICE, says=n.text) for n in notices
         )
-        workflows = {c.interaction_id: c.case_ref.workflow for c in result.shown}
+        shown = {c.interaction_id: c for c in result.shown}
         for card, available in zip(cards, _available(cards), strict=True):
-            workflow = workflows.get(card.interaction_id)
             options = tuple(
                 ReferableOption(
                     option=o.option_id,
                     says=o.label,
-                    effect=self._option_effect(workflow, o.option_id),
+                    effect=self._option_effect(shown[card.interaction_id], o.option_id),
                 )
                 for o in card.options
             )
@@ -664,15 +663,19 @@ class Composer:
             cites[card.block_id] = available
         return refs, cites
 
-    def _option_effect(self, workflow: str | None, option_id: str) -> str | None:
+    def _option_effect(self, card: Interaction, option_id: str) -> str | None:
         """What choosing a card's option does, in its workflow's `<key>.option.<option id>` copy
-        (None when the workflow does not word it)."""
-        template = f"{workflow}.option.{option_id}"
-        if workflow is None or not self.copy.has(template):
+        given the card's metadata (None when the workflow does not word it). The start check
+        renders that copy with the samples its workflow or catalog declares; a render that
+        still fails here is logged and counted as `copy.fallback`, and the option goes without
+        its effect."""
+        template = f"{card.case_ref.workflow}.option.{option_id}"
+        if not self.copy.has(template):
             return None
         try:
-            return self._render(template).text
-        except (MissingCopy, CopyRenderError):
+            params = as_params(card.payload.metadata)
+            return self.copy.render(template, self.turn.locale, params).text
+        except CopyRenderError:
             return None
 
     # --- the transition --------------------------------------------------------------------------

@@ -8,6 +8,7 @@ out (a next step, a question), stands in with the generic words (a refusal) or l
 from __future__ import annotations
 
 import json
+import shutil
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -18,14 +19,18 @@ from turnframe_core import (
     DomainRefusal,
     InteractionPayload,
     Localized,
+    Move,
+    MoveKind,
     NextStep,
     NoticeBlock,
     ReceiptBlock,
     codes,
 )
 from turnframe_runtime import CopyCatalog, CopyRenderError, MissingCopy, TemplateCopy
+from turnframe_test import ScriptedNarrator
 from turnframe_test.copykit import write_catalog
 from turnframe_test.domains.travel import REQUEST_REBOOKING, TRIP_COPY, TripWorkflow
+from turnframe_test.sample import travel
 from turnframe_test.telemetry_kit import captured_telemetry
 from turnframe_test.understandings import act
 
@@ -163,6 +168,59 @@ async def test_a_workflows_own_samples_are_rendered_before_the_start(make_desk):
         await make_desk(workflow=_DeclaresSamples())
     rendered = {g.template_id for g in refused.value.missing if g.problem == "does not render"}
     assert rendered == {"trip.rebooked.title"}
+
+
+async def test_an_option_effect_that_does_not_render_with_its_cards_metadata_refuses_the_start(
+    make_desk, tmp_path: Path
+):
+    # the trip's samples give `trip.option.opt_rebook` what a rebooking card holds: a `leg`
+    catalog = _catalog_with(tmp_path, {"trip.option.opt_rebook": "Rebooks {{ flight }}."})
+    with pytest.raises(MissingCopy) as refused:
+        await make_desk(copy=TemplateCopy(catalog, TRIP_COPY))
+    rendered = {(g.template_id, g.problem) for g in refused.value.missing}
+    assert rendered == {("trip.option.opt_rebook", "does not render")}
+
+
+async def test_the_trip_needs_its_option_effects_even_when_their_template_is_gone(
+    make_desk, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    shutil.copytree(TRIP_COPY.templates, tmp_path / "templates")
+    (tmp_path / "templates" / "trip.option.opt_keep.j2").unlink()
+    # as if the trip's own catalog had lost the file: its listing no longer names it
+    gone = travel._TEMPLATE_IDS - {"trip.option.opt_keep"}
+    monkeypatch.setattr(travel, "_TEMPLATE_IDS", gone)
+    catalog = CopyCatalog(
+        domain="travel", templates=tmp_path / "templates", locales=TRIP_COPY.locales
+    )
+    with pytest.raises(MissingCopy) as refused:
+        await make_desk(copy=TemplateCopy(catalog))
+    assert {(g.locale, g.template_id, g.message) for g in refused.value.missing} == {
+        (locale, "trip.option.opt_keep", None) for locale in ("en", "it", "de")
+    }
+
+
+class _CardWithoutLeg(TripWorkflow):
+    def build_interaction(self, requirement: Any, view: Any, state: Any) -> InteractionPayload:
+        payload = super().build_interaction(requirement, view, state)
+        return payload.model_copy(update={"metadata": {}})
+
+
+async def test_an_option_effect_that_cannot_render_is_left_out_and_logged(make_desk):
+    telemetry = captured_telemetry()
+    narrator = ScriptedNarrator().transition_moves(Move(move=MoveKind.CLOSE))
+    desk = await make_desk(workflow=_CardWithoutLeg(), narrator=narrator)
+    desk.ready_trip()
+    turn = await desk.say("Rebook my outbound", REBOOK)
+    [request] = narrator.calls_for("transition")
+    [card] = [r for r in request.refs if r.kind == "card"]
+    assert [o.effect for o in card.options] == [None, None]
+    assert desk.card(turn).block_id == card.ref  # the card is shown all the same
+    logged = {
+        r.turnframe["template_id"]  # type: ignore[attr-defined]
+        for r in telemetry.logs.records
+        if r.getMessage() == "copy.fallback"
+    }
+    assert logged == {"trip.option.opt_rebook", "trip.option.opt_keep"}
 
 
 def test_rendering_a_template_whose_include_is_missing_names_the_include(tmp_path: Path):

@@ -178,6 +178,75 @@ async def test_structured_narration_calls_no_reviewer(make_desk) -> None:
     narrator.verify()
 
 
+# --- explaining a card's options ------------------------------------------------------------------
+
+#: the cards a turn shows: the words and act that raise it, its options, and the parameters its
+#: workflow words their effects with (the card's metadata)
+CARDS: dict[str, tuple[str, Any, tuple[str, ...], Mapping[str, Any]]] = {
+    "rebooking": (
+        "Rebook the outbound flight",
+        act("a1", "trip.request_rebooking", "h1", "Rebook", leg="outbound"),
+        ("opt_rebook", "opt_keep"),
+        {"leg": "outbound"},
+    ),
+    "withdrawal": (
+        "Please withdraw the trip",
+        act("a1", "trip.withdraw", "h1", "withdraw the trip"),
+        ("opt_confirm", "opt_decline"),
+        {},
+    ),
+}
+
+
+def _explaining(options: Sequence[str]) -> Any:
+    """Moves a model would choose for a turn with one card: explain each option, in turn."""
+
+    def draft(request: TransitionRequest) -> Mapping[str, Any]:
+        [card] = [r for r in request.refs if r.kind == "card"]
+        moves = [
+            {"move": "explain", "ref": card.ref, "option": option, "variant": variant}
+            for variant, option in enumerate(options)
+        ]
+        return {"kind": "transition", "moves": moves}
+
+    return draft
+
+
+@pytest.mark.parametrize("locale", LOCALES)
+@pytest.mark.parametrize("shown", sorted(CARDS))
+async def test_a_shown_cards_options_are_explained_in_the_workflows_words(
+    make_desk, shown: str, locale: str
+) -> None:
+    said, raised, options, params = CARDS[shown]
+    narrator = ScriptedNarrator().expect("transition", _explaining(options))
+    desk: DeskHarness = await make_desk(narrator=narrator)
+    desk.ready_trip()
+    turn = await desk.say(said, raised, locale=locale)
+
+    [request] = narrator.calls_for("transition")
+    [referred] = [r for r in request.refs if r.kind == "card"]
+    copy = trip_copy().serving(LOCALES)  # the copy the desk serves
+    effects = {o.option: o.effect for o in referred.options}
+    assert None not in effects.values()  # the workflow words every option's effect
+    assert effects == {o: copy.render(f"trip.option.{o}", locale, params).text for o in options}
+    card = desk.card(turn)
+    labels = {o.option_id: o.label for o in card.options}
+    expected = [
+        copy.render(
+            f"turnframe.move.explain.{variant}",
+            locale,
+            {"card": card.title, "option": labels[option], "effect": effects[option]},
+        ).text
+        for variant, option in enumerate(options)
+    ]
+    transition = _transition(turn)
+    assert transition.author == "model"
+    assert [(m.move, m.option) for m in transition.moves] == [("explain", o) for o in options]
+    assert transition.text == " ".join(t.strip() for t in expected)
+    assert all(str(effect) in transition.text for effect in effects.values())
+    narrator.verify()
+
+
 # --- what is refused ------------------------------------------------------------------------------
 
 FREE_TEXT = "Your flight is rebooked and the airline confirmed it."

@@ -81,6 +81,7 @@ __all__ = [
     "CONFIRM_REBOOKING",
     "KEEP_LEG",
     "LEGS",
+    "OPTION_EFFECTS",
     "ProcessCrash",
     "RECORD_AIRLINE_ANSWER",
     "REQUEST_REBOOKING",
@@ -125,6 +126,14 @@ TRIP_COPY = CopyCatalog(
 )
 
 _TEMPLATE_IDS = frozenset(TRIP_COPY.template_sources())
+
+#: What choosing each option of a trip's card does, as a narrator's `explain` says it
+#: (`trip.option.<option id>`, given the card's metadata): the rebooking card's options, and the
+#: runtime's confirmation card's (`opt_confirm`, `opt_decline`), which withdrawing a trip and
+#: sending a rebooking share, so their words hold for both.
+OPTION_EFFECTS = tuple(
+    f"trip.option.{option}" for option in ("opt_rebook", "opt_keep", "opt_confirm", "opt_decline")
+)
 
 
 @functools.cache
@@ -339,8 +348,9 @@ class TripWorkflow(Workflow):
         return CommandPolicy.conservative()
 
     def copy_templates(self) -> Sequence[str]:
-        """Every template of the trip's copy (the start check wants each in every locale)."""
-        return sorted(_TEMPLATE_IDS)
+        """Every template of the trip's copy, and the option effects even were their files gone
+        (the start check wants each in every locale)."""
+        return sorted(_TEMPLATE_IDS.union(OPTION_EFFECTS))
 
     def receipt_templates(self) -> Sequence[str]:
         return (*_EVENT_TYPES.values(), REBOOKED, REBOOKING_REFUSED)
