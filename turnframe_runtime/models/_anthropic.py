@@ -6,7 +6,7 @@ from __future__ import annotations
 import importlib
 import os
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, TypedDict, Unpack
 
 from turnframe_core.blocks import MalformedModelOutput
 from turnframe_runtime.models._failures import (
@@ -36,6 +36,7 @@ if TYPE_CHECKING:
     from anthropic import AsyncAnthropic
 
 __all__ = [
+    "AnthropicOptions",
     "AnthropicInterpreter",
     "AnthropicMessages",
     "AnthropicNarrator",
@@ -134,31 +135,22 @@ class AnthropicMessages(Transport):
         return checked(calls[0])
 
 
-class AnthropicInterpreter(InterpreterAdapter):
-    """An `Interpreter` on an Anthropic model; arguments as `OpenAIChat`."""
+class AnthropicOptions(TypedDict, total=False):
+    """How `AnthropicMessages` reaches the model (its arguments), for every Anthropic port."""
 
-    def __init__(
-        self,
-        model: str,
-        *,
-        client: AsyncAnthropic | None = None,
-        base_url: str | None = None,
-        api_key: str | None = None,
-        timeout: float = 30.0,
-        max_retries: int = 1,
-        max_output_tokens: int = DEFAULT_MAX_OUTPUT_TOKENS,
-    ) -> None:
-        super().__init__(
-            AnthropicMessages(
-                model,
-                client=client,
-                base_url=base_url,
-                api_key=api_key,
-                timeout=timeout,
-                max_retries=max_retries,
-                max_output_tokens=max_output_tokens,
-            )
-        )
+    client: AsyncAnthropic
+    base_url: str | None
+    api_key: str | None
+    timeout: float
+    max_retries: int
+    max_output_tokens: int
+
+
+class AnthropicInterpreter(InterpreterAdapter):
+    """An `Interpreter` on an Anthropic model; `options` as `AnthropicMessages`'s."""
+
+    def __init__(self, model: str, **options: Unpack[AnthropicOptions]) -> None:
+        super().__init__(AnthropicMessages(model, **options))
 
 
 class AnthropicNarrator(NarratorAdapter):
@@ -169,49 +161,13 @@ class AnthropicNarrator(NarratorAdapter):
         model: str,
         *,
         narration: Literal["structured", "free"] = "structured",
-        client: AsyncAnthropic | None = None,
-        base_url: str | None = None,
-        api_key: str | None = None,
-        timeout: float = 30.0,
-        max_retries: int = 1,
-        max_output_tokens: int = DEFAULT_MAX_OUTPUT_TOKENS,
+        **options: Unpack[AnthropicOptions],
     ) -> None:
-        super().__init__(
-            AnthropicMessages(
-                model,
-                client=client,
-                base_url=base_url,
-                api_key=api_key,
-                timeout=timeout,
-                max_retries=max_retries,
-                max_output_tokens=max_output_tokens,
-            ),
-            narration=narration,
-        )
+        super().__init__(AnthropicMessages(model, **options), narration=narration)
 
 
 class AnthropicReviewer(ReviewerAdapter):
     """A `ClaimReviewer` on an Anthropic model."""
 
-    def __init__(
-        self,
-        model: str,
-        *,
-        client: AsyncAnthropic | None = None,
-        base_url: str | None = None,
-        api_key: str | None = None,
-        timeout: float = 30.0,
-        max_retries: int = 1,
-        max_output_tokens: int = DEFAULT_MAX_OUTPUT_TOKENS,
-    ) -> None:
-        super().__init__(
-            AnthropicMessages(
-                model,
-                client=client,
-                base_url=base_url,
-                api_key=api_key,
-                timeout=timeout,
-                max_retries=max_retries,
-                max_output_tokens=max_output_tokens,
-            )
-        )
+    def __init__(self, model: str, **options: Unpack[AnthropicOptions]) -> None:
+        super().__init__(AnthropicMessages(model, **options))

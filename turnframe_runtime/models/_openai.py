@@ -6,7 +6,7 @@ from __future__ import annotations
 import importlib
 import os
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, TypedDict, Unpack
 
 from turnframe_core.blocks import MalformedModelOutput
 from turnframe_runtime.models._failures import (
@@ -36,6 +36,7 @@ if TYPE_CHECKING:
     from openai import AsyncOpenAI
 
 __all__ = [
+    "OpenAIOptions",
     "COMPATIBLE_API_KEY_VARIABLE",
     "OPENAI_BASE_URL",
     "OpenAIChat",
@@ -154,31 +155,22 @@ class OpenAIChat(Transport):
         return decode(getattr(message, "content", None))
 
 
-class OpenAIInterpreter(InterpreterAdapter):
-    """An `Interpreter` on an OpenAI (or OpenAI-compatible) model; arguments as `OpenAIChat`."""
+class OpenAIOptions(TypedDict, total=False):
+    """How `OpenAIChat` reaches the model (its arguments): every OpenAI port takes them."""
 
-    def __init__(
-        self,
-        model: str,
-        *,
-        client: AsyncOpenAI | None = None,
-        base_url: str | None = None,
-        api_key: str | None = None,
-        timeout: float = 30.0,
-        max_retries: int = 1,
-        max_output_tokens: int = DEFAULT_MAX_OUTPUT_TOKENS,
-    ) -> None:
-        super().__init__(
-            OpenAIChat(
-                model,
-                client=client,
-                base_url=base_url,
-                api_key=api_key,
-                timeout=timeout,
-                max_retries=max_retries,
-                max_output_tokens=max_output_tokens,
-            )
-        )
+    client: AsyncOpenAI
+    base_url: str | None
+    api_key: str | None
+    timeout: float
+    max_retries: int
+    max_output_tokens: int
+
+
+class OpenAIInterpreter(InterpreterAdapter):
+    """An `Interpreter` on an OpenAI (or OpenAI-compatible) model; `options` as `OpenAIChat`'s."""
+
+    def __init__(self, model: str, **options: Unpack[OpenAIOptions]) -> None:
+        super().__init__(OpenAIChat(model, **options))
 
 
 class OpenAINarrator(NarratorAdapter):
@@ -189,49 +181,13 @@ class OpenAINarrator(NarratorAdapter):
         model: str,
         *,
         narration: Literal["structured", "free"] = "structured",
-        client: AsyncOpenAI | None = None,
-        base_url: str | None = None,
-        api_key: str | None = None,
-        timeout: float = 30.0,
-        max_retries: int = 1,
-        max_output_tokens: int = DEFAULT_MAX_OUTPUT_TOKENS,
+        **options: Unpack[OpenAIOptions],
     ) -> None:
-        super().__init__(
-            OpenAIChat(
-                model,
-                client=client,
-                base_url=base_url,
-                api_key=api_key,
-                timeout=timeout,
-                max_retries=max_retries,
-                max_output_tokens=max_output_tokens,
-            ),
-            narration=narration,
-        )
+        super().__init__(OpenAIChat(model, **options), narration=narration)
 
 
 class OpenAIReviewer(ReviewerAdapter):
     """A `ClaimReviewer` on an OpenAI (or OpenAI-compatible) model."""
 
-    def __init__(
-        self,
-        model: str,
-        *,
-        client: AsyncOpenAI | None = None,
-        base_url: str | None = None,
-        api_key: str | None = None,
-        timeout: float = 30.0,
-        max_retries: int = 1,
-        max_output_tokens: int = DEFAULT_MAX_OUTPUT_TOKENS,
-    ) -> None:
-        super().__init__(
-            OpenAIChat(
-                model,
-                client=client,
-                base_url=base_url,
-                api_key=api_key,
-                timeout=timeout,
-                max_retries=max_retries,
-                max_output_tokens=max_output_tokens,
-            )
-        )
+    def __init__(self, model: str, **options: Unpack[OpenAIOptions]) -> None:
+        super().__init__(OpenAIChat(model, **options))
