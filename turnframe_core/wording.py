@@ -42,7 +42,6 @@ from turnframe_core import codes
 from turnframe_core._model import FrozenModel, NonEmptyStr
 from turnframe_core.blocks import InteractionBlock, NoticeBlock, ReceiptBlock
 from turnframe_core.events import ReceiptSeverity
-from turnframe_core.facts import RecordFact, StateValue
 from turnframe_core.ids import PREFIXES
 
 __all__ = [
@@ -53,7 +52,6 @@ __all__ = [
     "TurnBacking",
     "WordingFinding",
     "check_wording",
-    "state_words",
     "ungrounded_values",
     "value_grounds",
 ]
@@ -92,16 +90,13 @@ class WordingFinding(FrozenModel):
 @dataclass(frozen=True)
 class TurnBacking:
     """What a turn's server blocks back: outcome claims (`outcomes`: which classes; None: every
-    outcome class), a visible card, a scheduled follow-up, the ids its prose may name, and the
-    words its committed state says (`stated`: "rebooked" in a leg's status backs "the airline
-    rebooked your flight", whatever receipt the turn has)."""
+    outcome class), a visible card, a scheduled follow-up, and the ids its prose may name."""
 
     outcome: bool = False
     card: bool = False
     follow_up: bool = False
     ids: frozenset[str] = frozenset()
     outcomes: frozenset[ClaimClass] | None = None
-    stated: frozenset[str] = frozenset()
 
     @classmethod
     def of(
@@ -111,16 +106,12 @@ class TurnBacking:
         receipt_claims: Mapping[str, Iterable[ClaimClass]] | None = None,
         *,
         pending_follow_up: bool = False,
-        stated: Iterable[str] = (),
     ) -> TurnBacking:
         """The backing of `blocks`. A receipt whose `status_code` is in `follow_up_codes` says a
         follow-up is scheduled; one whose status code `receipt_claims` names backs those outcome
         classes only (a receipt no declaration names backs every outcome class).
         `pending_follow_up`: a follow-up an earlier turn scheduled is still pending, so "you'll
-        hear back here" stays true in this turn though none of its blocks says so. `stated`:
-        what the turn's committed state says (`state_words(allowed_facts)`, and those facts as
-        the workflow's copy words them in the turn's locale): an outcome verb it holds is a
-        fact, not a claim."""
+        hear back here" stays true in this turn though none of its blocks says so."""
         follow_ups = frozenset(follow_up_codes)
         outcome = card = follow_up = False
         classes: set[ClaimClass] | None = set()
@@ -152,7 +143,6 @@ class TurnBacking:
             follow_up=follow_up or pending_follow_up,
             ids=frozenset(ids),
             outcomes=None if classes is None else frozenset(classes),
-            stated=frozenset(_WORD.findall(_normalised(" ".join(stated)))),
         )
 
     def backs(self, claim: ClaimClass) -> bool:
@@ -187,19 +177,6 @@ def value_grounds(
         _scalars(fact.model_dump(mode="json") if hasattr(fact, "model_dump") else fact, grounds)
     grounds += [word for word in words if word]
     return tuple(ground for ground in grounds if ground)
-
-
-def state_words(facts: Iterable[Any]) -> tuple[str, ...]:
-    """What `facts` say the committed state is, for `TurnBacking.of(stated=...)`: the values of
-    state and record facts only (a proposed change, an operation on offer or a value still
-    needed says nothing has happened)."""
-    words: list[str] = []
-    for fact in facts:
-        if isinstance(fact, (StateValue, RecordFact)):
-            _scalars(fact.value if isinstance(fact, StateValue) else fact.outcome, words)
-            if isinstance(fact, RecordFact):
-                words.append(fact.phase)
-    return tuple(words)
 
 
 def _scalars(value: Any, into: list[str]) -> None:
@@ -995,7 +972,7 @@ def _sentence_findings(
                     rule.state, text, (start, end), (clause_start, clause_end), match
                 ):
                     continue
-                if backing.backs(rule.claim) or _stated(rule, match, backing):
+                if backing.backs(rule.claim):
                     continue
                 findings.append(
                     _finding(
@@ -1010,14 +987,6 @@ def _sentence_findings(
         prefix = text[clause_start:first]
         inherited = f"{own} {prefix}" if _only_carriers(language, prefix) else prefix
     return findings
-
-
-def _stated(rule: _Rule, match: re.Match[str], backing: TurnBacking) -> bool:
-    """Whether an outcome verb repeats what the committed state says ("rebooked")."""
-    if not backing.stated or not rule.name.endswith(".stated"):
-        return False
-    words = _WORD.findall(match.group(0))
-    return bool(words) and all(word in backing.stated for word in words)
 
 
 def _asserted_in_question(language: _Language, text: str, start: int, match: re.Match[str]) -> bool:

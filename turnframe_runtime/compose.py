@@ -14,7 +14,7 @@ copy, and a turn whose server blocks break a rule is never returned.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any, Final
 
 from turnframe_core import codes
@@ -57,7 +57,6 @@ from turnframe_core.wording import (
     GuardConfig,
     TurnBacking,
     check_wording,
-    state_words,
     value_grounds,
 )
 from turnframe_core.workflow import Obligation, Workflow
@@ -82,7 +81,6 @@ from turnframe_runtime.copy import (
     receipt_title,
 )
 from turnframe_runtime.narration import (
-    SERVER_COPY_GUARD,
     Grounds,
     Narration,
     forbidden_claims,
@@ -188,11 +186,7 @@ class Composer:
         notices = self._notices(shown_notices(result))
         cards = self._cards(result.shown)
         backing = self._backing(result, [*receipts, *notices, *cards])
-        # what moves are judged against: their words are server copy, so the record's state too
-        moved = backing
-        if self.narration is not None and not self.narration.free:
-            moved = self._copy_backing(result, backing)
-        answers = await self._answers(result, moved, [*receipts, *notices, *cards])
+        answers = await self._answers(result, backing, [*receipts, *notices, *cards])
         ask = self._ask(result, cards)
         offers = self._offers(result) if not cards and ask is None else ()
         acted = bool(result.understanding.acts) or turn.input.interaction_response is not None
@@ -200,12 +194,12 @@ class Composer:
         transition = None
         if not answers_only:
             transition = await self._transition(
-                result, receipts, notices, cards, ask, offers, moved
+                result, receipts, notices, cards, ask, offers, backing
             )
         prose: list[AnswerBlock | TransitionBlock] = list(answers)
         if transition is not None:
             prose.append(transition)
-        refused = self._refused(prose, [*receipts, *notices, *cards], backing, moved)
+        refused = self._refused(prose, [*receipts, *notices, *cards], backing)
         if refused:  # model prose the turn does not back: server copy replaces it
             questions = {q.question_id: q for q in result.understanding.questions}
             prose = [
@@ -302,38 +296,26 @@ class Composer:
             if value is not None
         ]
 
-    def _copy_backing(self, result: TurnResult, backing: TurnBacking) -> TurnBacking:
-        """`backing` for the tripwire over moves, whose words are server copy: also what the
-        cases in view state now (their narratable values as data and as the workflow's fact copy
-        words them), so a `state` move's "rebooked by the airline" reads as the record it is.
-        Never for free prose: a word of one field's value would back a claim about another."""
-        stated: list[str] = list(state_words(self._state_facts(result)))
-        for case in result.cases.handles.values():
-            values = case.workflow.narratable_state(case.state)
-            stated.extend(self._fact(case, n, v) for n, v in values.items() if v is not None)
-        return replace(backing, stated=TurnBacking.of((), stated=stated).stated)
-
     def _refused(
         self,
         prose: Sequence[AnswerBlock | TransitionBlock],
         server: Sequence[ResponseBlock],
         backing: TurnBacking,
-        moved: TurnBacking,
     ) -> set[str]:
         """The model-written blocks that break a claim rule over the composed turn: a structural
-        one (a fact it cites that the turn lacks) or a wording one (the guard, run again whatever
-        the review said; moves against `moved`, free prose against `backing`). Their findings go
-        to the record."""
+        one (a fact it cites that the turn lacks) or, for free prose, a wording one (the guard,
+        run again whatever the review said). Prose made of moves is server copy whose template
+        words the narration's tripwire judged against this same backing. Findings go to the
+        record."""
         refused: set[str] = set()
         for violation in check_claims([*server, *prose]):
             if violation.author == "model":
                 refused.add(violation.block_id)
                 self.audit.claim_violations.append(violation.code)
         for block in prose:
-            if block.author != "model":
+            if block.author != "model" or block.moves:
                 continue
-            guard, backed = (SERVER_COPY_GUARD, moved) if block.moves else (self.guard, backing)
-            flagged = check_wording(block.text, _written_in(block, self.turn.locale), backed, guard)
+            flagged = check_wording(block.text, self.turn.locale, backing, self.guard)
             if flagged:
                 refused.add(block.block_id)
                 question_id = block.question_id if isinstance(block, AnswerBlock) else None
@@ -841,10 +823,3 @@ def _may_have_landed(outcome: object) -> bool:
     return isinstance(outcome, OutcomeUnknown) or (
         isinstance(outcome, FailedOutcome) and outcome.code == codes.EXECUTION_UNTRUSTED_RESULT
     )
-
-
-def _written_in(block: AnswerBlock | TransitionBlock, turn_locale: str) -> str:
-    """The locale a model block's words are in: moves' copy records the locale it rendered in
-    (a turn in a locale the runtime does not serve renders in the default one); free prose is in
-    the turn's."""
-    return block.copy_ref.locale if block.moves and block.copy_ref is not None else turn_locale

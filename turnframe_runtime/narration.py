@@ -298,7 +298,9 @@ class Narration:
                 # judged in the language the copy rendered in (a turn in a locale the runtime
                 # does not serve renders in its default one)
                 written_in = rendered[0].render.copy_ref.locale
-                flagged = check_wording(_joined(rendered), written_in, backing, SERVER_COPY_GUARD)
+                flagged = check_wording(
+                    _template_words(rendered), written_in, backing, SERVER_COPY_GUARD
+                )
                 if flagged:
                     attempts.append(self._drafted(purpose, started, ended, flagged[0].code))
                     refused.extend(
@@ -527,6 +529,21 @@ def _answer_status(moves: Sequence[Move]) -> AnswerStatus | None:
 
 def _joined(said: Sequence[_Said]) -> str:
     return " ".join(s.rendered.text.strip() for s in said)
+
+
+def _template_words(said: Sequence[_Said]) -> str:
+    """The words the moves' templates add around what they name: the rendered text without the
+    server's own words each move was given (a receipt's title, a fact as its copy words it, an
+    option's label and effect), which the server wrote and stand true by themselves. The
+    tripwire judges these: composing moves must add no claim of its own."""
+    kept = []
+    for s in said:
+        text = s.rendered.text
+        given = (w for k, w in s.params.items() if k != "kind" and w.strip())
+        for words in sorted(given, key=len, reverse=True):
+            text = text.replace(words, " ")
+        kept.append(text.strip())
+    return " ".join(kept)
 
 
 def _params(move: Move, referred: Referable | None) -> dict[str, str]:

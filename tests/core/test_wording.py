@@ -10,13 +10,12 @@ from hypothesis import strategies as st
 from turnframe_core import (
     ClaimClass,
     InteractionBlock,
-    ProposedChange,
     StateValue,
     TurnBacking,
     check_wording,
     codes,
 )
-from turnframe_core.wording import GuardConfig, state_words, ungrounded_values, value_grounds
+from turnframe_core.wording import GuardConfig, ungrounded_values, value_grounds
 from turnframe_test import case, confirm_card, receipt_block
 
 NOTHING = TurnBacking()
@@ -243,18 +242,6 @@ def test_a_negation_reaches_through_modals_and_follows_a_verb_second_promise(
 )
 def test_as_booked_reads_as_how_things_stand(locale: str, text: str) -> None:
     assert _classes(text, locale) == []
-
-
-def test_an_outcome_the_committed_state_holds_is_a_fact_not_a_claim() -> None:
-    fact = StateValue(case_ref=case(workflow="trip"), field="outbound", value="rebooked")
-    backing = TurnBacking.of([], stated=state_words([fact]))
-    assert _classes("Yes, the airline rebooked your outbound flight.", backing=backing) == []
-    assert _classes("Yes, the airline cancelled your flight.", backing=backing) == ["deletion"]
-
-
-def test_a_proposed_change_states_nothing_that_happened() -> None:
-    proposed = ProposedChange(case_ref=case(workflow="trip"), field="status", after="cancelled")
-    assert state_words([proposed]) == ()
 
 
 @pytest.mark.parametrize(
