@@ -234,6 +234,17 @@ STORE_INVALID_DATABASE_URL = "turnframe.store.invalid_database_url"
 STORE_FOREIGN_EVENT_LOOP = "turnframe.store.foreign_event_loop"
 
 
+# --- http ---------------------------------------------------------------------------------------
+#: the request carries no account the adopter's `authenticate` hook accepts
+HTTP_UNAUTHENTICATED = "turnframe.http.unauthenticated"
+#: the request cannot be read at all (a body that is not JSON, a bad `mode` or `limit`)
+HTTP_MALFORMED_REQUEST = "turnframe.http.malformed_request"
+#: the body is larger than `HttpLimits.max_body_bytes`; it was not read to its end
+HTTP_BODY_TOO_LARGE = "turnframe.http.body_too_large"
+#: the body nests arrays or objects deeper than `HttpLimits.max_depth`; it was not parsed
+HTTP_BODY_TOO_DEEP = "turnframe.http.body_too_deep"
+
+
 def _collect() -> tuple[str, ...]:
     return tuple(
         value

@@ -104,8 +104,11 @@ from turnframe_runtime.ports import (
 from turnframe_runtime.recover import RecoveredTurn, RecoveryOutcome, RecoveryReport
 from turnframe_runtime.runtime import TurnRuntime
 from turnframe_runtime.sse import (
+    SSE_HEADERS,
+    SSE_MEDIA_TYPE,
     InvalidLastEventId,
     encode_event,
+    encode_frame,
     parse_last_event_id,
     sse_frames,
 )
@@ -126,9 +129,13 @@ __all__ = [
     "OpenAIInterpreter",
     "OpenAINarrator",
     "OpenAIReviewer",
-    "InvalidLastEventId",
     "note_model_call",
+    # server-sent events for any ASGI app (turnframe_runtime.http serves them too)
+    "InvalidLastEventId",
+    "SSE_HEADERS",
+    "SSE_MEDIA_TYPE",
     "encode_event",
+    "encode_frame",
     "parse_last_event_id",
     "sse_frames",
     "AnswerRequest",
