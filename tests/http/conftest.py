@@ -33,9 +33,17 @@ def api_options() -> dict[str, Any]:
 
 
 @pytest.fixture
-async def api(make_desk: Callable[..., Any], api_options: dict[str, Any]) -> AsyncIterator[Api]:
+def desk_options() -> dict[str, Any]:
+    """What the `api` fixture builds its desk with (a test overrides it)."""
+    return {}
+
+
+@pytest.fixture
+async def api(
+    make_desk: Callable[..., Any], api_options: dict[str, Any], desk_options: dict[str, Any]
+) -> AsyncIterator[Api]:
     """A desk with a ready trip, served by `create_app` over httpx's ASGI transport."""
-    desk: DeskHarness = await make_desk()
+    desk: DeskHarness = await make_desk(**desk_options)
     desk.ready_trip()
     app = create_app(desk.runtime, authenticate=authenticate, **api_options)
     transport = httpx.ASGITransport(app=app)

@@ -67,7 +67,7 @@ class Api:
         if json_answer:
             headers["accept"] = "application/json"
         params = {"mode": mode} if mode is not None else {}
-        if isinstance(body, bytes):
+        if isinstance(body, bytes) or hasattr(body, "__aiter__"):
             kwargs["content"] = body
         else:
             kwargs["json"] = body
