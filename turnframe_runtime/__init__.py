@@ -45,6 +45,7 @@ from turnframe_runtime.evaluation import (
     load_corpus,
     run_corpus,
 )
+from turnframe_runtime.feed import FeedItem
 from turnframe_runtime.models import (
     AnthropicInterpreter,
     AnthropicNarrator,
@@ -154,6 +155,7 @@ __all__ = [
     "StreamExpired",
     "StreamInterrupted",
     "TooManyFollowers",
+    "FeedItem",
     "DispatchOutcome",
     "ExecutionFailed",
     "ExecutionRejected",

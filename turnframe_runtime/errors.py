@@ -87,6 +87,7 @@ class StreamInterrupted(TurnframeError):
 
 class TooManyFollowers(TurnframeError):
     """The turn already has `RuntimeConfig.stream_followers_per_turn` stream readers in this
-    process; nothing was read. Try again later (or read the stored turn)."""
+    process, or the conversation `RuntimeConfig.feed_followers_per_conversation` feed readers;
+    nothing was read. Try again later (or read the stored turns)."""
 
     code = codes.STREAM_TOO_MANY_FOLLOWERS

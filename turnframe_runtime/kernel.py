@@ -2,9 +2,10 @@
 
 Rules:
 - What a turn, recovery and the outbox share (stores, workflows, directory, ports, copy, config,
-  clock, ids, the stream hub and its followers) is fixed when the kernel is built and never
-  changes; the public facade (`TurnRuntime`), the outbox dispatcher, the worker and recovery all
-  take the kernel, and none of them reaches into another's underscore names.
+  clock, ids, the stream hub, its followers and the conversation feeds) is fixed when the
+  kernel is built and never changes; the public facade (`TurnRuntime`), the outbox dispatcher,
+  the worker and recovery all take the kernel, and none of them reaches into another's
+  underscore names.
 - A kernel refuses to be built over stores without transactions, duplicate workflow keys, free
   narration without an explicitly passed reviewer, or copy missing a message a declared locale
   needs.
@@ -40,6 +41,7 @@ from turnframe_runtime.copy import (
 )
 from turnframe_runtime.errors import ConversationBusy, ReviewerRequired, StoresWithoutTransactions
 from turnframe_runtime.execute import Execution
+from turnframe_runtime.feed import ConversationFeeds
 from turnframe_runtime.follow import Followers
 from turnframe_runtime.narration import Narration
 from turnframe_runtime.ports import (
@@ -83,6 +85,8 @@ class Kernel:
     #: wakes this process's readers of the streams its turns write
     hub: StreamHub
     followers: Followers
+    #: this process's readers of conversations' feeds
+    feeds: ConversationFeeds
 
     @classmethod
     def build(
@@ -157,6 +161,7 @@ class Kernel:
             receipt_claims=receipt_claims,
             hub=hub,
             followers=Followers(stores, hub, config),
+            feeds=ConversationFeeds(stores, hub, config),
         )
 
     @asynccontextmanager

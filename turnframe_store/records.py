@@ -48,6 +48,7 @@ __all__ = [
     "ConversationRecord",
     "EventCursor",
     "EventPage",
+    "FeedEntry",
     "Fresh",
     "InteractionFinish",
     "JournalAdmission",
@@ -109,6 +110,16 @@ class PhaseMarker(_Record):
     turn_id: TurnId
     phase: TurnPhase
     updated_at: Millis
+
+
+class FeedEntry(_Record):
+    """One link of a conversation's audit chain as its feed reads it: `position` (from 0, in
+    commit order), the turn whose final record it links, and that turn's stored assistant turn
+    exactly as stored (None: the record is final without a stored reply, e.g. a failed turn)."""
+
+    position: Annotated[int, Field(ge=0)]
+    turn_id: TurnId
+    turn: AssistantTurn | None
 
 
 # --- command journal ----------------------------------------------------------------------------
