@@ -47,6 +47,8 @@ from turnframe_store.records import (
     OutboxStatus,
     PhaseMarker,
     Replay,
+    TimerRecord,
+    TimerStatus,
     UserTurnRecord,
 )
 from turnframe_store.roles import (
@@ -69,6 +71,9 @@ from turnframe_store.roles import (
     ReplayReader,
     ReplayStore,
     ReplayWriter,
+    TimerReader,
+    TimerStore,
+    TimerWriter,
 )
 from turnframe_store.roles.rules import MAX_INTEGER, MAX_LIMIT, MAX_MILLIS
 
@@ -131,6 +136,9 @@ __all__ = [
     "ReplayReader",
     "ReplayStore",
     "ReplayWriter",
+    "TimerReader",
+    "TimerStore",
+    "TimerWriter",
     # records
     "CaseInvalidation",
     "CommitBundle",
@@ -149,6 +157,8 @@ __all__ = [
     "OutboxStatus",
     "PhaseMarker",
     "Replay",
+    "TimerRecord",
+    "TimerStatus",
     "UserTurnRecord",
 ]
 
