@@ -218,6 +218,12 @@ MODEL_MISSING_EXTRA = "turnframe.model.missing_extra"
 #: a model adapter was built without an API key (given, or in its environment variable)
 MODEL_MISSING_API_KEY = "turnframe.model.missing_api_key"
 
+# --- server events ------------------------------------------------------------------------------
+#: an event named an origin the runtime does not know, or its signature did not verify
+SERVER_EVENT_ORIGIN_NOT_VERIFIED = "turnframe.server_event.origin_not_verified"
+#: the domain refused the event's operation on its case (or no origin could authorize it)
+SERVER_EVENT_REFUSED = "turnframe.server_event.refused"
+
 # --- store --------------------------------------------------------------------------------------
 STORE_ERROR = "turnframe.store.error"
 STORE_NOT_FOUND = "turnframe.store.not_found"

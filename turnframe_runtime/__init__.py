@@ -23,7 +23,9 @@ from turnframe_runtime.copy import (
 from turnframe_runtime.errors import (
     ConversationBusy,
     IdempotencyKeyReused,
+    OriginNotVerified,
     ReviewerRequired,
+    ServerEventRefused,
     StoresWithoutTransactions,
     StreamExpired,
     StreamInterrupted,
@@ -63,6 +65,7 @@ from turnframe_runtime.models import (
     OpenAINarrator,
     OpenAIReviewer,
 )
+from turnframe_runtime.origins import EventOrigin, HmacOrigin, TrustedOrigin
 from turnframe_runtime.outbox.dispatch import (
     DispatchOutcome,
     NoSender,
@@ -219,4 +222,10 @@ __all__ = [
     "evaluated_turn",
     "load_corpus",
     "run_corpus",
+    # server events (docs/server-events.md)
+    "EventOrigin",
+    "HmacOrigin",
+    "OriginNotVerified",
+    "ServerEventRefused",
+    "TrustedOrigin",
 ]

@@ -15,6 +15,7 @@ from functools import partial
 
 from turnframe_core.ids import IdSource
 from turnframe_core.replay import ReplayRecord
+from turnframe_core.server_events import ServerEvent
 from turnframe_core.stream import StreamEvent, StreamMode
 from turnframe_core.stream import TurnFailed as TurnFailedEvent
 from turnframe_core.turn import AssistantTurn, TurnInput
@@ -25,6 +26,7 @@ from turnframe_runtime.copy import CopyDrift, ServerCopy, drift
 from turnframe_runtime.errors import TurnFailed, TurnInProgress, UnknownWorkflow
 from turnframe_runtime.feed import FeedItem
 from turnframe_runtime.kernel import Kernel
+from turnframe_runtime.origins import EventOrigin
 from turnframe_runtime.outbox.dispatch import OutboxDispatcher
 from turnframe_runtime.outbox.ports import OutboxSender
 from turnframe_runtime.pipeline import judged, run_turn
@@ -38,6 +40,7 @@ from turnframe_runtime.ports import (
     as_executor,
 )
 from turnframe_runtime.recover import RecoveredTurn, RecoveryReport
+from turnframe_runtime.server_event import judged_event, run_server_event, verified_origin
 from turnframe_store.bundle import Stores
 from turnframe_store.errors import NotFound
 
@@ -64,6 +67,7 @@ class TurnRuntime:
         ids: IdSource | None = None,
         senders: Mapping[str, OutboxSender] | None = None,
         outbox: OutboxConfig | None = None,
+        origins: Sequence[EventOrigin] = (),
     ) -> None:
         self._kernel = Kernel.build(
             stores=stores,
@@ -77,6 +81,7 @@ class TurnRuntime:
             config=config,
             clock=clock,
             ids=ids,
+            origins=origins,
         )
         self._outbox = OutboxDispatcher(self._kernel, senders or {}, outbox)
         self._running: set[asyncio.Task[AssistantTurn]] = set()
@@ -203,6 +208,22 @@ class TurnRuntime:
                 return
         async for event in self._kernel.followers.follow(account_id, turn_id, 0, task):
             yield event
+
+    async def server_event(
+        self, event: ServerEvent, *, signature: str | None = None
+    ) -> AssistantTurn:
+        """Tell the event's conversation of an event from outside, as a server turn that runs
+        the workflow's own command for it (docs/server-events.md): the origin verified
+        (`OriginNotVerified`), the operation compiled on the case by its workflow (`NotFound`
+        for a conversation, workflow or case the account does not have; `ServerEventRefused`
+        when the domain refuses it) and judged by its policy with the origin's authority (a
+        policy only a user's click satisfies shows the confirmation card instead), journaled,
+        executed and committed with a receipt turn in the conversation's locale, without a
+        model call. The same event again returns the same turn, with no second effect; its
+        key with another event is `IdempotencyKeyReused`. Every refusal writes nothing."""
+        event = judged_event(event)
+        origin = verified_origin(self._kernel, event, signature)
+        return await run_server_event(self._kernel, event, origin)
 
     async def resume_stream(
         self, account_id: str, turn_id: str, after_sequence: int = 0, *, follow: bool = True

@@ -48,6 +48,8 @@ from turnframe_store.records import (
     OutboxStatus,
     PhaseMarker,
     Replay,
+    TimerRecord,
+    TimerStatus,
     UserTurnRecord,
 )
 from turnframe_store.roles import (
@@ -70,6 +72,9 @@ from turnframe_store.roles import (
     ReplayReader,
     ReplayStore,
     ReplayWriter,
+    TimerReader,
+    TimerStore,
+    TimerWriter,
 )
 from turnframe_store.roles.rules import MAX_INTEGER, MAX_LIMIT, MAX_MILLIS
 
@@ -132,6 +137,9 @@ __all__ = [
     "ReplayReader",
     "ReplayStore",
     "ReplayWriter",
+    "TimerReader",
+    "TimerStore",
+    "TimerWriter",
     # records
     "CaseInvalidation",
     "CommitBundle",
@@ -151,6 +159,8 @@ __all__ = [
     "OutboxStatus",
     "PhaseMarker",
     "Replay",
+    "TimerRecord",
+    "TimerStatus",
     "UserTurnRecord",
 ]
 
