@@ -42,7 +42,12 @@ from turnframe_runtime.errors import (
 from turnframe_runtime.feed import FeedItem
 from turnframe_runtime.http._body import read_json
 from turnframe_runtime.http._options import CorsConfig, HttpLimits
-from turnframe_runtime.http.errors import MalformedRequest, Unauthenticated, refusal_body
+from turnframe_runtime.http.errors import (
+    INTERNAL_MESSAGE,
+    MalformedRequest,
+    Unauthenticated,
+    refusal_body,
+)
 from turnframe_runtime.runtime import TurnRuntime
 from turnframe_runtime.sse import (
     KEEPALIVE_FRAME,
@@ -106,6 +111,7 @@ def create_app(
         ],
         middleware=middleware,
         lifespan=api.lifespan,
+        exception_handlers={Exception: _fault},
     )
 
 
@@ -119,6 +125,16 @@ def _cors(cors: CorsConfig) -> Middleware:
         allow_credentials=cors.allow_credentials,
         expose_headers=["x-turn-id"],
         max_age=cors.max_age_s,
+    )
+
+
+async def _fault(request: Request, error: Exception) -> Response:
+    """An error no route turned into a refusal: 500, the same body whatever it was (the server
+    logs the error itself)."""
+    return JSONResponse(
+        {"code": codes.ERROR, "message": INTERNAL_MESSAGE},
+        status_code=500,
+        headers={"cache-control": "no-store"},
     )
 
 
