@@ -109,7 +109,7 @@ class ConversationFeeds:
                 continue
             if not follow:
                 return
-            poll = self._join(account_id, conversation_id, after)
+            poll = self._join(account_id, conversation_id, after, at_end=not page)
             try:
                 while True:
                     changed = poll.changed  # taken before reading what is kept
@@ -127,12 +127,20 @@ class ConversationFeeds:
             finally:
                 self._leave(poll)
 
-    def _join(self, account_id: str, conversation_id: str, after: int) -> _SharedPoll:
+    def _join(
+        self, account_id: str, conversation_id: str, after: int, *, at_end: bool
+    ) -> _SharedPoll:
+        """The conversation's shared poll, joined by a reader at `after`; `at_end`: its last
+        read found nothing after `after`. A poll that starts past such a reader started from a
+        position a reader only claimed (beyond the feed's end, or since grown past): it reads
+        again from the reader's, so that no reader is left behind it for good."""
         key = (asyncio.get_running_loop(), account_id, conversation_id)
         with self._lock:
             poll = self._polls.get(key)
             if poll is None or poll.stopped:
                 poll = self._polls[key] = _SharedPoll(self, account_id, conversation_id, after)
+            elif at_end and after < poll.base:
+                poll.rewind(after)
             poll.readers += 1
         return poll
 
@@ -163,7 +171,7 @@ class _SharedPoll:
         self.failure: Exception | None = None
         self.changed: asyncio.Future[None] = self.loop.create_future()
         self._feeds = feeds
-        self._base = after  # the entries kept are those after `_base`, up to `_head`
+        self.base = after  # the entries kept are those after `base`, up to `_head`
         self._head = after
         self._kept: deque[FeedEntry] = deque()
         self._task = self.loop.create_task(self._run())
@@ -171,9 +179,17 @@ class _SharedPoll:
     def after(self, position: int) -> list[FeedEntry] | None:
         """The kept entries after `position`; None when some after it are no longer (or were
         never) kept, or the poll stopped."""
-        if position < self._base or (self.stopped and self.failure is None):
+        if position < self.base or (self.stopped and self.failure is None):
             return None
         return [entry for entry in self._kept if entry.position > position]
+
+    def rewind(self, after: int) -> None:
+        """Read again from `after`: what is kept is dropped, and the read under way (which
+        started from further on) is abandoned."""
+        self.base = self._head = after
+        self._kept.clear()
+        self._task.cancel()
+        self._task = self.loop.create_task(self._run())
 
     def stop(self) -> None:
         self.stopped = True
@@ -200,7 +216,7 @@ class _SharedPoll:
                     if page:
                         self._kept.extend(page)
                         while len(self._kept) > _KEPT:
-                            self._base = self._kept.popleft().position
+                            self.base = self._kept.popleft().position
                         self._head = page[-1].position
                         self._publish()
                         wait = shortest  # the feed moves: read it often

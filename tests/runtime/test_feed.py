@@ -189,6 +189,29 @@ async def test_a_follower_catches_up_then_gets_the_next_turn_stored_here_at_once
     assert (woken.sequence, woken.turn) == (4, turn)
 
 
+async def test_a_reader_resuming_past_the_end_leaves_the_shared_poll_serving_the_others(
+    make_desk: DeskFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    desk = await make_desk(config=NEVER_POLL)
+    await desk.say("Hello")
+    reads = _Reads(desk.stores, monkeypatch)
+    runtime, account, conversation = desk.runtime, desk.account_id, desk.conversation_id
+
+    async with _following(runtime, account, conversation, after=100) as (ahead,):
+        await reads.reach(2)  # its catch-up read, and the shared poll's from its position
+        async with _following(runtime, account, conversation) as (reader,):
+            first = await reader.next()
+            await reads.reach(5)  # caught up twice, and the poll read again from its position
+            turn = await desk.say("Hello again")
+            second = await reader.next()
+        settled = reads.count
+
+    assert [first.sequence, second.sequence] == [1, 2]
+    assert second.turn == turn
+    assert ahead.items.empty()  # nothing after its sequence 100 yet
+    assert settled == 6  # one read for the wake, no loop of reads
+
+
 # --- wake-ups from other paths ------------------------------------------------------------------
 
 
