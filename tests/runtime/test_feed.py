@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from turnframe_core import act
+from turnframe_core import TurnStatus, act
 from turnframe_core.turn import AssistantTurn
 from turnframe_runtime import (
     FeedItem,
@@ -27,7 +27,16 @@ from turnframe_runtime import (
     TurnRuntime,
     follow_up_turn_id,
 )
-from turnframe_store import FeedEntry, NotFound, OutboxEntry, OutboxStatus, Stores
+from turnframe_store import (
+    FaultPoint,
+    FeedEntry,
+    NotFound,
+    OutboxEntry,
+    OutboxStatus,
+    Stores,
+    Timeout,
+    Unavailable,
+)
 from turnframe_test import DeskHarness
 
 REBOOK = "trip.request_rebooking"
@@ -116,6 +125,10 @@ def _ids(turns: Sequence[FeedItem | AssistantTurn]) -> list[str]:
     return [t.turn.turn_id if isinstance(t, FeedItem) else t.turn_id for t in turns]
 
 
+def _name_grace() -> Any:
+    return act("a1", "trip.set_name", "h1", "Grace Hopper", name="Grace Hopper")
+
+
 async def _three_turns(desk: DeskHarness) -> list[str]:
     desk.ready_trip()
     turns = [
@@ -181,7 +194,7 @@ async def test_a_follower_catches_up_then_gets_the_next_turn_stored_here_at_once
     ):
         caught_up = [await follower.next(), await follower.next()]
         await reads.reach(2)  # its own catch-up read, then the shared poll's first: it waits
-        turn = await desk.say("Once more", act("a1", "trip.set_name", "h1", "x", name="Lin"))
+        turn = await desk.say("Once more")
         woken = await follower.next()
 
     assert first not in [item.turn.turn_id for item in caught_up]
@@ -254,6 +267,40 @@ async def test_a_turn_another_runtime_stores_reaches_a_follower_by_polling(
         item = await follower.next()
 
     assert (item.sequence, item.turn) == (1, turn)
+
+
+async def test_a_turn_recovery_finishes_reaches_a_follower(
+    make_desk: DeskFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    desk = await make_desk(config=NEVER_POLL)
+    desk.ready_trip()
+    desk.stores.faults.arm(FaultPoint.AFTER_JOURNAL_INSERT_BEFORE_COMMIT)  # the start point
+    with pytest.raises(Timeout):
+        await desk.say("Name Grace Hopper", _name_grace())
+    reads = _Reads(desk.stores, monkeypatch)
+
+    async with _following(desk.runtime, desk.account_id, desk.conversation_id) as (follower,):
+        await reads.reach(2)
+        (recovered,) = (await desk.runtime.recover_unfinished()).turns
+        item = await follower.next()
+
+    assert item.sequence == 1
+    assert item.turn.turn_id == recovered.turn_id
+    assert item.turn.status is TurnStatus.INTERRUPTED
+
+
+async def test_a_turn_that_failed_without_a_reply_takes_a_sequence_and_yields_nothing(
+    desk: DeskHarness,
+) -> None:
+    desk.ready_trip()
+    desk.stores.faults.arm(FaultPoint.BEFORE_JOURNAL_INSERT, error=Unavailable("down"))
+    with pytest.raises(Unavailable):
+        await desk.say("Name Grace Hopper", _name_grace())
+    turn = await desk.say("Hello")
+
+    items = await _feed_now(desk)
+
+    assert [(item.sequence, item.turn) for item in items] == [(2, turn)]
 
 
 # --- sharing and bounds -------------------------------------------------------------------------
