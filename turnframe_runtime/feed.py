@@ -27,7 +27,7 @@ import asyncio
 import contextlib
 import threading
 from collections import deque
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncGenerator, Iterator
 from dataclasses import dataclass
 
 from turnframe_core.turn import AssistantTurn
@@ -94,7 +94,7 @@ class ConversationFeeds:
 
     async def follow(
         self, account_id: str, conversation_id: str, after: int, *, follow: bool
-    ) -> AsyncIterator[FeedItem]:
+    ) -> AsyncGenerator[FeedItem, None]:
         """The feed after position `after` (-1: from the start); without `follow`, only what is
         stored now. The caller counted this reader and checked the conversation is the
         account's."""

@@ -346,6 +346,18 @@ async def test_one_follower_past_the_bound_is_refused_before_it_reads(
     assert await _feed_now(desk) == []
 
 
+async def test_a_reader_that_stops_reading_is_no_longer_counted(desk: DeskHarness) -> None:
+    first = await desk.say("Hello")
+    feed = desk.runtime.follow_conversation(desk.account_id, desk.conversation_id)
+
+    item = await anext(feed)
+    reading = desk.runtime.feed_followers(desk.account_id, desk.conversation_id)
+    await feed.aclose()
+
+    assert (item.turn, reading) == (first, 1)
+    assert desk.runtime.feed_followers(desk.account_id, desk.conversation_id) == 0
+
+
 async def test_a_conversation_of_another_account_is_not_found_exactly_like_a_missing_one(
     make_desk: DeskFactory,
 ) -> None:
