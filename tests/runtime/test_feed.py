@@ -22,6 +22,7 @@ from turnframe_core import TurnStatus, act
 from turnframe_core.turn import AssistantTurn
 from turnframe_runtime import (
     FeedItem,
+    Relay,
     RuntimeConfig,
     TooManyFollowers,
     TurnRuntime,
@@ -150,10 +151,24 @@ async def _confirmed(desk: DeskHarness) -> tuple[str, OutboxEntry]:
 
 
 async def _answered(desk: DeskHarness, row: OutboxEntry) -> None:
-    """The row claimed (as the relay would) and its answer recorded by the dispatch actor."""
-    (claimed,) = await desk.stores.outbox.claim_due(desk.clock(), 10, "worker-1")
+    """The relay claims the row and publishes it; the dispatch actor carries it out and records
+    the airline's answer (as tests/outbox drive them)."""
+    published: list[OutboxEntry] = []
+
+    async def to_dispatch(rows: Sequence[OutboxEntry]) -> list[bool]:
+        published.extend(rows)
+        return [True] * len(rows)
+
+    async def to_reconcile(rows: Sequence[OutboxEntry]) -> list[bool]:
+        return [False] * len(rows)
+
+    relay = Relay(
+        desk.stores, to_dispatch, to_reconcile, config=desk.runtime.outbox.config, clock=desk.clock
+    )
+    await relay.round()
+    (claimed,) = published
     assert claimed.outbox_id == row.outbox_id
-    await desk.runtime.outbox.dispatch(row.outbox_id, claimed.attempt_count)
+    await desk.runtime.outbox.dispatch(claimed.outbox_id, claimed.attempt_count)
 
 
 # --- reading --------------------------------------------------------------------------------
