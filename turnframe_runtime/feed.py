@@ -138,7 +138,8 @@ class ConversationFeeds:
         with self._lock:
             poll = self._polls.get(key)
             if poll is None or poll.stopped:
-                poll = self._polls[key] = _SharedPoll(self, account_id, conversation_id, after)
+                poll = _SharedPoll(self._stores, self._hub, self._config, key, after)
+                self._polls[key] = poll
             elif at_end and after < poll.base:
                 poll.rewind(after)
             poll.readers += 1
@@ -149,9 +150,8 @@ class ConversationFeeds:
             poll.readers -= 1
             if poll.readers:
                 return
-            key = (poll.loop, poll.account_id, poll.conversation_id)
-            if self._polls.get(key) is poll:
-                del self._polls[key]
+            if self._polls.get(poll.key) is poll:
+                del self._polls[poll.key]
         poll.stop()
 
 
@@ -161,19 +161,26 @@ class _SharedPoll:
     failed."""
 
     def __init__(
-        self, feeds: ConversationFeeds, account_id: str, conversation_id: str, after: int
+        self,
+        stores: Stores,
+        hub: StreamHub,
+        config: RuntimeConfig,
+        key: tuple[asyncio.AbstractEventLoop, str, str],
+        after: int,
     ) -> None:
-        self.account_id = account_id
-        self.conversation_id = conversation_id
-        self.loop = asyncio.get_running_loop()
+        self.key = key
+        self.loop, self.account_id, self.conversation_id = key
         self.readers = 0
         self.stopped = False
         self.failure: Exception | None = None
         self.changed: asyncio.Future[None] = self.loop.create_future()
-        self._feeds = feeds
         self.base = after  # the entries kept are those after `base`, up to `_head`
         self._head = after
         self._kept: deque[FeedEntry] = deque()
+        self._stores = stores
+        self._hub = hub
+        self._shortest = config.stream_poll_ms / 1000
+        self._longest = max(config.stream_poll_max_ms, config.stream_poll_ms) / 1000
         self._task = self.loop.create_task(self._run())
 
     def after(self, position: int) -> list[FeedEntry] | None:
@@ -200,17 +207,13 @@ class _SharedPoll:
         changed.set_result(None)
 
     async def _run(self) -> None:
-        feeds = self._feeds
-        config = feeds._config
-        hub = feeds._hub
-        shortest = config.stream_poll_ms / 1000
-        longest = max(config.stream_poll_max_ms, config.stream_poll_ms) / 1000
-        wait = shortest
+        hub, conversations = self._hub, self._stores.conversations
+        wait = self._shortest
         try:
             while True:
                 waiter = hub.conversation_waiter(self.account_id, self.conversation_id)
                 try:
-                    page = await feeds._stores.conversations.feed(
+                    page = await conversations.feed(
                         self.account_id, self.conversation_id, self._head, _PAGE
                     )
                     if page:
@@ -219,13 +222,13 @@ class _SharedPoll:
                             self.base = self._kept.popleft().position
                         self._head = page[-1].position
                         self._publish()
-                        wait = shortest  # the feed moves: read it often
+                        wait = self._shortest  # the feed moves: read it often
                         if len(page) == _PAGE:
                             continue
                     with contextlib.suppress(TimeoutError):
                         await asyncio.wait_for(asyncio.shield(waiter), wait)
                     if not waiter.done():  # nothing woke it: the feed is still
-                        wait = min(wait * 2, longest)
+                        wait = min(wait * 2, self._longest)
                 finally:
                     hub.forget_conversation(self.account_id, self.conversation_id, waiter)
         except Exception as failure:  # its readers raise it; the next reader starts anew

@@ -54,10 +54,15 @@ class _Reads:
 
     def __init__(self, stores: Stores, monkeypatch: pytest.MonkeyPatch) -> None:
         self.count = 0
+        #: raised by the next read instead of reading
+        self.fail: Exception | None = None
         self._reached: list[tuple[int, asyncio.Event]] = []
         read = stores.conversations.feed
 
         async def counted(*args: Any, **kwargs: Any) -> tuple[FeedEntry, ...]:
+            if self.fail is not None:
+                failure, self.fail = self.fail, None
+                raise failure
             entries = await read(*args, **kwargs)
             self.count += 1
             for number, event in self._reached:
@@ -91,7 +96,7 @@ class _Follower:
 
     async def stop(self) -> None:
         self.task.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
+        with contextlib.suppress(asyncio.CancelledError, Exception):
             await self.task
 
 
@@ -359,6 +364,26 @@ async def test_one_follower_past_the_bound_is_refused_before_it_reads(
         assert runtime.feed_followers(account, conversation) == 2
     # the ones that stopped reading made room
     assert await _feed_now(desk) == []
+
+
+async def test_a_store_failure_reaches_every_follower_and_the_next_reader_starts_anew(
+    make_desk: DeskFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    desk = await make_desk(config=NEVER_POLL)
+    await _opened(desk)
+    reads = _Reads(desk.stores, monkeypatch)
+
+    async with _following(desk.runtime, desk.account_id, desk.conversation_id, 2) as followers:
+        await reads.reach(3)
+        reads.fail = Unavailable("down")  # the shared poll's read after the wake-up
+        turn = await desk.say("Hello")
+        done, _ = await asyncio.wait([f.task for f in followers], timeout=WAIT)
+        failures = [type(task.exception()) for task in done]
+
+    assert failures == [Unavailable, Unavailable]
+    assert desk.runtime.feed_followers(desk.account_id, desk.conversation_id) == 0
+    async with _following(desk.runtime, desk.account_id, desk.conversation_id) as (again,):
+        assert (await again.next()).turn == turn
 
 
 async def test_a_reader_that_stops_reading_is_no_longer_counted(desk: DeskHarness) -> None:
