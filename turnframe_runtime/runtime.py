@@ -9,6 +9,7 @@ needs while it outlives its reader.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from functools import partial
@@ -272,10 +273,12 @@ class TurnRuntime:
         feeds = self._kernel.feeds
         with feeds.counted(account_id, conversation_id):
             await self._kernel.stores.conversations.get_conversation(account_id, conversation_id)
-            async for item in feeds.follow(
-                account_id, conversation_id, after_sequence - 1, follow=follow
-            ):
-                yield item
+            # closed with this one, so a reader that stops leaves the shared poll at once
+            async with contextlib.aclosing(
+                feeds.follow(account_id, conversation_id, after_sequence - 1, follow=follow)
+            ) as items:
+                async for item in items:
+                    yield item
 
     def feed_followers(self, account_id: str, conversation_id: str) -> int:
         """How many readers follow the conversation's feed in this process now (at most
