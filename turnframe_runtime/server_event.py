@@ -110,8 +110,9 @@ async def run_server_event(
                 # chains to one that stays; then the case is read again.
                 await kernel.recovery().turn(account_id, previous.turn_id)
             except Conflict:
-                # Another process began the same event between the read and the write.
-                prior = await _prior(kernel, event, turn_id, cause)
+                # Another process began the same event between the read and the write: its
+                # reply, or `TurnInProgress` while that process still runs it.
+                prior = await _prior(kernel, event, turn_id, cause, finish=False)
                 if prior is not None:
                     return prior
                 raise
@@ -132,11 +133,11 @@ async def conversation_locale(kernel: Kernel, account_id: str, conversation_id: 
 
 
 async def _prior(
-    kernel: Kernel, event: ServerEvent, turn_id: str, cause: str
+    kernel: Kernel, event: ServerEvent, turn_id: str, cause: str, *, finish: bool = True
 ) -> AssistantTurn | None:
-    """The reply of the turn this event began before (None when it never began); a turn a
-    crash left unfinished is finished first. The key with another event is
-    `IdempotencyKeyReused`."""
+    """The reply of the turn this event began before (None when it never began); with
+    `finish`, a turn a crash left unfinished is finished first, else it is `TurnInProgress`.
+    The key with another event is `IdempotencyKeyReused`."""
     conversations = kernel.stores.conversations
     account_id = event.account_id
     try:
@@ -156,7 +157,10 @@ async def _prior(
     if marker.phase is TurnPhase.FAILED:  # it ended before any effect: a new key is needed
         record = await kernel.stores.replay.get(account_id, turn_id)
         raise TurnFailed("this event's turn failed before any effect", record.failure_code)
-    # No turn of this conversation runs beside this one (its lock): a crash left it.
+    if not finish:
+        raise TurnInProgress("this event's turn is running in another process")
+    # No turn of this conversation runs beside this one in this process (its lock): a crash
+    # left it, as `handle_turn` judges a retried turn id.
     await kernel.recovery().turn(account_id, turn_id)
     try:
         return await conversations.get_assistant_turn(account_id, turn_id)
