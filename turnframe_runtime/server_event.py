@@ -28,12 +28,14 @@ from typing import TYPE_CHECKING
 
 from turnframe_core.cases import CaseKey
 from turnframe_core.commands import CommandOrigin
+from turnframe_core.errors import TurnframeError
 from turnframe_core.ids import derive_id
 from turnframe_core.replay import TargetResolutionRecord, TurnPhase
 from turnframe_core.server_events import ServerEvent
 from turnframe_core.turn import SERVER_TURN_ORIGIN, AssistantTurn, InvalidTurnInput
 from turnframe_core.understanding import Understanding
 from turnframe_core.workflow import DomainRefusal, ResolvedAct
+from turnframe_runtime import observe
 from turnframe_runtime.accept import PreviousTurnUnfinished
 from turnframe_runtime.cards import RaisedCard
 from turnframe_runtime.context import NOTHING
@@ -88,7 +90,20 @@ def verified_origin(kernel: Kernel, event: ServerEvent, signature: str | None) -
 async def run_server_event(
     kernel: Kernel, event: ServerEvent, origin: CommandOrigin
 ) -> AssistantTurn:
-    """Rules 2-5 for a verified event; its stored reply."""
+    """Rules 2-5 for a verified event, in a span of its own (`turnframe.server_event`); its
+    stored reply."""
+    with observe.span("server_event", origin=event.origin):
+        try:
+            turn = await _run(kernel, event, origin)
+        except TurnframeError as error:
+            observe.count("server_event.raised", code=error.code)
+            raise
+        observe.annotate(turn_id=turn.turn_id, status=turn.status.value)
+        observe.count("server_event.completed", status=turn.status.value)
+        return turn
+
+
+async def _run(kernel: Kernel, event: ServerEvent, origin: CommandOrigin) -> AssistantTurn:
     account_id, conversation_id = event.account_id, event.conversation_id
     turn_id = event_turn_id(account_id, event.origin, event.idempotency_key)
     cause = f"event:{event.origin}:{event.content_digest()}"
