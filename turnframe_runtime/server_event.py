@@ -28,12 +28,14 @@ from typing import TYPE_CHECKING
 
 from turnframe_core.cases import CaseKey
 from turnframe_core.commands import CommandOrigin
+from turnframe_core.errors import TurnframeError
 from turnframe_core.ids import derive_id
 from turnframe_core.replay import TargetResolutionRecord, TurnPhase
 from turnframe_core.server_events import ServerEvent
 from turnframe_core.turn import SERVER_TURN_ORIGIN, AssistantTurn, InvalidTurnInput
 from turnframe_core.understanding import Understanding
 from turnframe_core.workflow import DomainRefusal, ResolvedAct
+from turnframe_runtime import observe
 from turnframe_runtime.accept import PreviousTurnUnfinished
 from turnframe_runtime.cards import RaisedCard
 from turnframe_runtime.context import NOTHING
@@ -88,7 +90,20 @@ def verified_origin(kernel: Kernel, event: ServerEvent, signature: str | None) -
 async def run_server_event(
     kernel: Kernel, event: ServerEvent, origin: CommandOrigin
 ) -> AssistantTurn:
-    """Rules 2-5 for a verified event; its stored reply."""
+    """Rules 2-5 for a verified event, in a span of its own (`turnframe.server_event`); its
+    stored reply."""
+    with observe.span("server_event", origin=event.origin):
+        try:
+            turn = await _run(kernel, event, origin)
+        except TurnframeError as error:
+            observe.count("server_event.raised", code=error.code)
+            raise
+        observe.annotate(turn_id=turn.turn_id, status=turn.status.value)
+        observe.count("server_event.completed", status=turn.status.value)
+        return turn
+
+
+async def _run(kernel: Kernel, event: ServerEvent, origin: CommandOrigin) -> AssistantTurn:
     account_id, conversation_id = event.account_id, event.conversation_id
     turn_id = event_turn_id(account_id, event.origin, event.idempotency_key)
     cause = f"event:{event.origin}:{event.content_digest()}"
@@ -110,8 +125,9 @@ async def run_server_event(
                 # chains to one that stays; then the case is read again.
                 await kernel.recovery().turn(account_id, previous.turn_id)
             except Conflict:
-                # Another process began the same event between the read and the write.
-                prior = await _prior(kernel, event, turn_id, cause)
+                # Another process began the same event between the read and the write: its
+                # reply, or `TurnInProgress` while that process still runs it.
+                prior = await _prior(kernel, event, turn_id, cause, finish=False)
                 if prior is not None:
                     return prior
                 raise
@@ -132,11 +148,11 @@ async def conversation_locale(kernel: Kernel, account_id: str, conversation_id: 
 
 
 async def _prior(
-    kernel: Kernel, event: ServerEvent, turn_id: str, cause: str
+    kernel: Kernel, event: ServerEvent, turn_id: str, cause: str, *, finish: bool = True
 ) -> AssistantTurn | None:
-    """The reply of the turn this event began before (None when it never began); a turn a
-    crash left unfinished is finished first. The key with another event is
-    `IdempotencyKeyReused`."""
+    """The reply of the turn this event began before (None when it never began); with
+    `finish`, a turn a crash left unfinished is finished first, else it is `TurnInProgress`.
+    The key with another event is `IdempotencyKeyReused`."""
     conversations = kernel.stores.conversations
     account_id = event.account_id
     try:
@@ -156,7 +172,10 @@ async def _prior(
     if marker.phase is TurnPhase.FAILED:  # it ended before any effect: a new key is needed
         record = await kernel.stores.replay.get(account_id, turn_id)
         raise TurnFailed("this event's turn failed before any effect", record.failure_code)
-    # No turn of this conversation runs beside this one (its lock): a crash left it.
+    if not finish:
+        raise TurnInProgress("this event's turn is running in another process")
+    # No turn of this conversation runs beside this one in this process (its lock): a crash
+    # left it, as `handle_turn` judges a retried turn id.
     await kernel.recovery().turn(account_id, turn_id)
     try:
         return await conversations.get_assistant_turn(account_id, turn_id)
