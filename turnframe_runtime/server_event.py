@@ -88,13 +88,15 @@ def verified_origin(kernel: Kernel, event: ServerEvent, signature: str | None) -
 
 
 async def run_server_event(
-    kernel: Kernel, event: ServerEvent, origin: CommandOrigin
+    kernel: Kernel, event: ServerEvent, origin: CommandOrigin, *, lease_ms: int | None = None
 ) -> AssistantTurn:
     """Rules 2-5 for a verified event, in a span of its own (`turnframe.server_event`); its
-    stored reply."""
+    stored reply. `lease_ms` (a timer's): the event's unfinished turn is finished only once its
+    marker is that old (a younger one may still run in the process whose lease ran out), else
+    `TurnInProgress`."""
     with observe.span("server_event", origin=event.origin):
         try:
-            turn = await _run(kernel, event, origin)
+            turn = await _run(kernel, event, origin, lease_ms)
         except TurnframeError as error:
             observe.count("server_event.raised", code=error.code)
             raise
@@ -103,13 +105,15 @@ async def run_server_event(
         return turn
 
 
-async def _run(kernel: Kernel, event: ServerEvent, origin: CommandOrigin) -> AssistantTurn:
+async def _run(
+    kernel: Kernel, event: ServerEvent, origin: CommandOrigin, lease_ms: int | None
+) -> AssistantTurn:
     account_id, conversation_id = event.account_id, event.conversation_id
     turn_id = event_turn_id(account_id, event.origin, event.idempotency_key)
     cause = f"event:{event.origin}:{event.content_digest()}"
     async with kernel.lock(account_id, conversation_id):
         await kernel.stores.conversations.get_conversation(account_id, conversation_id)
-        prior = await _prior(kernel, event, turn_id, cause)
+        prior = await _prior(kernel, event, turn_id, cause, lease_ms=lease_ms)
         if prior is not None:
             return prior
         locale = event.locale or await conversation_locale(kernel, account_id, conversation_id)
@@ -148,11 +152,18 @@ async def conversation_locale(kernel: Kernel, account_id: str, conversation_id: 
 
 
 async def _prior(
-    kernel: Kernel, event: ServerEvent, turn_id: str, cause: str, *, finish: bool = True
+    kernel: Kernel,
+    event: ServerEvent,
+    turn_id: str,
+    cause: str,
+    *,
+    finish: bool = True,
+    lease_ms: int | None = None,
 ) -> AssistantTurn | None:
     """The reply of the turn this event began before (None when it never began); with
-    `finish`, a turn a crash left unfinished is finished first, else it is `TurnInProgress`.
-    The key with another event is `IdempotencyKeyReused`."""
+    `finish`, a turn a crash left unfinished (its marker at least `lease_ms` old, when given)
+    is finished first, else it is `TurnInProgress`. The key with another event is
+    `IdempotencyKeyReused`."""
     conversations = kernel.stores.conversations
     account_id = event.account_id
     try:
@@ -172,7 +183,7 @@ async def _prior(
     if marker.phase is TurnPhase.FAILED:  # it ended before any effect: a new key is needed
         record = await kernel.stores.replay.get(account_id, turn_id)
         raise TurnFailed("this event's turn failed before any effect", record.failure_code)
-    if not finish:
+    if not finish or (lease_ms is not None and marker.updated_at > kernel.clock() - lease_ms):
         raise TurnInProgress("this event's turn is running in another process")
     # No turn of this conversation runs beside this one in this process (its lock): a crash
     # left it, as `handle_turn` judges a retried turn id.
