@@ -24,6 +24,7 @@ Rules, in the order they apply:
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from turnframe_core.cases import CaseKey
@@ -52,11 +53,18 @@ from turnframe_runtime.reduce import ActResult, CaseInView, Plan, judge_commands
 from turnframe_runtime.server_turn import server_turn
 from turnframe_runtime.state import TurnState
 from turnframe_store.errors import Conflict, NotFound
+from turnframe_store.records import UserTurnRecord
 
 if TYPE_CHECKING:
     from turnframe_runtime.kernel import Kernel
 
-__all__ = ["event_turn_id", "judged_event", "run_server_event", "verified_origin"]
+__all__ = [
+    "conversation_locale",
+    "event_turn_id",
+    "judged_event",
+    "run_server_event",
+    "verified_origin",
+]
 
 #: the act id of the event's operation (a server turn has no user act)
 _ACT = "event"
@@ -111,12 +119,19 @@ async def _run(
     account_id, conversation_id = event.account_id, event.conversation_id
     turn_id = event_turn_id(account_id, event.origin, event.idempotency_key)
     cause = f"event:{event.origin}:{event.content_digest()}"
+    conversations = kernel.stores.conversations
     async with kernel.lock(account_id, conversation_id):
-        await kernel.stores.conversations.get_conversation(account_id, conversation_id)
-        prior = await _prior(kernel, event, turn_id, cause, lease_ms=lease_ms)
-        if prior is not None:
-            return prior
-        locale = event.locale or await conversation_locale(kernel, account_id, conversation_id)
+        # One read: the conversation's turns tell whether this event began its turn here, and
+        # the conversation's locale (the same key used in another conversation is caught when
+        # its turn id refuses to be stored twice).
+        turns = await conversations.list_turns(account_id, conversation_id)
+        if not turns:
+            await conversations.get_conversation(account_id, conversation_id)  # NotFound
+        if any(turn.turn_id == turn_id for turn in turns):
+            prior = await _prior(kernel, event, turn_id, cause, lease_ms=lease_ms)
+            if prior is not None:
+                return prior
+        locale = event.locale or conversation_locale(turns, kernel.config.locales[0])
         for _ in range(2):
             t = server_turn(kernel, account_id, conversation_id, turn_id, cause, locale)
             case = await _case(kernel, t, event)
@@ -129,8 +144,9 @@ async def _run(
                 # chains to one that stays; then the case is read again.
                 await kernel.recovery().turn(account_id, previous.turn_id)
             except Conflict:
-                # Another process began the same event between the read and the write: its
-                # reply, or `TurnInProgress` while that process still runs it.
+                # The key was used in another conversation (`IdempotencyKeyReused`), or another
+                # process began the same event between the read and the write: its reply, or
+                # `TurnInProgress` while that process still runs it.
                 prior = await _prior(kernel, event, turn_id, cause, finish=False)
                 if prior is not None:
                     return prior
@@ -142,13 +158,12 @@ async def _run(
         return await commit_and_deliver(kernel, t, None, started, narrate=False)
 
 
-async def conversation_locale(kernel: Kernel, account_id: str, conversation_id: str) -> str:
-    """The conversation's locale: its last user turn's, else the runtime's first locale."""
-    turns = await kernel.stores.conversations.list_turns(account_id, conversation_id)
+def conversation_locale(turns: Sequence[UserTurnRecord], default: str) -> str:
+    """The conversation's locale: its last user turn's (`turns` in order), else `default`."""
     for turn in reversed(turns):
         if not turn.input.is_server_turn:
             return turn.input.locale
-    return kernel.config.locales[0]
+    return default
 
 
 async def _prior(
