@@ -24,6 +24,7 @@ Rules, in the order they apply:
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from turnframe_core.cases import CaseKey
@@ -52,11 +53,18 @@ from turnframe_runtime.reduce import ActResult, CaseInView, Plan, judge_commands
 from turnframe_runtime.server_turn import server_turn
 from turnframe_runtime.state import TurnState
 from turnframe_store.errors import Conflict, NotFound
+from turnframe_store.records import UserTurnRecord
 
 if TYPE_CHECKING:
     from turnframe_runtime.kernel import Kernel
 
-__all__ = ["event_turn_id", "judged_event", "run_server_event", "verified_origin"]
+__all__ = [
+    "conversation_locale",
+    "event_turn_id",
+    "judged_event",
+    "run_server_event",
+    "verified_origin",
+]
 
 #: the act id of the event's operation (a server turn has no user act)
 _ACT = "event"
@@ -88,13 +96,15 @@ def verified_origin(kernel: Kernel, event: ServerEvent, signature: str | None) -
 
 
 async def run_server_event(
-    kernel: Kernel, event: ServerEvent, origin: CommandOrigin
+    kernel: Kernel, event: ServerEvent, origin: CommandOrigin, *, lease_ms: int | None = None
 ) -> AssistantTurn:
     """Rules 2-5 for a verified event, in a span of its own (`turnframe.server_event`); its
-    stored reply."""
+    stored reply. `lease_ms` (a timer's): the event's unfinished turn is finished only once its
+    marker is that old (a younger one may still run in the process whose lease ran out), else
+    `TurnInProgress`."""
     with observe.span("server_event", origin=event.origin):
         try:
-            turn = await _run(kernel, event, origin)
+            turn = await _run(kernel, event, origin, lease_ms)
         except TurnframeError as error:
             observe.count("server_event.raised", code=error.code)
             raise
@@ -103,16 +113,25 @@ async def run_server_event(
         return turn
 
 
-async def _run(kernel: Kernel, event: ServerEvent, origin: CommandOrigin) -> AssistantTurn:
+async def _run(
+    kernel: Kernel, event: ServerEvent, origin: CommandOrigin, lease_ms: int | None
+) -> AssistantTurn:
     account_id, conversation_id = event.account_id, event.conversation_id
     turn_id = event_turn_id(account_id, event.origin, event.idempotency_key)
     cause = f"event:{event.origin}:{event.content_digest()}"
+    conversations = kernel.stores.conversations
     async with kernel.lock(account_id, conversation_id):
-        await kernel.stores.conversations.get_conversation(account_id, conversation_id)
-        prior = await _prior(kernel, event, turn_id, cause)
-        if prior is not None:
-            return prior
-        locale = event.locale or await conversation_locale(kernel, account_id, conversation_id)
+        # One read: the conversation's turns tell whether this event began its turn here, and
+        # the conversation's locale (the same key used in another conversation is caught when
+        # its turn id refuses to be stored twice).
+        turns = await conversations.list_turns(account_id, conversation_id)
+        if not turns:
+            await conversations.get_conversation(account_id, conversation_id)  # NotFound
+        if any(turn.turn_id == turn_id for turn in turns):
+            prior = await _prior(kernel, event, turn_id, cause, lease_ms=lease_ms)
+            if prior is not None:
+                return prior
+        locale = event.locale or conversation_locale(turns, kernel.config.locales[0])
         for _ in range(2):
             t = server_turn(kernel, account_id, conversation_id, turn_id, cause, locale)
             case = await _case(kernel, t, event)
@@ -125,8 +144,9 @@ async def _run(kernel: Kernel, event: ServerEvent, origin: CommandOrigin) -> Ass
                 # chains to one that stays; then the case is read again.
                 await kernel.recovery().turn(account_id, previous.turn_id)
             except Conflict:
-                # Another process began the same event between the read and the write: its
-                # reply, or `TurnInProgress` while that process still runs it.
+                # The key was used in another conversation (`IdempotencyKeyReused`), or another
+                # process began the same event between the read and the write: its reply, or
+                # `TurnInProgress` while that process still runs it.
                 prior = await _prior(kernel, event, turn_id, cause, finish=False)
                 if prior is not None:
                     return prior
@@ -138,21 +158,27 @@ async def _run(kernel: Kernel, event: ServerEvent, origin: CommandOrigin) -> Ass
         return await commit_and_deliver(kernel, t, None, started, narrate=False)
 
 
-async def conversation_locale(kernel: Kernel, account_id: str, conversation_id: str) -> str:
-    """The conversation's locale: its last user turn's, else the runtime's first locale."""
-    turns = await kernel.stores.conversations.list_turns(account_id, conversation_id)
+def conversation_locale(turns: Sequence[UserTurnRecord], default: str) -> str:
+    """The conversation's locale: its last user turn's (`turns` in order), else `default`."""
     for turn in reversed(turns):
         if not turn.input.is_server_turn:
             return turn.input.locale
-    return kernel.config.locales[0]
+    return default
 
 
 async def _prior(
-    kernel: Kernel, event: ServerEvent, turn_id: str, cause: str, *, finish: bool = True
+    kernel: Kernel,
+    event: ServerEvent,
+    turn_id: str,
+    cause: str,
+    *,
+    finish: bool = True,
+    lease_ms: int | None = None,
 ) -> AssistantTurn | None:
     """The reply of the turn this event began before (None when it never began); with
-    `finish`, a turn a crash left unfinished is finished first, else it is `TurnInProgress`.
-    The key with another event is `IdempotencyKeyReused`."""
+    `finish`, a turn a crash left unfinished (its marker at least `lease_ms` old, when given)
+    is finished first, else it is `TurnInProgress`. The key with another event is
+    `IdempotencyKeyReused`."""
     conversations = kernel.stores.conversations
     account_id = event.account_id
     try:
@@ -172,7 +198,7 @@ async def _prior(
     if marker.phase is TurnPhase.FAILED:  # it ended before any effect: a new key is needed
         record = await kernel.stores.replay.get(account_id, turn_id)
         raise TurnFailed("this event's turn failed before any effect", record.failure_code)
-    if not finish:
+    if not finish or (lease_ms is not None and marker.updated_at > kernel.clock() - lease_ms):
         raise TurnInProgress("this event's turn is running in another process")
     # No turn of this conversation runs beside this one in this process (its lock): a crash
     # left it, as `handle_turn` judges a retried turn id.

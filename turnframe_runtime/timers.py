@@ -10,7 +10,9 @@ Rules:
    (`RuntimeConfig.timer_lease_ms`), so two workers never hold one timer at once, and runs each
    as a server event whose origin was verified when it was scheduled. The event's turn id and
    its commands' idempotency keys are derived, so a timer claimed again after its worker died
-   meets the turn the first claim began (recovery finishes it): one turn, one effect.
+   meets the turn the first claim began and finishes it as recovery does, once that turn's
+   marker is a lease old (a younger one may still run where the lease ran out: the claim waits
+   for the next lease): one turn, one effect.
 3. A timer is marked fired once its event's turn is stored, or once the event is refused for
    good (the domain refuses it now, its case or conversation is gone, its origin is no longer
    registered): a refusal writes nothing, as it does for `server_event`, and is counted
@@ -126,7 +128,8 @@ async def _fire(kernel: Kernel, timer: TimerRecord, worker_id: str) -> bool:
         origin = kernel.origins.get(event.origin)
         if origin is None:
             raise OriginNotVerified("the event's origin is no longer registered")
-        await run_server_event(kernel, event, origin.command_origin(event))
+        lease_ms = kernel.config.timer_lease_ms
+        await run_server_event(kernel, event, origin.command_origin(event), lease_ms=lease_ms)
     except _FOR_GOOD as refused:
         observe.count("timer.refused", code=refused.code)
         observe.event(_LOG, "timer.refused", logging.WARNING, timer_id=timer.timer_id,

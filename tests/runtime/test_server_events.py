@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from turnframe_core import ServerEvent, TurnStatus, codes
+from turnframe_core import ServerEvent, TurnInput, TurnStatus, codes
 from turnframe_core.blocks import ReceiptBlock
 from turnframe_core.commands import ExternalCallback, InternalPolicy
 from turnframe_core.replay import TurnPhase
@@ -370,3 +370,22 @@ async def test_an_event_after_a_turn_a_crash_left_finishes_that_turn_first(
     assert await desk.stores.conversations.list_unfinished_turns(10) == ()
     assert await desk.event_types() == ["trip.email_set", "trip.name_set"]
     assert list(desk.executor.applied.values()) == [1, 1]
+
+
+async def test_a_key_used_in_another_conversation_is_refused_and_writes_nothing(
+    desk: DeskHarness,
+) -> None:
+    await _opened(desk)
+    await desk.runtime.handle_turn(
+        TurnInput(account_id=ACCOUNT, conversation_id="conv_2", text="Hello")
+    )
+    event = _event()
+    await desk.runtime.server_event(event, signature=_signed(event))
+    before = await _rows(desk)
+    elsewhere = _event(conversation_id="conv_2")
+
+    with pytest.raises(IdempotencyKeyReused):
+        await desk.runtime.server_event(elsewhere, signature=_signed(elsewhere))
+
+    assert await _rows(desk) == before
+    assert len(await desk.stores.conversations.list_turns(ACCOUNT, "conv_2")) == 1

@@ -253,3 +253,26 @@ async def test_the_worker_loop_fires_due_timers_until_it_is_stopped(desk: DeskHa
     await asyncio.wait_for(looping, 10)
 
     assert len(await _told(desk)) == 1
+
+
+async def test_a_turn_still_moving_when_its_timer_is_claimed_again_waits_for_the_next_lease(
+    desk: DeskHarness,
+) -> None:
+    timer_id = await desk.runtime.schedule_event(_event(), at_ms=desk.clock())
+    desk.executor.arm_after_remote_request(ProcessCrash())
+    with pytest.raises(ProcessCrash):
+        await desk.runtime.fire_due_events()
+    [marker] = await desk.stores.conversations.list_unfinished_turns(10)
+    desk.clock.advance(LEASE_MS - 1_000)
+    # the first worker is alive after all: its turn's marker moves
+    await desk.stores.conversations.set_phase(ACCOUNT, marker.turn_id, TurnPhase.COMMITTED)
+    desk.clock.advance(1_000)
+    other = _second(desk)
+
+    assert await other.runtime.fire_due_events() == 0  # claimed again, its turn left alone
+    assert await desk.stores.conversations.list_unfinished_turns(10) != ()
+    desk.clock.advance(LEASE_MS)
+    assert await other.runtime.fire_due_events() == 1
+
+    assert list(desk.executor.applied.values()) == [1]
+    assert (await desk.stores.timers.get(ACCOUNT, timer_id)).status is TimerStatus.FIRED
