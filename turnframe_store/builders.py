@@ -20,7 +20,13 @@ from turnframe_core.interactions import (
 )
 from turnframe_core.replay import ReplayRecord, TurnPhase
 from turnframe_core.turn import AssistantTurn, TurnInput, TurnStatus
-from turnframe_store.records import JournalEntry, JournalStatus, OutboxEntry, UserTurnRecord
+from turnframe_store.records import (
+    JournalEntry,
+    JournalStatus,
+    OutboxEntry,
+    TimerRecord,
+    UserTurnRecord,
+)
 
 __all__ = [
     "ACCOUNT_A",
@@ -37,6 +43,7 @@ __all__ = [
     "journal_entry",
     "outbox_row",
     "replay_record",
+    "timer",
     "user_turn",
 ]
 
@@ -222,4 +229,24 @@ def replay_record(
         phase=phase,
         recorded_at=recorded_at,
         input=TurnInput(account_id=account, conversation_id=conversation, turn_id=turn, text="hi"),
+    )
+
+
+def timer(
+    timer_id: str,
+    *,
+    account: str = ACCOUNT_A,
+    conversation: str = "conv_1",
+    due_at: int = T0,
+    event: str | None = None,
+    created_at: int = T0,
+) -> TimerRecord:
+    """A pending timer; without an `event`, a small canonical JSON object naming the timer."""
+    return TimerRecord(
+        account_id=account,
+        conversation_id=conversation,
+        timer_id=timer_id,
+        due_at=due_at,
+        event=event if event is not None else f'{{"timer":"{timer_id}"}}',
+        created_at=created_at,
     )

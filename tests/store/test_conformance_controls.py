@@ -39,6 +39,7 @@ from turnframe_store.memory import (
     MemoryOutbox,
     MemoryReplay,
     MemoryStores,
+    MemoryTimers,
     MemoryTransaction,
     UndoLog,
 )
@@ -55,10 +56,13 @@ from turnframe_store.records import (
     OutboxStatus,
     PhaseMarker,
     Replay,
+    TimerRecord,
+    TimerStatus,
     UserTurnRecord,
 )
 from turnframe_store.roles import conversations as turn_rules
 from turnframe_store.roles import rules
+from turnframe_store.roles import timers as timer_rules
 from turnframe_store.roles.conversations import StreamEntry
 
 # --- conversations ------------------------------------------------------------------------------
@@ -776,6 +780,139 @@ class NulKeyEnqueued(MemoryOutbox):
         return await self._enqueue(entry)
 
 
+# --- timers -------------------------------------------------------------------------------------
+
+
+class RewritingTimers(MemoryTimers):
+    """schedule overwrites a stored timer id with whatever it is given."""
+
+    async def _schedule(self, record: TimerRecord) -> TimerRecord:
+        engine = self.engine
+
+        def write(undo: UndoLog) -> TimerRecord:
+            key = (record.account_id, record.timer_id)
+            if key not in engine.t.timers:
+                return self.schedule_in(undo, record)
+            if not engine.t.timers[key].same_schedule(record):
+                undo.put(engine.t.timers, key, record)
+            return engine.t.timers[key]
+
+        return await engine.write(write)
+
+
+class TimersById(MemoryTimers):
+    """for_conversation sorts by timer id alone."""
+
+    async def _for_conversation(
+        self, account_id: str, conversation_id: str
+    ) -> tuple[TimerRecord, ...]:
+        rows = await super()._for_conversation(account_id, conversation_id)
+        return tuple(sorted(rows, key=lambda r: r.timer_id))
+
+
+class ForeignTimerVisible(MemoryTimers):
+    """get finds a timer by its id in any account."""
+
+    async def _get(self, account_id: str, timer_id: str) -> TimerRecord:
+        engine = self.engine
+
+        def read() -> TimerRecord:
+            for (_, stored_id), row in engine.t.timers.items():
+                if stored_id == timer_id:
+                    return row
+            raise NotFound()
+
+        return await engine.read(read)
+
+
+class RacyTimerClaim(MemoryTimers):
+    """claim_due selects and claims in two steps, letting other claimers in between."""
+
+    async def _claim_due(
+        self, now: int, lease_ms: int, limit: int, worker_id: str
+    ) -> tuple[TimerRecord, ...]:
+        engine = self.engine
+
+        def select() -> list[TimerRecord]:
+            rows = [engine.t.timers[key] for key in engine.t.timers_open]
+            due = [r for r in rows if timer_rules.claimable(r, now, lease_ms)]
+            return sorted(due, key=timer_rules.by_due_time)[:limit]
+
+        picked = await engine.read(select)
+        await asyncio.sleep(0)
+
+        def claim(undo: UndoLog) -> tuple[TimerRecord, ...]:
+            return tuple(
+                self.move_timer(
+                    undo,
+                    engine.t.timers[(r.account_id, r.timer_id)],
+                    status=TimerStatus.CLAIMED,
+                    worker_id=worker_id,
+                    claimed_at=now,
+                )
+                for r in picked
+            )
+
+        return await engine.write(claim)
+
+
+class EndlessLease(MemoryTimers):
+    """claim_due never claims a claimed timer again, however long ago its lease ran out."""
+
+    async def _claim_due(
+        self, now: int, lease_ms: int, limit: int, worker_id: str
+    ) -> tuple[TimerRecord, ...]:
+        return await super()._claim_due(now, rules.MAX_MILLIS, limit, worker_id)
+
+
+class AnyWorkerRefires(MemoryTimers):
+    """mark_fired accepts a fired timer again from any worker."""
+
+    async def _mark_fired(self, account_id: str, timer_id: str, worker_id: str) -> TimerRecord:
+        row = await self._get(account_id, timer_id)
+        if row.status is TimerStatus.FIRED:
+            return row
+        return await super()._mark_fired(account_id, timer_id, worker_id)
+
+
+class CancelUnfires(MemoryTimers):
+    """cancel moves a fired timer to cancelled."""
+
+    async def _cancel(self, account_id: str, timer_id: str) -> TimerRecord:
+        engine = self.engine
+
+        def write(undo: UndoLog) -> TimerRecord:
+            row = self.timer(account_id, timer_id)
+            if row.status is TimerStatus.CANCELLED:
+                return row
+            return self.move_timer(undo, row, status=TimerStatus.CANCELLED, fired_at=None)
+
+        return await engine.write(write)
+
+
+class UncheckedLease(MemoryTimers):
+    """claim_due takes any value for its lease."""
+
+    async def claim_due(
+        self, now: int, lease_ms: int, limit: int, worker_id: str
+    ) -> tuple[TimerRecord, ...]:
+        rules.worker(worker_id)
+        return await self._claim_due(rules.instant(now), lease_ms, rules.limit(limit), worker_id)
+
+
+class UndoLessTimers(MemoryTimers):
+    """schedule writes its timer past the undo log, so a transaction that rolls back keeps it."""
+
+    async def _schedule(self, record: TimerRecord) -> TimerRecord:
+        engine = self.engine
+
+        def write(undo: UndoLog) -> TimerRecord:
+            stored = self.schedule_in(UndoLog(), record)  # its undo steps are dropped
+            return stored
+
+        return await engine.write(write)
+
+
 # --- replay and commit --------------------------------------------------------------------------
 
 
@@ -1266,6 +1403,34 @@ CONTROLS: dict[str, tuple[str, type[Any], str]] = {
         InclusiveReaper,
         "check_the_reaper_releases_expired_claims",
     ),
+    "rewriting_timers": (
+        "timers",
+        RewritingTimers,
+        "check_a_timer_is_scheduled_once_and_another_under_its_id_is_a_conflict",
+    ),
+    "timers_by_id": ("timers", TimersById, "check_a_conversations_timers_are_listed_by_due_time"),
+    "foreign_timer_visible": (
+        "timers",
+        ForeignTimerVisible,
+        "check_another_accounts_timers_are_not_found_exactly_like_missing_ones",
+    ),
+    "racy_timer_claim": (
+        "timers",
+        RacyTimerClaim,
+        "check_a_due_timer_is_claimed_by_one_worker_only",
+    ),
+    "endless_lease": ("timers", EndlessLease, "check_a_claim_whose_lease_ran_out_is_claimed_again"),
+    "any_worker_refires": (
+        "timers",
+        AnyWorkerRefires,
+        "check_only_the_claiming_worker_marks_a_timer_fired",
+    ),
+    "cancel_unfires": ("timers", CancelUnfires, "check_a_timer_is_cancelled_until_it_fires"),
+    "unchecked_lease": (
+        "timers",
+        UncheckedLease,
+        "check_timer_arguments_are_refused_before_anything_is_written",
+    ),
     "overwriting_replay": (
         "replay",
         OverwritingReplay,
@@ -1451,6 +1616,16 @@ async def test_a_store_whose_transactions_break_one_promise_fails_exactly_its_ch
     report = await run_all(factory)
 
     assert report.failed_names == (expected,), report.describe()
+
+
+async def test_a_timers_role_that_writes_past_the_undo_log_fails_the_rollback_check() -> None:
+    """Every role is part of a transaction; the transaction controls above own that check, so
+    the timers' control is run here."""
+    report = await run_all(broken_stores("timers", UndoLessTimers))
+
+    assert report.failed_names == ("check_a_transaction_whose_block_raises_leaves_nothing",), (
+        report.describe()
+    )
 
 
 def test_every_check_of_the_suite_has_a_control_that_fails_it() -> None:

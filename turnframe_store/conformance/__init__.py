@@ -10,8 +10,8 @@ The checks choose every time they pass in (`created_at`, `now`, …); the store 
 assumed, so a store stamping lifecycle times with the wall clock passes too.
 
 The checks live in one module per section (`turns`, `stream`, `interactions`, `journal`,
-`events`, `outbox`, `replay`, `ordering`, `bundle`, `arguments`, `transactions`); `CHECKS` lists
-them all, in that order.
+`events`, `outbox`, `timers`, `replay`, `ordering`, `bundle`, `arguments`, `transactions`);
+`CHECKS` lists them all, in that order.
 """
 
 from typing import Final
@@ -97,6 +97,16 @@ from turnframe_store.conformance.stream import (
     check_the_prune_sweep_keeps_the_log_of_a_turn_that_has_not_ended,
     check_the_stream_tail_is_the_last_logged_event,
 )
+from turnframe_store.conformance.timers import (
+    check_a_claim_whose_lease_ran_out_is_claimed_again,
+    check_a_conversations_timers_are_listed_by_due_time,
+    check_a_due_timer_is_claimed_by_one_worker_only,
+    check_a_timer_is_cancelled_until_it_fires,
+    check_a_timer_is_scheduled_once_and_another_under_its_id_is_a_conflict,
+    check_another_accounts_timers_are_not_found_exactly_like_missing_ones,
+    check_only_the_claiming_worker_marks_a_timer_fired,
+    check_timer_arguments_are_refused_before_anything_is_written,
+)
 from turnframe_store.conformance.transactions import (
     check_a_failed_call_dooms_its_transaction_even_when_caught,
     check_a_failed_savepoint_undoes_only_its_own_writes,
@@ -172,6 +182,15 @@ __all__ = [
     "check_only_the_claims_own_attempt_settles_it",
     "check_unknown_outcomes_are_leased_to_one_reconciler_at_a_time",
     "check_the_reaper_releases_expired_claims",
+    # timers
+    "check_a_timer_is_scheduled_once_and_another_under_its_id_is_a_conflict",
+    "check_a_conversations_timers_are_listed_by_due_time",
+    "check_another_accounts_timers_are_not_found_exactly_like_missing_ones",
+    "check_a_due_timer_is_claimed_by_one_worker_only",
+    "check_a_claim_whose_lease_ran_out_is_claimed_again",
+    "check_only_the_claiming_worker_marks_a_timer_fired",
+    "check_a_timer_is_cancelled_until_it_fires",
+    "check_timer_arguments_are_refused_before_anything_is_written",
     # replay
     "check_a_replay_record_is_upserted_until_its_phase_is_terminal",
     "check_a_record_is_linked_into_its_conversations_chain_once_when_final",

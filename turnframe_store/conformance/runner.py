@@ -22,6 +22,7 @@ SECTIONS: Final = (
     "journal",
     "events",
     "outbox",
+    "timers",
     "replay",
     "ordering",
     "bundle",

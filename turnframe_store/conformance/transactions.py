@@ -6,7 +6,7 @@ import asyncio
 import contextlib
 
 from turnframe_store import builders as build
-from turnframe_store.builders import ACCOUNT_A
+from turnframe_store.builders import ACCOUNT_A, T0
 from turnframe_store.bundle import Stores
 from turnframe_store.conformance.data import start_turn
 from turnframe_store.conformance.expect import equal, refused, true
@@ -30,10 +30,21 @@ async def check_a_transaction_commits_its_writes_together_and_sees_them_inside(
             "the transaction's own write, read inside it",
         )
         await tx.interactions.insert(build.card("int_1"))
+        await tx.timers.schedule(build.timer("tmr_1"))
+        equal(
+            (await tx.timers.get(ACCOUNT_A, "tmr_1")).timer_id,
+            "tmr_1",
+            "the transaction's own timer, read inside it",
+        )
     equal(
         (await stores.conversations.get_user_turn(ACCOUNT_A, "turn_1")).turn_id,
         "turn_1",
         "the user turn after the commit",
+    )
+    equal(
+        (await stores.timers.get(ACCOUNT_A, "tmr_1")).timer_id,
+        "tmr_1",
+        "the timer after the commit",
     )
     equal(
         (await stores.interactions.get(ACCOUNT_A, "int_1")).interaction_id,
@@ -49,6 +60,7 @@ async def check_a_transaction_whose_block_raises_leaves_nothing(stores: Stores) 
         async with stores.transaction() as tx:
             await tx.conversations.append_user_turn(build.user_turn("turn_1"))
             await tx.interactions.insert(build.card("int_1"))
+            await tx.timers.schedule(build.timer("tmr_1"))
             raise _Abandon()
     except _Abandon:
         pass
@@ -56,6 +68,8 @@ async def check_a_transaction_whose_block_raises_leaves_nothing(stores: Stores) 
         NotFound, stores.conversations.get_user_turn(ACCOUNT_A, "turn_1"), "the user turn"
     )
     await refused(NotFound, stores.interactions.get(ACCOUNT_A, "int_1"), "the card")
+    await refused(NotFound, stores.timers.get(ACCOUNT_A, "tmr_1"), "the timer")
+    equal(await stores.timers.claim_due(T0, 1000, 10, "worker-1"), (), "a timer to claim")
     await start_turn(stores, "turn_2")  # the store is usable afterwards
 
 
