@@ -56,6 +56,11 @@ COMPOSITION_ROOTS = {
 }
 
 
+#: Only the web layer may import the web framework: the rest of the runtime serves any app.
+WEB_FRAMEWORK = {"starlette"}
+WEB_LAYER = "turnframe_runtime/http/"
+
+
 def imports_of(path: Path) -> list[tuple[str, int]]:
     tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
     found: list[tuple[str, int]] = []
@@ -96,6 +101,9 @@ def violations(package: str, root: Path = ROOT) -> list[str]:
                 continue
             if top in sys.stdlib_module_names or top == "__future__":
                 continue
+            if top in WEB_FRAMEWORK and not str(path.relative_to(root)).startswith(WEB_LAYER):
+                problems.append(where)
+                continue
             allowed = THIRD_PARTY[package]
             if allowed is not None and top not in allowed:
                 problems.append(where)
@@ -128,6 +136,27 @@ def test_nothing_in_the_runtime_imports_a_composition_root():
 def test_no_library_package_imports_the_test_kit():
     for package in ("turnframe_core", "turnframe_store", "turnframe_runtime"):
         assert not [v for v in violations(package) if "turnframe_test" in v]
+
+
+def test_only_the_web_layer_imports_starlette():
+    importers = [
+        f"{path.relative_to(ROOT)}:{line}"
+        for package in PACKAGES
+        for path in sorted((ROOT / package).rglob("*.py"))
+        for module, line in imports_of(path)
+        if module.split(".")[0] in WEB_FRAMEWORK
+    ]
+    assert importers != []  # the rule below would hold vacuously otherwise
+    assert [i for i in importers if not i.startswith(WEB_LAYER)] == []
+
+
+def test_the_checker_reports_starlette_outside_the_web_layer(tmp_path):
+    for where in ("turnframe_runtime/sse_app.py", "turnframe_runtime/http/app.py"):
+        (tmp_path / where).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / where).write_text("from starlette.applications import Starlette\n")
+    assert violations("turnframe_runtime", root=tmp_path) == [
+        "turnframe_runtime/sse_app.py:1 imports starlette.applications"
+    ]
 
 
 def test_the_checker_reports_a_forbidden_import(tmp_path):

@@ -93,6 +93,9 @@ from turnframe_core.moves import (
     ReferableKind,
     ReferableOption,
 )
+from turnframe_core.server_events import (
+    ServerEvent,
+)
 from turnframe_core.stream import (
     StreamEvent,
     StreamMode,
@@ -404,6 +407,7 @@ __all__ = [
     "ResolvedAct",
     "RiskClass",
     "ScopeViolation",
+    "ServerEvent",
     "StaleInteraction",
     "StateValue",
     "StreamEvent",

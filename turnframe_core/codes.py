@@ -218,6 +218,12 @@ MODEL_MISSING_EXTRA = "turnframe.model.missing_extra"
 #: a model adapter was built without an API key (given, or in its environment variable)
 MODEL_MISSING_API_KEY = "turnframe.model.missing_api_key"
 
+# --- server events ------------------------------------------------------------------------------
+#: an event named an origin the runtime does not know, or its signature did not verify
+SERVER_EVENT_ORIGIN_NOT_VERIFIED = "turnframe.server_event.origin_not_verified"
+#: the domain refused the event's operation on its case (or no origin could authorize it)
+SERVER_EVENT_REFUSED = "turnframe.server_event.refused"
+
 # --- store --------------------------------------------------------------------------------------
 STORE_ERROR = "turnframe.store.error"
 STORE_NOT_FOUND = "turnframe.store.not_found"
@@ -232,6 +238,17 @@ STORE_NO_SNAPSHOT = "turnframe.store.no_snapshot"
 STORE_MISSING_EXTRA = "turnframe.store.missing_extra"
 STORE_INVALID_DATABASE_URL = "turnframe.store.invalid_database_url"
 STORE_FOREIGN_EVENT_LOOP = "turnframe.store.foreign_event_loop"
+
+
+# --- http ---------------------------------------------------------------------------------------
+#: the request carries no account the adopter's `authenticate` hook accepts
+HTTP_UNAUTHENTICATED = "turnframe.http.unauthenticated"
+#: the request cannot be read at all (a body that is not JSON, a bad `mode` or `limit`)
+HTTP_MALFORMED_REQUEST = "turnframe.http.malformed_request"
+#: the body is larger than `HttpLimits.max_body_bytes`; it was not read to its end
+HTTP_BODY_TOO_LARGE = "turnframe.http.body_too_large"
+#: the body nests arrays or objects deeper than `HttpLimits.max_depth`; it was not parsed
+HTTP_BODY_TOO_DEEP = "turnframe.http.body_too_deep"
 
 
 def _collect() -> tuple[str, ...]:

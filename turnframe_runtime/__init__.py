@@ -23,7 +23,9 @@ from turnframe_runtime.copy import (
 from turnframe_runtime.errors import (
     ConversationBusy,
     IdempotencyKeyReused,
+    OriginNotVerified,
     ReviewerRequired,
+    ServerEventRefused,
     StoresWithoutTransactions,
     StreamExpired,
     StreamInterrupted,
@@ -45,6 +47,7 @@ from turnframe_runtime.evaluation import (
     load_corpus,
     run_corpus,
 )
+from turnframe_runtime.feed import FeedItem
 from turnframe_runtime.models import (
     AnthropicInterpreter,
     AnthropicNarrator,
@@ -62,6 +65,7 @@ from turnframe_runtime.models import (
     OpenAINarrator,
     OpenAIReviewer,
 )
+from turnframe_runtime.origins import EventOrigin, HmacOrigin, TrustedOrigin
 from turnframe_runtime.outbox.dispatch import (
     DispatchOutcome,
     NoSender,
@@ -104,8 +108,11 @@ from turnframe_runtime.ports import (
 from turnframe_runtime.recover import RecoveredTurn, RecoveryOutcome, RecoveryReport
 from turnframe_runtime.runtime import TurnRuntime
 from turnframe_runtime.sse import (
+    SSE_HEADERS,
+    SSE_MEDIA_TYPE,
     InvalidLastEventId,
     encode_event,
+    encode_frame,
     parse_last_event_id,
     sse_frames,
 )
@@ -126,9 +133,13 @@ __all__ = [
     "OpenAIInterpreter",
     "OpenAINarrator",
     "OpenAIReviewer",
-    "InvalidLastEventId",
     "note_model_call",
+    # server-sent events for any ASGI app (turnframe_runtime.http serves them too)
+    "InvalidLastEventId",
+    "SSE_HEADERS",
+    "SSE_MEDIA_TYPE",
     "encode_event",
+    "encode_frame",
     "parse_last_event_id",
     "sse_frames",
     "AnswerRequest",
@@ -147,6 +158,7 @@ __all__ = [
     "StreamExpired",
     "StreamInterrupted",
     "TooManyFollowers",
+    "FeedItem",
     "DispatchOutcome",
     "ExecutionFailed",
     "ExecutionRejected",
@@ -210,4 +222,10 @@ __all__ = [
     "evaluated_turn",
     "load_corpus",
     "run_corpus",
+    # server events (docs/server-events.md)
+    "EventOrigin",
+    "HmacOrigin",
+    "OriginNotVerified",
+    "ServerEventRefused",
+    "TrustedOrigin",
 ]

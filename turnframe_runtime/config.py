@@ -28,6 +28,10 @@ class RuntimeConfig:
       stays still the wait doubles, up to `stream_poll_max_ms`.
     - `stream_followers_per_turn`: how many readers may follow one turn's stream at a time in
       this process; one more is refused with `TooManyFollowers`.
+    - `feed_followers_per_conversation`: how many readers may follow one conversation's feed
+      (`follow_conversation`) at a time in this process; one more is refused with
+      `TooManyFollowers`. They share one reader of the store, so the bound is on memory and
+      wake-ups, not on queries.
     - `stream_every_turn`: log the stream of every turn, `handle_turn`'s and the outbox's
       follow-up turns too, so any turn can be followed and resumed (the default); False logs
       only the turns `stream_turn` runs, and a turn nobody streams writes no log (on
@@ -49,6 +53,7 @@ class RuntimeConfig:
     stream_poll_ms: int = 250
     stream_poll_max_ms: int = 5_000
     stream_followers_per_turn: int = 256
+    feed_followers_per_conversation: int = 64
     stream_every_turn: bool = True
     narration: Literal["structured", "free"] = "structured"
     guard: GuardConfig = DEFAULT_GUARD
@@ -64,6 +69,7 @@ class RuntimeConfig:
             "stream_poll_ms",
             "stream_poll_max_ms",
             "stream_followers_per_turn",
+            "feed_followers_per_conversation",
         )
 
 

@@ -68,6 +68,7 @@ __all__ = [
     "Planned",
     "Started",
     "accept",
+    "accept_and_start",
     "commit_and_deliver",
     "fail_before_effects",
     "loaded",
@@ -152,13 +153,31 @@ async def understand_and_start(kernel: Kernel, t: TurnState, accepted: Accepted)
         raise
 
 
+async def accept_and_start(
+    kernel: Kernel, t: TurnState, planned: Planned, loaded: Sequence[CaseInView]
+) -> Started:
+    """Durable points 1 and 2 in one transaction, for a turn planned without a model call (a
+    server event): the turn accepted (its record naming the cases it read, `loaded`), then L
+    and M's journal. A previous turn left unfinished raises `PreviousTurnUnfinished`; a turn id
+    stored before raises `Conflict`; either way nothing is written."""
+    async with t.events.transaction(kernel.stores) as tx:
+        user_turn, t.recorder.record = await accept_turn(tx, t.ctx, loaded)
+        return await _start(kernel, tx, t, planned, user_turn)
+
+
 async def commit_and_deliver(
-    kernel: Kernel, t: TurnState, answer: CardAnswer | None, started: Started
+    kernel: Kernel,
+    t: TurnState,
+    answer: CardAnswer | None,
+    started: Started,
+    *,
+    narrate: bool = True,
 ) -> AssistantTurn:
-    """M, then durable point 3 (N, P) and, without a narrator, the delivery (Q-V) in the same
-    transaction; with one, composing calls a model, so the reply is stored after the commit.
-    The commit stands whatever fails after it."""
-    fold = kernel.narrator is None
+    """M, then durable point 3 (N, P) and, without a narrator (or with `narrate` False: the
+    reply from server copy only), the delivery (Q-V) in the same transaction; with one,
+    composing calls a model, so the reply is stored after the commit. The commit stands
+    whatever fails after it."""
+    fold = kernel.narrator is None or not narrate
     follow_up = _follow_up(t, started, answer)
     after_commit: BaseException | None = None
     assistant: AssistantTurn | None = None
@@ -189,7 +208,7 @@ async def commit_and_deliver(
                     )
                     if fold:
                         async with tx.savepoint():
-                            assistant = await _composer(kernel, t).compose(result)
+                            assistant = await _composer(kernel, t, narrate=narrate).compose(result)
                             await t.recorder.deliver(tx, assistant, settled=settled)
                 except BaseException as failure:
                     after_commit = failure

@@ -8,7 +8,9 @@ from turnframe_core.errors import TurnframeError
 __all__ = [
     "ConversationBusy",
     "IdempotencyKeyReused",
+    "OriginNotVerified",
     "ReviewerRequired",
+    "ServerEventRefused",
     "StoresWithoutTransactions",
     "TurnFailed",
     "TurnInProgress",
@@ -87,6 +89,26 @@ class StreamInterrupted(TurnframeError):
 
 class TooManyFollowers(TurnframeError):
     """The turn already has `RuntimeConfig.stream_followers_per_turn` stream readers in this
-    process; nothing was read. Try again later (or read the stored turn)."""
+    process, or the conversation `RuntimeConfig.feed_followers_per_conversation` feed readers;
+    nothing was read. Try again later (or read the stored turns)."""
 
     code = codes.STREAM_TOO_MANY_FOLLOWERS
+
+
+class OriginNotVerified(TurnframeError):
+    """A server event named an origin this runtime does not know, or its signature did not
+    verify; nothing was written. The message never says which of the two."""
+
+    code = codes.SERVER_EVENT_ORIGIN_NOT_VERIFIED
+
+
+class ServerEventRefused(TurnframeError):
+    """The event's operation cannot run on its case: the workflow does not offer it there, or
+    its `compile` refused it (`refusal_code`: the domain's code), or no origin or card could
+    authorize its commands; nothing was written."""
+
+    code = codes.SERVER_EVENT_REFUSED
+
+    def __init__(self, message: str, refusal_code: str | None = None) -> None:
+        super().__init__(message)
+        self.refusal_code = refusal_code

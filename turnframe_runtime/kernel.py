@@ -2,12 +2,13 @@
 
 Rules:
 - What a turn, recovery and the outbox share (stores, workflows, directory, ports, copy, config,
-  clock, ids, the stream hub and its followers) is fixed when the kernel is built and never
-  changes; the public facade (`TurnRuntime`), the outbox dispatcher, the worker and recovery all
-  take the kernel, and none of them reaches into another's underscore names.
-- A kernel refuses to be built over stores without transactions, duplicate workflow keys, free
-  narration without an explicitly passed reviewer, or copy missing a message a declared locale
-  needs.
+  clock, ids, the stream hub, its followers, the conversation feeds, the event origins) is
+  fixed when the kernel is built and never changes; the public facade (`TurnRuntime`), the
+  outbox dispatcher, the worker and recovery all take the kernel, and none of them reaches into
+  another's underscore names.
+- A kernel refuses to be built over stores without transactions, duplicate workflow keys or
+  event origin names, free narration without an explicitly passed reviewer, or copy missing a
+  message a declared locale needs.
 - One turn at a time per conversation (`lock`); each turn's state is its own (`begin`).
 """
 
@@ -40,8 +41,10 @@ from turnframe_runtime.copy import (
 )
 from turnframe_runtime.errors import ConversationBusy, ReviewerRequired, StoresWithoutTransactions
 from turnframe_runtime.execute import Execution
+from turnframe_runtime.feed import ConversationFeeds
 from turnframe_runtime.follow import Followers
 from turnframe_runtime.narration import Narration
+from turnframe_runtime.origins import EventOrigin
 from turnframe_runtime.ports import (
     CaseDirectory,
     ClaimReviewer,
@@ -83,6 +86,10 @@ class Kernel:
     #: wakes this process's readers of the streams its turns write
     hub: StreamHub
     followers: Followers
+    #: this process's readers of conversations' feeds
+    feeds: ConversationFeeds
+    #: the senders of server events, by name
+    origins: Mapping[str, EventOrigin]
 
     @classmethod
     def build(
@@ -99,12 +106,20 @@ class Kernel:
         config: RuntimeConfig | None = None,
         clock: Callable[[], int] | None = None,
         ids: IdSource | None = None,
+        origins: Sequence[EventOrigin] = (),
     ) -> Kernel:
         """The kernel, its collaborators judged (see the module's rules)."""
         adopted = [as_workflow(w) for w in workflows]
         by_key = {w.key: w for w in adopted}
         if len(by_key) != len(adopted):
             raise ValueError("workflow keys must be unique")
+        by_name: dict[str, EventOrigin] = {}
+        for origin in origins:
+            if not isinstance(origin, EventOrigin):
+                raise TypeError("an event origin is an EventOrigin (HmacOrigin, TrustedOrigin)")
+            if origin.name in by_name:
+                raise ValueError("event origin names must be unique")
+            by_name[origin.name] = origin
         if not stores.transactional:
             raise StoresWithoutTransactions(
                 "these stores cannot commit a turn's writes together; use MemoryStores, "
@@ -157,6 +172,8 @@ class Kernel:
             receipt_claims=receipt_claims,
             hub=hub,
             followers=Followers(stores, hub, config),
+            feeds=ConversationFeeds(stores, hub, config),
+            origins=MappingProxyType(by_name),
         )
 
     @asynccontextmanager

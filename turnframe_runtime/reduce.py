@@ -72,6 +72,7 @@ __all__ = [
     "blocking_constraint",
     "envelope_for",
     "group_by_case",
+    "judge_commands",
     "reduce_on_case",
     "reduce_turn",
     "target_resolutions",
@@ -335,7 +336,6 @@ def _reduce_act(
     cards: ConfirmationCards,
     act_scope: str,
 ) -> None:
-    scoped = act_scope + act.act_id
     if isinstance(target, tuple):
         plan.selections[act.act_id] = target
         plan.act_results[act.act_id] = ActResult.NEEDS_SELECTION
@@ -373,39 +373,70 @@ def _reduce_act(
         plan.unchanged.append((case.case_ref, act.operation))
         return
     direct = DirectSafeUserAct(evidence_digest=evidence)
+    judge_commands(
+        plan,
+        act.act_id,
+        case,
+        compiled,
+        direct,
+        account_id=account_id,
+        turn_id=turn_id,
+        constraints=constraints,
+        cards=cards,
+        act_scope=act_scope,
+    )
+
+
+def judge_commands(
+    plan: Plan,
+    act_id: str,
+    case: CaseInView,
+    compiled: Sequence[CompiledCommand],
+    origin: CommandOrigin,
+    *,
+    account_id: str,
+    turn_id: str,
+    constraints: frozenset[ConstraintKind],
+    cards: ConfirmationCards,
+    act_scope: str = "",
+) -> None:
+    """Rules 5 and 6 for one act's compiled commands (at least one), authorized by `origin`:
+    blocked by a constraint, ready to run, waiting for the confirmation card its policy names,
+    or refused when no card could authorize it. Pure: it records its result in `plan`."""
+    scoped = act_scope + act_id
     policies = [case.workflow.policy(c.command_type) for c in compiled]
     for policy in policies:
         blocked = blocking_constraint(constraints, policy)
         if blocked is not None:
             plan.blocked_notices.append(BLOCKING_NOTICE[blocked])
-            plan.act_results[act.act_id] = ActResult.BLOCKED_BY_CONSTRAINT
+            plan.act_results[act_id] = ActResult.BLOCKED_BY_CONSTRAINT
             return
     ask_first = ConstraintKind.ASK_BEFORE_APPLYING in constraints
-    runs_now = not ask_first and all(origin_satisfies(direct, p) for p in policies)
+    runs_now = not ask_first and all(origin_satisfies(origin, p) for p in policies)
     if runs_now:
         for position, (command, policy) in enumerate(zip(compiled, policies, strict=True)):
             plan.ready.append(
                 PlannedCommand(
-                    act.act_id,
+                    act_id,
                     envelope_for(
-                        account_id, turn_id, scoped, position, case.case_ref, direct, command
+                        account_id, turn_id, scoped, position, case.case_ref, origin, command
                     ),
                     policy,
                 )
             )
-        plan.act_results[act.act_id] = ActResult.READY
+        plan.act_results[act_id] = ActResult.READY
         return
     confirmable = all(
         origin_satisfies(_would_click(p), p) or p.confirmation is ConfirmationPolicy.NONE
         for p in policies
     )
     if not confirmable:  # no card the runtime can raise authorizes it (e.g. human review)
-        plan.policy_refusals.append((act.act_id, codes.POLICY_HUMAN_REVIEW_REQUIRED))
-        plan.act_results[act.act_id] = ActResult.REFUSED
+        plan.policy_refusals.append((act_id, codes.POLICY_HUMAN_REVIEW_REQUIRED))
+        plan.act_results[act_id] = ActResult.REFUSED
         return
     command_ids = [derive_command_id(account_id, turn_id, scoped, i) for i in range(len(compiled))]
     card = cards.confirmation(scoped, case, compiled, command_ids)
-    origin = ConfirmedInteraction(
+    confirmed = ConfirmedInteraction(
         interaction_id=card.interaction_id,
         payload_hash=card.payload_hash,
         interaction_kind=card.kind,
@@ -414,14 +445,14 @@ def _reduce_act(
     )
     waiting = tuple(
         PlannedCommand(
-            act.act_id,
-            envelope_for(account_id, turn_id, scoped, position, case.case_ref, origin, command),
+            act_id,
+            envelope_for(account_id, turn_id, scoped, position, case.case_ref, confirmed, command),
             policy,
         )
         for position, (command, policy) in enumerate(zip(compiled, policies, strict=True))
     )
-    plan.awaiting[act.act_id] = Awaiting(card, waiting)
-    plan.act_results[act.act_id] = ActResult.AWAITING_CONFIRMATION
+    plan.awaiting[act_id] = Awaiting(card, waiting)
+    plan.act_results[act_id] = ActResult.AWAITING_CONFIRMATION
 
 
 def _would_click(policy: CommandPolicy) -> CommandOrigin:

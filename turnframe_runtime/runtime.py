@@ -15,6 +15,7 @@ from functools import partial
 
 from turnframe_core.ids import IdSource
 from turnframe_core.replay import ReplayRecord
+from turnframe_core.server_events import ServerEvent
 from turnframe_core.stream import StreamEvent, StreamMode
 from turnframe_core.stream import TurnFailed as TurnFailedEvent
 from turnframe_core.turn import AssistantTurn, TurnInput
@@ -23,7 +24,9 @@ from turnframe_runtime.audit import Audit, audit_turn
 from turnframe_runtime.config import OutboxConfig, RuntimeConfig
 from turnframe_runtime.copy import CopyDrift, ServerCopy, drift
 from turnframe_runtime.errors import TurnFailed, TurnInProgress, UnknownWorkflow
+from turnframe_runtime.feed import FeedItem
 from turnframe_runtime.kernel import Kernel
+from turnframe_runtime.origins import EventOrigin
 from turnframe_runtime.outbox.dispatch import OutboxDispatcher
 from turnframe_runtime.outbox.ports import OutboxSender
 from turnframe_runtime.pipeline import judged, run_turn
@@ -37,7 +40,9 @@ from turnframe_runtime.ports import (
     as_executor,
 )
 from turnframe_runtime.recover import RecoveredTurn, RecoveryReport
+from turnframe_runtime.server_event import judged_event, run_server_event, verified_origin
 from turnframe_store.bundle import Stores
+from turnframe_store.errors import NotFound
 
 __all__ = ["TurnInProgress", "TurnRuntime", "UnknownWorkflow"]
 
@@ -62,6 +67,7 @@ class TurnRuntime:
         ids: IdSource | None = None,
         senders: Mapping[str, OutboxSender] | None = None,
         outbox: OutboxConfig | None = None,
+        origins: Sequence[EventOrigin] = (),
     ) -> None:
         self._kernel = Kernel.build(
             stores=stores,
@@ -75,6 +81,7 @@ class TurnRuntime:
             config=config,
             clock=clock,
             ids=ids,
+            origins=origins,
         )
         self._outbox = OutboxDispatcher(self._kernel, senders or {}, outbox)
         self._running: set[asyncio.Task[AssistantTurn]] = set()
@@ -202,6 +209,22 @@ class TurnRuntime:
         async for event in self._kernel.followers.follow(account_id, turn_id, 0, task):
             yield event
 
+    async def server_event(
+        self, event: ServerEvent, *, signature: str | None = None
+    ) -> AssistantTurn:
+        """Tell the event's conversation of an event from outside, as a server turn that runs
+        the workflow's own command for it (docs/server-events.md): the origin verified
+        (`OriginNotVerified`), the operation compiled on the case by its workflow (`NotFound`
+        for a conversation, workflow or case the account does not have; `ServerEventRefused`
+        when the domain refuses it) and judged by its policy with the origin's authority (a
+        policy only a user's click satisfies shows the confirmation card instead), journaled,
+        executed and committed with a receipt turn in the conversation's locale, without a
+        model call. The same event again returns the same turn, with no second effect; its
+        key with another event is `IdempotencyKeyReused`. Every refusal writes nothing."""
+        event = judged_event(event)
+        origin = verified_origin(self._kernel, event, signature)
+        return await run_server_event(self._kernel, event, origin)
+
     async def resume_stream(
         self, account_id: str, turn_id: str, after_sequence: int = 0, *, follow: bool = True
     ) -> AsyncIterator[StreamEvent]:
@@ -221,6 +244,65 @@ class TurnRuntime:
             account_id, turn_id, after_sequence, follow=follow
         ):
             yield event
+
+    async def follow_conversation(
+        self,
+        account_id: str,
+        conversation_id: str,
+        after_sequence: int = 0,
+        *,
+        follow: bool = True,
+    ) -> AsyncIterator[FeedItem]:
+        """Every stored turn of the conversation after `after_sequence` (0: from the start), in
+        commit order, each exactly as stored, turns without a reply skipped; from any process
+        sharing the stores (`turnframe_runtime.feed`). With `follow` it never ends (the caller
+        stops reading): a turn stored by this process arrives at once, one stored elsewhere
+        within a poll interval; without, yields what is stored now. `TooManyFollowers` past
+        `RuntimeConfig.feed_followers_per_conversation` readers in this process, before
+        anything is read; `NotFound` for a conversation this account does not have."""
+        if isinstance(after_sequence, bool) or not isinstance(after_sequence, int):
+            raise TypeError("after_sequence is an int")
+        if after_sequence < 0:
+            raise ValueError("after_sequence is 0 (from the start) or a sequence seen")
+        feeds = self._kernel.feeds
+        with feeds.counted(account_id, conversation_id):
+            await self._kernel.stores.conversations.get_conversation(account_id, conversation_id)
+            async for item in feeds.follow(
+                account_id, conversation_id, after_sequence - 1, follow=follow
+            ):
+                yield item
+
+    def feed_followers(self, account_id: str, conversation_id: str) -> int:
+        """How many readers follow the conversation's feed in this process now (at most
+        `RuntimeConfig.feed_followers_per_conversation`)."""
+        return self._kernel.feeds.reading(account_id, conversation_id)
+
+    async def follow_up_turns(self, account_id: str, turn_id: str) -> tuple[str, ...]:
+        """The ids of the server-written turns that will answer this turn's outbox rows (the
+        rows its record names, in order): each row's `answer` follow-up turn
+        (`follow_up_turn_id(account, outbox_id, "answer")`), for the rows whose answer writes
+        one (`OutboxDispatcher.answer_turn`: a row naming no conversation, or a completed
+        answer its case records nothing of, writes none). The `unknown` turn a row may also
+        get (verification in progress) does not answer it and is not listed. Empty when the
+        turn enqueued nothing; `NotFound` for a turn this account does not have."""
+        stores = self._kernel.stores
+        await stores.conversations.get_user_turn(account_id, turn_id)  # NotFound
+        try:
+            record = await stores.replay.get(account_id, turn_id)
+        except NotFound:
+            return ()
+        answers: list[str] = []
+        for outbox_id in record.outbox_ids:
+            try:
+                row = await stores.outbox.get(outbox_id)
+            except NotFound:
+                continue
+            if str(row.payload.get("account_id", "")) != account_id:
+                continue
+            answer = await self._outbox.answer_turn(row)
+            if answer is not None:
+                answers.append(answer)
+        return tuple(answers)
 
     def stream_followers(self, account_id: str, turn_id: str) -> int:
         """How many readers follow the turn's stream in this process now (at most

@@ -39,12 +39,15 @@ from turnframe_store.bundle import Stores
 
 __all__ = ["StreamHub", "TurnEvents", "read_log"]
 
-_Key = tuple[str, str]
+#: (account_id, turn_id) for a turn's stream; ("conversation", account_id, conversation_id) for
+#: a conversation's feed (the lengths differ, so the two never collide).
+_Key = tuple[str, ...]
 
 
 class StreamHub:
-    """Wakes this process's readers of a turn's stream when its log grew. Readers in other
-    processes poll the log instead; a lost wake-up costs one poll interval, never an event."""
+    """Wakes this process's readers of a turn's stream when its log grew, and of a
+    conversation's feed when a commit stored one of its turns. Readers in other processes poll
+    the store instead; a lost wake-up costs one poll interval, never an event."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
@@ -53,24 +56,47 @@ class StreamHub:
     def waiter(self, account_id: str, turn_id: str) -> asyncio.Future[None]:
         """A future that completes at the next `notify` for the turn. Take it BEFORE reading the
         log, so a write between the read and the wait is not missed."""
+        return self._waiter((account_id, turn_id))
+
+    def forget(self, account_id: str, turn_id: str, future: asyncio.Future[None]) -> None:
+        self._forget((account_id, turn_id), future)
+
+    def notify(self, account_id: str, turn_id: str) -> None:
+        self._notify((account_id, turn_id))
+
+    def conversation_waiter(self, account_id: str, conversation_id: str) -> asyncio.Future[None]:
+        """A future that completes at the next `notify_conversation` for the conversation (take
+        it BEFORE reading the feed)."""
+        return self._waiter(("conversation", account_id, conversation_id))
+
+    def forget_conversation(
+        self, account_id: str, conversation_id: str, future: asyncio.Future[None]
+    ) -> None:
+        self._forget(("conversation", account_id, conversation_id), future)
+
+    def notify_conversation(self, account_id: str, conversation_id: str) -> None:
+        """A commit stored a turn of the conversation."""
+        self._notify(("conversation", account_id, conversation_id))
+
+    def _waiter(self, key: _Key) -> asyncio.Future[None]:
         loop = asyncio.get_running_loop()
         future: asyncio.Future[None] = loop.create_future()
         with self._lock:
-            self._waiters.setdefault((account_id, turn_id), set()).add((loop, future))
+            self._waiters.setdefault(key, set()).add((loop, future))
         return future
 
-    def forget(self, account_id: str, turn_id: str, future: asyncio.Future[None]) -> None:
+    def _forget(self, key: _Key, future: asyncio.Future[None]) -> None:
         with self._lock:
-            waiting = self._waiters.get((account_id, turn_id))
+            waiting = self._waiters.get(key)
             if waiting is None:
                 return
             waiting.discard((future.get_loop(), future))
             if not waiting:
-                del self._waiters[(account_id, turn_id)]
+                del self._waiters[key]
 
-    def notify(self, account_id: str, turn_id: str) -> None:
+    def _notify(self, key: _Key) -> None:
         with self._lock:
-            waiting = self._waiters.pop((account_id, turn_id), set())
+            waiting = self._waiters.pop(key, set())
         for loop, future in waiting:
             with contextlib.suppress(RuntimeError):  # that loop has closed: nobody waits there
                 loop.call_soon_threadsafe(_wake, future)
@@ -116,6 +142,11 @@ class TurnEvents:
         self._only_if_begun = only_if_begun
         self._committed_shown = False
         self._open = 0
+        # The conversation of a reply queued (`reply`), and of one taken into the open
+        # transaction with the number of events taken before it (for `undo_to`): its commit
+        # wakes the conversation's feed readers.
+        self._reply_queued: str | None = None
+        self._reply_taken: tuple[str, int] | None = None
 
     # --- what happened ---------------------------------------------------------------------------
 
@@ -140,6 +171,7 @@ class TurnEvents:
         known, then `turn.completed`."""
         self.phase(TurnPhase.COMMITTED)
         self.phase(TurnPhase.COMPOSED)
+        self._reply_queued = turn.conversation_id
         self._pending.append({"type": "blocks", "turn": turn, "hashes": hashes})
         if settled:
             self.phase(TurnPhase.DELIVERED)
@@ -159,6 +191,9 @@ class TurnEvents:
         and nothing queued since (for a bundle that never came) is logged either."""
         del self._inflight[mark:]
         self._pending.clear()
+        self._reply_queued = None
+        if self._reply_taken is not None and self._reply_taken[1] >= mark:
+            self._reply_taken = None
 
     def take(self, phase: TurnPhase | None = None) -> tuple[StreamEvent, ...]:
         """The pending events (after `phase`'s, when given), numbered on from the log, for the
@@ -166,6 +201,9 @@ class TurnEvents:
         if phase is not None:
             self.phase(phase)
         pending, self._pending = self._pending, []
+        if self._reply_queued is not None:  # stored by the bundle this is taken into
+            self._reply_taken = (self._reply_queued, len(self._inflight))
+            self._reply_queued = None
         if self._ended or not pending:
             return ()
         assert self._logged is not None, "take() runs inside TurnEvents.transaction()"
@@ -213,7 +251,9 @@ class TurnEvents:
     @contextlib.asynccontextmanager
     async def transaction(self, stores: Stores) -> AsyncIterator[Stores]:
         """`stores.transaction()`, after which the events it logged are published (readers are
-        woken); if it fails, they were not logged (or, past a timeout, may have been): the
+        woken), and the readers of the conversation's feed are woken when it stored the turn's
+        reply (every stored turn is delivered through `Recorder.deliver`, in a transaction
+        opened here); if it fails, they were not logged (or, past a timeout, may have been): the
         numbering starts again from the log's tail."""
         if self._open:  # a nested transaction joins the open one
             async with stores.transaction() as tx:
@@ -230,9 +270,13 @@ class TurnEvents:
             self._logged = None  # re-read the log: a timed-out COMMIT may have landed
             self._inflight.clear()
             self._pending.clear()
+            self._reply_queued = self._reply_taken = None
             raise
         finally:
             self._open -= 1
+        replied, self._reply_taken = self._reply_taken, None
+        if replied is not None and self._hub is not None:
+            self._hub.notify_conversation(self.account_id, replied[0])
         if self._inflight:
             self._logged = self._inflight[-1].sequence
             self._ended = is_terminal(self._inflight[-1])

@@ -37,6 +37,7 @@ from turnframe_store.records import (
     ConversationRecord,
     EventCursor,
     EventPage,
+    FeedEntry,
     Fresh,
     InteractionFinish,
     JournalAdmission,
@@ -47,6 +48,8 @@ from turnframe_store.records import (
     OutboxStatus,
     PhaseMarker,
     Replay,
+    TimerRecord,
+    TimerStatus,
     UserTurnRecord,
 )
 from turnframe_store.roles import (
@@ -69,6 +72,9 @@ from turnframe_store.roles import (
     ReplayReader,
     ReplayStore,
     ReplayWriter,
+    TimerReader,
+    TimerStore,
+    TimerWriter,
 )
 from turnframe_store.roles.rules import MAX_INTEGER, MAX_LIMIT, MAX_MILLIS
 
@@ -131,6 +137,9 @@ __all__ = [
     "ReplayReader",
     "ReplayStore",
     "ReplayWriter",
+    "TimerReader",
+    "TimerStore",
+    "TimerWriter",
     # records
     "CaseInvalidation",
     "CommitBundle",
@@ -138,6 +147,7 @@ __all__ = [
     "ConversationRecord",
     "EventCursor",
     "EventPage",
+    "FeedEntry",
     "Fresh",
     "InteractionFinish",
     "JournalAdmission",
@@ -149,6 +159,8 @@ __all__ = [
     "OutboxStatus",
     "PhaseMarker",
     "Replay",
+    "TimerRecord",
+    "TimerStatus",
     "UserTurnRecord",
 ]
 

@@ -1,4 +1,4 @@
-"""`Stores`: one object per role, all seven present; `ReadOnlyStores`: the reader halves only."""
+"""`Stores`: one object per role, all eight present; `ReadOnlyStores`: the reader halves only."""
 
 from __future__ import annotations
 
@@ -24,6 +24,8 @@ from turnframe_store.roles import (
     ReplayReader,
     ReplayStore,
     Role,
+    TimerReader,
+    TimerStore,
 )
 
 __all__ = [
@@ -56,6 +58,7 @@ ROLES: Final[tuple[tuple[str, type], ...]] = (
     ("events", EventLedger),
     ("outbox", OutboxStore),
     ("replay", ReplayStore),
+    ("timers", TimerStore),
     ("commits", CommitStore),
 )
 _READERS: Final[tuple[tuple[str, type], ...]] = (
@@ -65,6 +68,7 @@ _READERS: Final[tuple[tuple[str, type], ...]] = (
     ("events", EventLedgerReader),
     ("outbox", OutboxReader),
     ("replay", ReplayReader),
+    ("timers", TimerReader),
 )
 
 
@@ -100,6 +104,7 @@ class Stores:
     events: EventLedger
     outbox: OutboxStore
     replay: ReplayStore
+    timers: TimerStore
     commits: CommitStore
 
     def __init__(
@@ -111,6 +116,7 @@ class Stores:
         events: EventLedger | None = None,
         outbox: OutboxStore | None = None,
         replay: ReplayStore | None = None,
+        timers: TimerStore | None = None,
         commits: CommitStore | None = None,
     ) -> None:
         given: dict[str, Any] = {
@@ -120,6 +126,7 @@ class Stores:
             "events": events,
             "outbox": outbox,
             "replay": replay,
+            "timers": timers,
             "commits": commits,
         }
         for role, protocol in ROLES:
@@ -250,8 +257,9 @@ class ReadOnlyStores:
     events: EventLedgerReader
     outbox: OutboxReader
     replay: ReplayReader
+    timers: TimerReader
 
-    __slots__ = ("conversations", "events", "interactions", "journal", "outbox", "replay")
+    __slots__ = ("conversations", "events", "interactions", "journal", "outbox", "replay", "timers")
 
     def __init__(self, stores: Stores) -> None:
         for role, protocol in _READERS:

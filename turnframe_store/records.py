@@ -7,13 +7,14 @@ Every record is a frozen pydantic model with snake_case keys and integer-millise
 from __future__ import annotations
 
 import itertools
+import json
 from collections.abc import Iterable
 from enum import StrEnum
 from typing import Annotated, Any, ClassVar, Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from turnframe_core.canonical import Digest
+from turnframe_core.canonical import CanonicalJsonError, Digest, canonical_json
 from turnframe_core.cases import CaseKey, CaseRef, WorkflowKey
 from turnframe_core.commands import CommandEnvelope, CommandOrigin
 from turnframe_core.events import DomainEvent
@@ -48,6 +49,7 @@ __all__ = [
     "ConversationRecord",
     "EventCursor",
     "EventPage",
+    "FeedEntry",
     "Fresh",
     "InteractionFinish",
     "JournalAdmission",
@@ -59,6 +61,8 @@ __all__ = [
     "OutboxStatus",
     "PhaseMarker",
     "Replay",
+    "TimerRecord",
+    "TimerStatus",
     "UserTurnRecord",
     "stream_event_problems",
 ]
@@ -109,6 +113,16 @@ class PhaseMarker(_Record):
     turn_id: TurnId
     phase: TurnPhase
     updated_at: Millis
+
+
+class FeedEntry(_Record):
+    """One link of a conversation's audit chain as its feed reads it: `position` (from 0, in
+    commit order), the turn whose final record it links, and that turn's stored assistant turn
+    exactly as stored (None: the record is final without a stored reply, e.g. a failed turn)."""
+
+    position: Annotated[int, Field(ge=0)]
+    turn_id: TurnId
+    turn: AssistantTurn | None
 
 
 # --- command journal ----------------------------------------------------------------------------
@@ -300,6 +314,78 @@ class OutboxEntry(_Record):
         if (self.completed_at is not None) != self.status.is_terminal:
             raise ValueError("completed_at is set exactly when the row is completed or failed")
         return self
+
+
+# --- timers -------------------------------------------------------------------------------------
+
+
+class TimerStatus(StrEnum):
+    PENDING = "pending"
+    #: Leased to a worker since `claimed_at`; claimed again by anyone once the lease expires.
+    CLAIMED = "claimed"
+    FIRED = "fired"
+    CANCELLED = "cancelled"
+
+    @property
+    def is_terminal(self) -> bool:
+        return self in (TimerStatus.FIRED, TimerStatus.CANCELLED)
+
+
+class TimerRecord(_Record):
+    """An event to fire at `due_at`, stored with its conversation. `event` is the canonical JSON
+    of a JSON object, opaque to the store; the lifecycle fields move (pending -> claimed ->
+    fired, or cancelled before it fired)."""
+
+    account_id: AccountId
+    conversation_id: ConversationId
+    timer_id: NonEmptyStr
+    due_at: Millis
+    event: NonEmptyStr
+    status: TimerStatus = TimerStatus.PENDING
+    worker_id: str | None = None
+    claimed_at: Millis | None = None
+    fired_at: Millis | None = None
+    created_at: Millis
+
+    @model_validator(mode="after")
+    def _lifecycle_is_consistent(self) -> TimerRecord:
+        if not _canonical_object(self.event):
+            raise ValueError("event is the canonical JSON of a JSON object")
+        if (self.worker_id is None) != (self.claimed_at is None):
+            raise ValueError("worker_id and claimed_at are set together")
+        if self.worker_id == "":
+            raise ValueError("a claim names its worker")
+        if self.status is TimerStatus.PENDING and self.worker_id is not None:
+            raise ValueError("a pending timer carries no claim")
+        if self.status in (TimerStatus.CLAIMED, TimerStatus.FIRED) and self.worker_id is None:
+            raise ValueError(f"a {self.status.value} timer carries its claim")
+        if (self.fired_at is not None) != (self.status is TimerStatus.FIRED):
+            raise ValueError("fired_at is set exactly when the timer fired")
+        return self
+
+    def same_schedule(self, other: TimerRecord) -> bool:
+        """Same conversation, due time and event (`created_at` aside): what scheduling the same
+        timer again must match."""
+        return (
+            self.account_id == other.account_id
+            and self.conversation_id == other.conversation_id
+            and self.timer_id == other.timer_id
+            and self.due_at == other.due_at
+            and self.event == other.event
+        )
+
+
+def _canonical_object(text: str) -> bool:
+    try:
+        value = json.loads(text)
+    except (ValueError, RecursionError):
+        return False
+    if not isinstance(value, dict):
+        return False
+    try:
+        return canonical_json(value) == text
+    except CanonicalJsonError:
+        return False
 
 
 # --- event ledger -------------------------------------------------------------------------------

@@ -22,6 +22,7 @@ from turnframe_core import (
 from turnframe_runtime import (
     CaseDirectory,
     ClaimReviewer,
+    EventOrigin,
     Interpreter,
     Narrator,
     OutboxConfig,
@@ -98,9 +99,11 @@ class Harness:
         copy: ServerCopy | None = None,
         outbox: OutboxConfig | None = None,
         narration: Literal["structured", "free"] | None = None,
+        origins: Sequence[EventOrigin] = (),
     ) -> None:
         """`narration`, when given, overrides `config`'s (free narration needs `reviewer`:
-        a scripted narrator's is `narrator.reviewer`)."""
+        a scripted narrator's is `narrator.reviewer`); `origins`: the senders of server
+        events."""
         self.clock = clock if clock is not None else ManualClock()
         self.stores = stores if stores is not None else MemoryStores(clock=self.clock)
         self.workflows = tuple(workflows)
@@ -122,6 +125,7 @@ class Harness:
         self.ids = ids if ids is not None else SequentialIdSource()
         self.copy = copy
         self.outbox = outbox
+        self.origins = tuple(origins)
         self.runtime = self._runtime()
 
     def _runtime(self) -> TurnRuntime:
@@ -139,6 +143,7 @@ class Harness:
             ids=self.ids,
             senders=self.senders,
             outbox=self.outbox,
+            origins=self.origins,
         )
 
     def use_stores(self, stores: Stores) -> None:

@@ -44,7 +44,8 @@ CORE_SURFACE = (
     "MoveKind", "MovesRefused", "NextStep", "Obligation", "OperationSpec", "OperationalOutcome",
     "OptionStyle", "PayloadCorrupt", "PerCase", "PhaseOwnership", "ProposedAct", "Question",
     "ReceiptSeverity", "ReceiptSpec", "Referable", "ReferableKind", "ReferableOption",
-    "ResolvedAct", "RiskClass", "ScopeViolation", "StaleInteraction", "StateValue", "StreamEvent",
+    "ResolvedAct", "RiskClass", "ScopeViolation", "ServerEvent", "StaleInteraction", "StateValue",
+    "StreamEvent",
     "StreamMode", "TerminalStatus", "TurnInput", "TurnframeError", "UlidIdSource", "Understanding",
     "UnderstandingRejected", "UnknownOption", "UnsafeUri", "UnsupportedSchemaVersion", "ValueKind",
     "ValueRule", "ViewInvariantViolation", "Workflow", "WorkflowDefinition", "WorkflowView",
@@ -76,6 +77,34 @@ def test_importing_the_library_packages_loads_no_sql_stack() -> None:
         [sys.executable, "-c", probe], capture_output=True, text=True, check=True, timeout=60
     )
     assert set(json.loads(done.stdout)) & SQL_STACK == set()
+
+
+def test_importing_the_runtime_loads_no_web_framework() -> None:
+    probe = (
+        "import json, sys\nimport turnframe_runtime\n"
+        "print(json.dumps(sorted({m.split('.')[0] for m in sys.modules})))"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, check=True, timeout=60
+    )
+    assert "starlette" not in json.loads(done.stdout)
+
+
+def test_the_sse_helpers_a_web_app_needs_are_exported_from_the_runtime() -> None:
+    from turnframe_runtime import sse
+
+    for name in sse.__all__:
+        if name != "KEEPALIVE_FRAME":
+            assert getattr(turnframe_runtime, name) is getattr(sse, name)
+            assert name in turnframe_runtime.__all__
+
+
+def test_the_web_layer_exports_its_app_factory_and_options() -> None:
+    import turnframe_runtime.http as http
+
+    for name in ("create_app", "CorsConfig", "HttpLimits", "Unauthenticated", "STATUS"):
+        assert name in http.__all__
+    assert [n for n in http.__all__ if not hasattr(http, n)] == []
 
 
 def test_every_name_an_adopter_needs_is_exported_from_the_core() -> None:

@@ -796,14 +796,15 @@ class OverwritingReplay(MemoryReplay):
 
 
 class RelinkingReplay(MemoryReplay):
-    """put links a final record again each time it is put (a repeat included)."""
+    """put links a final record again each time it is put again (a repeat)."""
 
     async def _put(self, record: ReplayRecord) -> None:
         engine = self.engine
 
         def write(undo: UndoLog) -> None:
+            stored = engine.t.replay.get((record.account_id, record.turn_id))
             self.put_in(undo, record)
-            if record.phase.is_terminal:
+            if record.phase.is_terminal and stored is not None and stored.phase.is_terminal:
                 conversation = (record.account_id, record.conversation_id)
                 chain = engine.t.audit_chain.get(conversation, [])
                 undo.index(engine.t.audit_chain, conversation, ChainLink.after(chain[-1], record))
@@ -1014,6 +1015,21 @@ class NewestFirstRecentTurns(MemoryConversations):
         return tuple(reversed(await super()._recent_turns(account_id, conversation_id, limit)))
 
 
+class FeedByTurnId(MemoryConversations):
+    """The feed lists a conversation's replies by turn id, not by their place in the chain."""
+
+    async def _feed(
+        self, account_id: str, conversation_id: str, after_position: int, limit: int
+    ) -> tuple[tuple[int, str, str | None], ...]:
+        every = await super()._feed(account_id, conversation_id, -1, 1_000)
+        by_id = sorted(every, key=lambda row: row[1])
+        return tuple(
+            (position, turn_id, text)
+            for position, (_, turn_id, text) in enumerate(by_id)
+            if position > after_position
+        )[:limit]
+
+
 CONTROLS: dict[str, tuple[str, type[Any], str]] = {
     "stream_by_time": (
         "conversations",
@@ -1079,6 +1095,11 @@ CONTROLS: dict[str, tuple[str, type[Any], str]] = {
         "commits",
         BundleReplacesStream,
         "check_a_commit_bundle_logs_its_stream_events_after_its_assistant_turn",
+    ),
+    "feed_by_turn_id": (
+        "conversations",
+        FeedByTurnId,
+        "check_the_feed_reads_a_conversations_replies_in_commit_order_after_a_position",
     ),
     "newest_first_recent_turns": (
         "conversations",

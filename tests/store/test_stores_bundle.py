@@ -19,6 +19,7 @@ from turnframe_store import (
     OutboxWriter,
     ReplayWriter,
     Stores,
+    TimerWriter,
     UserTurnRecord,
 )
 from turnframe_store.bundle import protocol_methods
@@ -30,6 +31,7 @@ WRITERS = {
     "events": EventLedgerWriter,
     "outbox": OutboxWriter,
     "replay": ReplayWriter,
+    "timers": TimerWriter,
 }
 
 
@@ -150,6 +152,7 @@ async def test_transactional_stores_without_a_snapshot_refuse_one() -> None:
             "events",
             "outbox",
             "replay",
+            "timers",
             "commits",
         )
     }

@@ -10,6 +10,14 @@ Rules (DESIGN §7):
 - An unknown outcome (a timeout, a sender that raised) is never sent again blindly: the row
   becomes `outcome_unknown`, the conversation is told that verification is in progress (a
   server-written turn), and the reconciler asks the destination until it knows.
+- A row's follow-up turns (`follow_up_turn_id`), one per purpose: `unknown` tells that
+  verification is in progress (at most once, only when an attempt's outcome became unknown);
+  `answer` is the turn that answers the row: the final answer (completed or failed, sent or
+  reconciled) or the row's poisoning. The `answer` turn is written for every final answer of a
+  row that names a conversation, except a completed one its case records nothing of (the
+  workflow's `external_answer` returns None, or a command its policy refuses to an external
+  callback, or the case is gone): that row settles alone. `answer_turn` says which, ahead of
+  the answer.
 - A final answer is recorded in ONE transaction with the follow-up turn that applies it: the
   outbox status, the user-less turn, and the journaled command (a verified external-callback
   origin) that records the answer on the case. That command then runs through the executor,
@@ -31,6 +39,7 @@ from turnframe_core import codes
 from turnframe_core.cases import CaseKey
 from turnframe_core.commands import ExternalCallback, origin_satisfies
 from turnframe_core.ids import derive_id
+from turnframe_core.workflow import Workflow
 from turnframe_runtime import observe
 from turnframe_runtime.accept import PreviousTurnUnfinished, accept_turn
 from turnframe_runtime.config import OutboxConfig
@@ -80,7 +89,8 @@ class NoSender(LookupError):
 
 def follow_up_turn_id(account_id: str, outbox_id: str, purpose: str) -> str:
     """The id of the turn that tells a row's conversation about it: one per row and purpose
-    (`answer`, `unknown`), so a second writer of the same follow-up meets the first's turn."""
+    (`answer`: the turn that answers the row; `unknown`: the one that says verification is in
+    progress), so a second writer of the same follow-up meets the first's turn."""
     return derive_id(
         "turn",
         "turnframe.follow_up_turn.v1",
@@ -310,7 +320,7 @@ class OutboxDispatcher:
         command = workflow.external_answer(request, result)
         if command is None:
             return []
-        origin = ExternalCallback(callback_id=request.outbox_id, signature_verified=True)
+        origin = _answer_origin(request)
         policy = workflow.policy(command.command_type)
         envelope = envelope_for(
             t.ctx.account_id, t.ctx.turn_id, _ANSWER_ACT, 0, case.case_ref, origin, command
@@ -319,6 +329,34 @@ class OutboxDispatcher:
             t.audit.decided(envelope, policy, False)
             return []
         return [PlannedCommand(_ANSWER_ACT, envelope, policy)]  # admitting records the decision
+
+    async def answer_turn(self, row: OutboxEntry) -> str | None:
+        """The id of the turn that answers `row` (purpose `answer`), or None when its answer
+        writes no turn (see the module's rules). For a row already answered, whether that turn
+        was written; for one still to be answered, whether it will be, judged as `_answer`
+        judges a completed answer (a failed one always writes it): by the workflow's
+        `external_answer` for a completed result and its policy for an external callback. A
+        workflow whose answer depends on the destination's reference, or a case gone by the
+        time the answer comes, can make the promise wrong; neither is known ahead."""
+        where = await self._conversation_of(row)
+        if where is None:
+            return None
+        account_id = where[0]
+        turn_id = follow_up_turn_id(account_id, row.outbox_id, "answer")
+        if row.status.is_terminal:
+            try:
+                await self.stores.conversations.get_user_turn(account_id, turn_id)
+            except NotFound:
+                return None
+            return turn_id
+        try:
+            request = OutboxRequest.of(row)
+        except (KeyError, ValueError):  # a body no answer can be recorded from: poisoned, told
+            return turn_id
+        workflow = self.kernel.workflows.get(request.case_ref.workflow)
+        if workflow is None or not _records_completed(workflow, request):
+            return None
+        return turn_id
 
     async def _tell(
         self, tx: Stores, t: TurnState, notice: str, loaded: Sequence[CaseInView] = ()
@@ -419,6 +457,23 @@ class OutboxDispatcher:
         except NotFound:
             return None
         return account_id, user.conversation_id, user.input.locale
+
+
+def _answer_origin(request: OutboxRequest) -> ExternalCallback:
+    """The origin of the command that records an answer: a verified callback on the row."""
+    return ExternalCallback(callback_id=request.outbox_id, signature_verified=True)
+
+
+def _records_completed(workflow: Workflow, request: OutboxRequest) -> bool:
+    """Whether the workflow records a completed answer to `request` on its case with a command
+    an external callback may run (else a completed answer settles the row alone)."""
+    try:
+        command = workflow.external_answer(request, SendCompleted(reference=request.outbox_id))
+        if command is None:
+            return False
+        return origin_satisfies(_answer_origin(request), workflow.policy(command.command_type))
+    except Exception:  # a workflow that raises poisons the row: its answer turn tells that
+        return True
 
 
 def _forget(task: asyncio.Future[Any]) -> None:

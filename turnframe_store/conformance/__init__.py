@@ -109,6 +109,7 @@ from turnframe_store.conformance.turns import (
     check_a_user_turn_is_recorded_once_with_its_received_phase,
     check_an_assistant_turn_is_written_once_and_reloads_identical,
     check_recent_turns_are_the_last_replies_oldest_first,
+    check_the_feed_reads_a_conversations_replies_in_commit_order_after_a_position,
     check_the_phase_marker_never_leaves_a_terminal_phase,
     check_unfinished_turns_are_listed_after_an_interruption,
 )
@@ -129,6 +130,7 @@ __all__ = [
     "check_the_phase_marker_never_leaves_a_terminal_phase",
     "check_unfinished_turns_are_listed_after_an_interruption",
     "check_recent_turns_are_the_last_replies_oldest_first",
+    "check_the_feed_reads_a_conversations_replies_in_commit_order_after_a_position",
     # stream
     "check_stream_events_are_logged_in_order_and_read_back_equal",
     "check_a_stream_is_read_after_a_sequence_at_most_limit_events_at_a_time",

@@ -91,6 +91,7 @@ async def check_a_limit_is_a_whole_number_from_one_to_the_maximum(stores: Stores
     calls: dict[str, Call] = {
         "list_unfinished_turns": lambda n: stores.conversations.list_unfinished_turns(n),
         "recent_turns": lambda n: stores.conversations.recent_turns(ACCOUNT_A, "conv_1", n),
+        "feed": lambda n: stores.conversations.feed(ACCOUNT_A, "conv_1", -1, n),
         "expire_due": lambda n: stores.interactions.expire_due(T0 + 20, n),
         "list_for_case": lambda n: stores.events.list_for_case(ACCOUNT_A, build.case().key, 0, n),
         "read_from": lambda n: stores.events.read_from(ACCOUNT_A, EventCursor.START, n),
@@ -140,11 +141,17 @@ async def check_times_and_revisions_are_whole_numbers_in_their_range(stores: Sto
             stores.conversations.stream_events(ACCOUNT_A, "turn_1", after, 10),  # type: ignore[arg-type]
             f"stream_events after {after!r}",
         )
+        await refused(
+            InvalidRecord,
+            stores.conversations.feed(ACCOUNT_A, "conv_1", after, 10),  # type: ignore[arg-type]
+            f"feed after {after!r}",
+        )
     equal(await _state(stores), before, "the stores after the refused times and revisions")
     await outbox.reschedule("obx_2", MAX_MILLIS)
     await stores.events.list_for_case(ACCOUNT_A, key, MAX_INTEGER, 10)
     for after in (-1, MAX_INTEGER):
         await stores.conversations.stream_events(ACCOUNT_A, "turn_1", after, 10)
+        await stores.conversations.feed(ACCOUNT_A, "conv_1", after, 10)
 
 
 @check
@@ -166,6 +173,8 @@ async def check_an_id_with_a_nul_or_a_lone_surrogate_is_invalid_for_every_reader
         ("get_user_turn", lambda x: conversations.get_user_turn(ACCOUNT_A, x), "turn_1"),
         ("get_assistant_turn", lambda x: conversations.get_assistant_turn(ACCOUNT_A, x), "turn_1"),
         ("list_turns", lambda x: conversations.list_turns(ACCOUNT_A, x), "conv_1"),
+        ("feed's account", lambda x: conversations.feed(x, "conv_1", -1, 10), ACCOUNT_A),
+        ("feed", lambda x: conversations.feed(ACCOUNT_A, x, -1, 10), "conv_1"),
         ("get_phase", lambda x: conversations.get_phase(ACCOUNT_A, x), "turn_1"),
         ("interactions.get", lambda x: cards.get(ACCOUNT_A, x), "int_1"),
         ("open_for_conversation", lambda x: cards.open_for_conversation(ACCOUNT_A, x), "conv_1"),

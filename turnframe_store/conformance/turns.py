@@ -165,3 +165,56 @@ async def check_recent_turns_are_the_last_replies_oldest_first(stores: Stores) -
         "a reply, byte for byte",
     )
     equal(await conversations.recent_turns(ACCOUNT_B, "conv_1", 10), (), "another account's view")
+
+
+@check
+async def check_the_feed_reads_a_conversations_replies_in_commit_order_after_a_position(
+    stores: Stores,
+) -> None:
+    conversations, replay = stores.conversations, stores.replay
+    for turn in ("turn_1", "turn_2", "turn_3", "turn_4"):
+        await start_turn(stores, turn)
+    await start_turn(stores, "turn_5", conversation="conv_2")
+    await start_turn(stores, "turn_6", account=ACCOUNT_B)
+    # made final out of id order; turn_3 fails with no reply, turn_4 is still running
+    for turn, at in (("turn_2", T0 + 1), ("turn_1", T0 + 2)):
+        await conversations.append_assistant_turn(ACCOUNT_A, build.assistant_turn(turn))
+        await replay.put(build.replay_record(turn, phase=TurnPhase.DELIVERED, recorded_at=at))
+    await replay.put(build.replay_record("turn_3", phase=TurnPhase.FAILED, recorded_at=T0 + 3))
+    await replay.put(build.replay_record("turn_4", recorded_at=T0 + 4))
+    await conversations.append_assistant_turn(
+        ACCOUNT_A, build.assistant_turn("turn_5", conversation="conv_2")
+    )
+    await replay.put(
+        build.replay_record("turn_5", conversation="conv_2", phase=TurnPhase.DELIVERED)
+    )
+    await conversations.append_assistant_turn(
+        ACCOUNT_B, build.assistant_turn("turn_6", account=ACCOUNT_B)
+    )
+    await replay.put(build.replay_record("turn_6", account=ACCOUNT_B, phase=TurnPhase.DELIVERED))
+    feed = await conversations.feed(ACCOUNT_A, "conv_1", -1, 10)
+    equal(
+        [(entry.position, entry.turn_id, entry.turn is None) for entry in feed],
+        [(0, "turn_2", False), (1, "turn_1", False), (2, "turn_3", True)],
+        "the feed: every final record in commit order, a reply only where one is stored",
+    )
+    equal(
+        [entry.turn.to_stored_json() for entry in feed if entry.turn is not None],
+        [build.assistant_turn(t).to_stored_json() for t in ("turn_2", "turn_1")],
+        "the replies, byte for byte",
+    )
+    equal(await conversations.feed(ACCOUNT_A, "conv_1", 0, 10), feed[1:], "after position 0")
+    equal(await conversations.feed(ACCOUNT_A, "conv_1", -1, 2), feed[:2], "at most two")
+    equal(await conversations.feed(ACCOUNT_A, "conv_1", 2, 10), (), "after the last position")
+    equal(
+        [e.turn_id for e in await conversations.feed(ACCOUNT_A, "conv_2", -1, 10)],
+        ["turn_5"],
+        "another conversation's feed",
+    )
+    equal(
+        [(e.position, e.turn_id) for e in await conversations.feed(ACCOUNT_B, "conv_1", -1, 10)],
+        [(0, "turn_6")],
+        "another account's conversation of the same id: its own turns only",
+    )
+    equal(await conversations.feed(ACCOUNT_A, "conv_9", -1, 10), (), "a missing conversation")
+    equal(await conversations.feed("acct_other", "conv_1", -1, 10), (), "a foreign account")

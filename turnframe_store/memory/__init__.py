@@ -25,6 +25,7 @@ from turnframe_store.memory.outbox import MemoryOutbox
 from turnframe_store.memory.replay import MemoryReplay
 from turnframe_store.memory.state import Tables, UndoLog
 from turnframe_store.memory.stores import MemoryStores
+from turnframe_store.memory.timers import MemoryTimers
 
 __all__ = [
     "MemoryBundleWriter",
@@ -38,6 +39,7 @@ __all__ = [
     "MemoryReplay",
     "MemoryStores",
     "MemoryTransaction",
+    "MemoryTimers",
     "Tables",
     "UndoLog",
 ]

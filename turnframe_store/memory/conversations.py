@@ -61,6 +61,20 @@ class MemoryConversations(MemoryRole, ConversationStore):
 
         return await self.engine.read(read)
 
+    async def _feed(
+        self, account_id: str, conversation_id: str, after_position: int, limit: int
+    ) -> tuple[tuple[int, str, str | None], ...]:
+        def read() -> tuple[tuple[int, str, str | None], ...]:
+            t = self.engine.t
+            chain = t.audit_chain.get((account_id, conversation_id), [])
+            start = after_position + 1  # a link's position is its index in the chain
+            return tuple(
+                (link.position, link.turn_id, t.assistant_turns.get((account_id, link.turn_id)))
+                for link in chain[start : start + limit]
+            )
+
+        return await self.engine.read(read)
+
     async def _get_phase(self, account_id: str, turn_id: str) -> PhaseMarker:
         t = self.engine.t
         return rules.found(await self.engine.read(lambda: t.phases.get((account_id, turn_id))))

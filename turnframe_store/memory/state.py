@@ -15,6 +15,7 @@ from turnframe_store.records import (
     JournalEntry,
     OutboxEntry,
     PhaseMarker,
+    TimerRecord,
     UserTurnRecord,
 )
 from turnframe_store.roles.conversations import StreamEntry
@@ -116,6 +117,10 @@ class Tables:
         self.audit_linked: dict[Key2, None] = {}
         #: each turn's log, entry n - 1 holding sequence n
         self.stream: dict[Key2, list[StreamEntry]] = {}
+        self.timers: dict[Key2, TimerRecord] = {}
+        self.timers_by_conversation: dict[Key2, list[str]] = {}
+        #: the (account, timer)s a sweep may claim: pending or claimed
+        self.timers_open: dict[Key2, None] = {}
 
     def copy(self) -> Tables:
         """A copy that no later write reaches (values are immutable; lists are copied)."""

@@ -18,6 +18,7 @@ from turnframe_store.memory.interactions import MemoryInteractions
 from turnframe_store.memory.journal import MemoryJournal
 from turnframe_store.memory.outbox import MemoryOutbox
 from turnframe_store.memory.replay import MemoryReplay
+from turnframe_store.memory.timers import MemoryTimers
 
 __all__ = ["MemoryStores"]
 
@@ -28,6 +29,7 @@ _ROLE_CLASSES: dict[str, type] = {
     "events": MemoryEvents,
     "outbox": MemoryOutbox,
     "replay": MemoryReplay,
+    "timers": MemoryTimers,
     "commits": MemoryCommits,
 }
 

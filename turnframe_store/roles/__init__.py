@@ -1,4 +1,4 @@
-"""The seven store roles. Each role's abstract base class is its contract: the public methods with
+"""The eight store roles. Each role's abstract base class is its contract: the public methods with
 their docstrings, argument checks and fault points, and the abstract hooks (`_name`) a store
 implements with storage and its compare-and-swap, judged by the role module's judges. Every role
 but commits is a reader and a writer half; `ReadOnlyStores` exposes only the reader's methods.
@@ -7,8 +7,8 @@ Rules every implementation keeps (DESIGN §6):
 
 1. Account scoping is total: the first argument is the account, and another account's record is
    indistinguishable from a missing one (`NotFound`; lists simply omit it). Exceptions: the outbox
-   (a system queue addressed by `outbox_id`) and the operator sweeps `expire_due` and
-   `list_unfinished_turns`, whose rows carry their account.
+   (a system queue addressed by `outbox_id`) and the operator sweeps `expire_due`,
+   `list_unfinished_turns` and the timers' `claim_due`, whose rows carry their account.
 2. Only the errors of `turnframe_store.errors` are raised, each with its stable code.
 3. Compare-and-swap in the writing step, never a blind overwrite: repeating a settled transition
    with the same data is accepted; settling it differently is `Conflict`, with nothing written.
@@ -39,6 +39,7 @@ from turnframe_store.roles.journal import CommandJournal, CommandJournalReader, 
 from turnframe_store.roles.outbox import OutboxReader, OutboxStore, OutboxWriter
 from turnframe_store.roles.replay import ReplayReader, ReplayStore, ReplayWriter
 from turnframe_store.roles.rules import Role
+from turnframe_store.roles.timers import TimerReader, TimerStore, TimerWriter
 
 __all__ = [
     "CommandJournal",
@@ -61,4 +62,7 @@ __all__ = [
     "ReplayStore",
     "ReplayWriter",
     "Role",
+    "TimerReader",
+    "TimerStore",
+    "TimerWriter",
 ]

@@ -20,6 +20,7 @@ from turnframe_store.errors import Conflict, Corrupt, InvalidRecord, NotFound
 from turnframe_store.faults import FaultPoint
 from turnframe_store.records import (
     ConversationRecord,
+    FeedEntry,
     PhaseMarker,
     UserTurnRecord,
     stream_event_problems,
@@ -213,6 +214,26 @@ class ConversationReader(Role, ABC):
         texts = await self._recent_turns(account_id, conversation_id, rules.limit(limit))
         return tuple(reload_answer(text) for text in texts)
 
+    async def feed(
+        self, account_id: str, conversation_id: str, after_position: int, limit: int
+    ) -> tuple[FeedEntry, ...]:
+        """The conversation's audit-chain links with a position above `after_position` (-1 to
+        `MAX_INTEGER`: -1 reads from the start), sorted by position (commit order), at most
+        `limit`, each with its turn's stored assistant turn exactly as stored (None when the
+        final record has no stored reply). Empty for a missing or foreign conversation. A turn
+        of another schema major raises `UnsupportedSchemaVersion`."""
+        rules.text(account_id, conversation_id)
+        after, most = rules.after_sequence(after_position), rules.limit(limit)
+        rows = await self._feed(account_id, conversation_id, after, most)
+        return tuple(
+            FeedEntry(
+                position=position,
+                turn_id=turn_id,
+                turn=None if text is None else reload_answer(text),
+            )
+            for position, turn_id, text in rows
+        )
+
     async def get_phase(self, account_id: str, turn_id: str) -> PhaseMarker:
         """The turn's phase marker, or `NotFound`."""
         rules.text(account_id, turn_id)
@@ -262,6 +283,13 @@ class ConversationReader(Role, ABC):
         self, account_id: str, conversation_id: str, limit: int
     ) -> tuple[str, ...]:
         """The stored texts of the last `limit` assistant turns, oldest first."""
+
+    @abstractmethod
+    async def _feed(
+        self, account_id: str, conversation_id: str, after_position: int, limit: int
+    ) -> tuple[tuple[int, str, str | None], ...]:
+        """(position, turn id, stored assistant turn text or None) of the conversation's links
+        after `after_position`, by position."""
 
     @abstractmethod
     async def _get_phase(self, account_id: str, turn_id: str) -> PhaseMarker: ...

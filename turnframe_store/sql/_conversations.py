@@ -31,6 +31,7 @@ class ConversationStatements:
     turn_get: Statement
     turns_of_conversation: Statement
     answers_of_conversation: Statement
+    feed_of_conversation: Statement
     turn_answer: Statement
     phase_insert: Statement
     phase_get: Statement
@@ -43,6 +44,7 @@ class ConversationStatements:
         conversation = sql.tables["tf_conversation"]
         turn = sql.tables["tf_turn"]
         phase = sql.tables["tf_turn_phase"]
+        link = sql.tables["tf_audit_link"]
         account = bind("account_id")
         user_turn = (
             turn.c.account_id,
@@ -88,6 +90,28 @@ class ConversationStatements:
                     turn.c.assistant_turn.is_not(None),
                 )
                 .order_by(turn.c.received_at.desc(), turn.c.turn_id.desc())
+                .limit(bind("limit")),
+            ),
+            # The feed: the chain's links after a position (served by the link's primary key,
+            # account_id, conversation_id, position), each with its turn's stored reply.
+            feed_of_conversation=c(
+                "feed_of_conversation",
+                sa.select(link.c.position, link.c.turn_id, turn.c.assistant_turn)
+                .select_from(
+                    link.outerjoin(
+                        turn,
+                        sa.and_(
+                            turn.c.account_id == link.c.account_id,
+                            turn.c.turn_id == link.c.turn_id,
+                        ),
+                    )
+                )
+                .where(
+                    link.c.account_id == account,
+                    link.c.conversation_id == bind("conversation_id"),
+                    link.c.position > bind("after_position"),
+                )
+                .order_by(link.c.position)
                 .limit(bind("limit")),
             ),
             turn_answer=c(
@@ -292,6 +316,25 @@ class SqlConversations(ConversationStore):
         params = {"account_id": account_id, "conversation_id": conversation_id, "limit": limit}
         rows = await self._core.fetch(self._st.answers_of_conversation, params)
         return tuple(str(row["assistant_turn"]) for row in reversed(rows))
+
+    async def _feed(
+        self, account_id: str, conversation_id: str, after_position: int, limit: int
+    ) -> tuple[tuple[int, str, str | None], ...]:
+        params = {
+            "account_id": account_id,
+            "conversation_id": conversation_id,
+            "after_position": after_position,
+            "limit": limit,
+        }
+        rows = await self._core.fetch(self._st.feed_of_conversation, params)
+        return tuple(
+            (
+                int(row["position"]),
+                str(row["turn_id"]),
+                None if row["assistant_turn"] is None else str(row["assistant_turn"]),
+            )
+            for row in rows
+        )
 
     async def _list_unfinished_turns(self, limit: int) -> tuple[PhaseMarker, ...]:
         rows = await self._core.fetch(self._st.phases_unfinished, {"limit": limit})

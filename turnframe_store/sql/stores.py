@@ -8,7 +8,7 @@ and fault points come with the shared roles (`roles`), every decision from
   statement, and a read-back of the row lets the rule judge a statement that moved nothing.
 - `_statements`: one compiler per dialect and schema; each role's statements are a frozen
   dataclass in the role's module (`_conversations`, `_interactions`, `_journal`, `_events`,
-  `_outbox`, `_replay`), built once per dialect and schema.
+  `_outbox`, `_replay`, `_timers`), built once per dialect and schema.
 - `_commits`: the commit bundle is one transaction (one pipeline on PostgreSQL) in its
   normative order, the phase marker folded in.
 """
@@ -40,6 +40,7 @@ from turnframe_store.sql._journal import SqlJournal
 from turnframe_store.sql._outbox import SqlOutbox
 from turnframe_store.sql._replay import SqlReplay
 from turnframe_store.sql._statements import compiler_for
+from turnframe_store.sql._timers import SqlTimers
 from turnframe_store.sql.config import SqlConfig
 from turnframe_store.sql.url import parse_url
 
@@ -69,6 +70,7 @@ def _roles(core: SqlCore) -> dict[str, Any]:
         "events": events,
         "outbox": outbox,
         "replay": replay,
+        "timers": SqlTimers(core),
         "commits": commits,
     }
 

@@ -30,9 +30,11 @@ from sqlalchemy.orm import registry
 from sqlmodel import Field, SQLModel
 
 from turnframe_core.interactions import InteractionStatus
+from turnframe_store.records import TimerStatus
 from turnframe_store.roles import conversations as turn_rules
 from turnframe_store.roles import interactions as card_rules
 from turnframe_store.roles import outbox as outbox_rules
+from turnframe_store.roles import timers as timer_rules
 
 __all__ = [
     "TfCommandJournal",
@@ -42,6 +44,7 @@ __all__ = [
     "TfOutbox",
     "TfReplay",
     "TfStreamEvent",
+    "TfTimer",
     "TfTurn",
     "TfTurnPhase",
     "Timestamp",
@@ -384,6 +387,47 @@ class TfStreamEvent(_TfModel, table=True):
     terminal: bool = Field(sa_type=sa.Boolean, nullable=False)
     at: int = Field(sa_type=sa.BigInteger, nullable=False)
     event: str = _text()
+
+
+class TfTimer(_TfModel, table=True):
+    """An event to fire at `due_at`, stored with its conversation (deleted with it). `event` is
+    canonical JSON, opaque to the store; status, the claim and fired_at move."""
+
+    __tablename__ = "tf_timer"
+    __table_args__ = (
+        sa.PrimaryKeyConstraint("account_id", "timer_id", name="tf_timer_pkey"),
+        sa.ForeignKeyConstraint(
+            ["account_id", "conversation_id"],
+            ["tf_conversation.account_id", "tf_conversation.conversation_id"],
+            name="tf_timer_conversation_fk",
+            ondelete="CASCADE",
+        ),
+        sa.Index("tf_timer_by_conversation", "account_id", "conversation_id", "due_at", "timer_id"),
+        # the sweep: due pending timers, and claims whose lease ran out
+        sa.Index(
+            "tf_timer_due",
+            "due_at",
+            "account_id",
+            "timer_id",
+            **_where(_among("status", {TimerStatus.PENDING})),
+        ),
+        sa.Index(
+            "tf_timer_claims",
+            "claimed_at",
+            **_where(_among("status", timer_rules.TIMER_FIRE.sources)),
+        ),
+    )
+
+    account_id: str = _text(primary_key=True)
+    timer_id: str = _text(primary_key=True)
+    conversation_id: str = _text()
+    due_at: datetime = _time()
+    event: str = _text()
+    status: str = _text()
+    worker_id: str | None = _text(nullable=True)
+    claimed_at: datetime | None = _time(nullable=True)
+    fired_at: datetime | None = _time(nullable=True)
+    created_at: datetime = _time()
 
 
 metadata: Final[sa.MetaData] = _tf_registry.metadata

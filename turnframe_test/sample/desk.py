@@ -3,11 +3,13 @@ directory and executor, the fake airline the outbox reaches) and helpers that sp
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any, Literal
 
 from turnframe_core import IdSource, WorkflowDefinition
 from turnframe_runtime import (
     ClaimReviewer,
+    EventOrigin,
     Interpreter,
     Narrator,
     OutboxConfig,
@@ -52,6 +54,7 @@ class DeskHarness(Harness):
         airline: FakeAirline | None = None,
         outbox: OutboxConfig | None = None,
         narration: Literal["structured", "free"] | None = None,
+        origins: Sequence[EventOrigin] = (),
     ) -> None:
         clock = clock if clock is not None else ManualClock()
         self.desk = TripDesk()
@@ -75,6 +78,7 @@ class DeskHarness(Harness):
             copy=copy if copy is not None else trip_copy(),
             outbox=outbox,
             narration=narration,
+            origins=origins,
         )
 
     def trip(self, trip_id: str = "T-100", label: str = "Rome trip", **fields: Any) -> Trip:

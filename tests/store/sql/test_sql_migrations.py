@@ -32,6 +32,7 @@ TABLES = {
     "tf_replay",
     "tf_stream_event",
     "tf_audit_link",
+    "tf_timer",
 }
 
 
@@ -76,7 +77,7 @@ async def test_the_migrations_create_every_table_and_record_their_version(
     versions = await asyncio.to_thread(_inspect, database, _versions)
 
     assert names == TABLES | {VERSION_TABLE}
-    assert versions == ["0001"]
+    assert versions == ["0002"]
 
 
 async def test_migrating_again_on_the_next_start_keeps_the_data(database: Database) -> None:
@@ -95,7 +96,7 @@ async def test_migrating_again_on_the_next_start_keeps_the_data(database: Databa
     second = await database.migrated()
 
     assert (await second.conversations.get_phase("acct_1", "turn_1")).phase is TurnPhase.RECEIVED
-    assert await asyncio.to_thread(_inspect, database, _versions) == ["0001"]
+    assert await asyncio.to_thread(_inspect, database, _versions) == ["0002"]
 
 
 async def test_the_in_process_guard_lets_stores_in_one_process_migrate_together(
@@ -105,7 +106,7 @@ async def test_the_in_process_guard_lets_stores_in_one_process_migrate_together(
 
     await asyncio.gather(*(stores.migrate() for stores in starting))
 
-    assert await asyncio.to_thread(_inspect, database, _versions) == ["0001"]
+    assert await asyncio.to_thread(_inspect, database, _versions) == ["0002"]
     assert await asyncio.to_thread(_inspect, database, _differences) == []
 
 
@@ -137,5 +138,5 @@ async def test_two_processes_migrating_together_do_not_race(database: Database) 
     outcomes = [await process.communicate() for process in processes]
 
     assert [p.returncode for p in processes] == [0, 0, 0], [err for _, err in outcomes]
-    assert await asyncio.to_thread(_inspect, database, _versions) == ["0001"]
+    assert await asyncio.to_thread(_inspect, database, _versions) == ["0002"]
     assert await asyncio.to_thread(_inspect, database, _differences) == []

@@ -1,0 +1,218 @@
+"""Following a conversation's feed: every stored turn of a conversation, in commit order, what
+`TurnRuntime.follow_conversation` reads.
+
+The rules:
+- the feed is the conversation's audit chain (`ConversationReader.feed`: one link per final
+  record, written in the bundle that stores the turn, positions in commit order); an item's
+  `sequence` is its link's position + 1, so a reader resumes after any sequence it saw, in any
+  process, and sees every later turn exactly once, in the same order as every other reader;
+- a final record without a stored reply (a turn that failed) takes a sequence but yields
+  nothing;
+- a commit in this process that stored a turn of the conversation (any path: user turns,
+  `stream_turn`, outbox follow-ups, recovery, server events; all deliver through one
+  `TurnEvents.transaction`) wakes its readers at once; a turn stored by another process is read
+  by polling every `stream_poll_ms`, doubling up to `stream_poll_max_ms` while the feed is still;
+- the readers of one conversation in this process share ONE poll: a single task reads the
+  store after the last position any of them saw and hands the new items to all of them, so a
+  wake costs one query however many readers wait; a reader that is behind (resuming from an
+  old sequence) first catches up with reads of its own;
+- at most `feed_followers_per_conversation` readers follow one conversation at a time in this
+  process; one more is refused with `TooManyFollowers` before it reads anything. The bound is a
+  process's: each process serving readers bounds its own.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import threading
+from collections import deque
+from collections.abc import AsyncIterator, Iterator
+from dataclasses import dataclass
+
+from turnframe_core.turn import AssistantTurn
+from turnframe_runtime.config import RuntimeConfig
+from turnframe_runtime.errors import TooManyFollowers
+from turnframe_runtime.stream import StreamHub
+from turnframe_store.bundle import Stores
+from turnframe_store.records import FeedEntry
+
+__all__ = ["ConversationFeeds", "FeedItem"]
+
+_PAGE = 200
+#: the newest entries a shared poll keeps for its readers; one further behind reads the store
+_KEPT = 1_000
+
+
+@dataclass(frozen=True)
+class FeedItem:
+    """One stored turn of a conversation's feed: `sequence` (from 1, in commit order; an SSE
+    event id: resume after it) and the turn exactly as stored."""
+
+    sequence: int
+    turn: AssistantTurn
+
+
+class ConversationFeeds:
+    """This process's readers of conversations' feeds, counted per conversation, each
+    conversation's followers sharing one poll."""
+
+    def __init__(self, stores: Stores, hub: StreamHub, config: RuntimeConfig) -> None:
+        self._stores = stores
+        self._hub = hub
+        self._config = config
+        self._lock = threading.Lock()
+        self._reading: dict[tuple[str, str], int] = {}
+        self._polls: dict[tuple[asyncio.AbstractEventLoop, str, str], _SharedPoll] = {}
+
+    def reading(self, account_id: str, conversation_id: str) -> int:
+        """How many readers follow the conversation's feed in this process now."""
+        with self._lock:
+            return self._reading.get((account_id, conversation_id), 0)
+
+    @contextlib.contextmanager
+    def counted(self, account_id: str, conversation_id: str) -> Iterator[None]:
+        """One reader of the conversation while the block runs; `TooManyFollowers` past the
+        bound (nothing read)."""
+        key = (account_id, conversation_id)
+        with self._lock:
+            if self._reading.get(key, 0) >= self._config.feed_followers_per_conversation:
+                raise TooManyFollowers(
+                    "this conversation has as many feed readers as the runtime allows; "
+                    "try again later"
+                )
+            self._reading[key] = self._reading.get(key, 0) + 1
+        try:
+            yield
+        finally:
+            with self._lock:
+                left = self._reading[key] - 1
+                if left:
+                    self._reading[key] = left
+                else:
+                    del self._reading[key]
+
+    async def follow(
+        self, account_id: str, conversation_id: str, after: int, *, follow: bool
+    ) -> AsyncIterator[FeedItem]:
+        """The feed after position `after` (-1: from the start); without `follow`, only what is
+        stored now. The caller counted this reader and checked the conversation is the
+        account's."""
+        while True:
+            # Catch up on reads of its own until a page comes back short (the feed's end now).
+            page = await self._stores.conversations.feed(account_id, conversation_id, after, _PAGE)
+            for entry in page:
+                after = entry.position
+                if entry.turn is not None:
+                    yield FeedItem(entry.position + 1, entry.turn)
+            if len(page) == _PAGE:
+                continue
+            if not follow:
+                return
+            poll = self._join(account_id, conversation_id, after)
+            try:
+                while True:
+                    changed = poll.changed  # taken before reading what is kept
+                    entries = poll.after(after)
+                    if entries is None:
+                        break  # behind what the shared poll keeps: catch up from the store
+                    for entry in entries:
+                        after = entry.position
+                        if entry.turn is not None:
+                            yield FeedItem(entry.position + 1, entry.turn)
+                    if not entries:
+                        if poll.failure is not None:
+                            raise poll.failure
+                        await asyncio.shield(changed)  # never cancels the shared future
+            finally:
+                self._leave(poll)
+
+    def _join(self, account_id: str, conversation_id: str, after: int) -> _SharedPoll:
+        key = (asyncio.get_running_loop(), account_id, conversation_id)
+        with self._lock:
+            poll = self._polls.get(key)
+            if poll is None or poll.stopped:
+                poll = self._polls[key] = _SharedPoll(self, account_id, conversation_id, after)
+            poll.readers += 1
+        return poll
+
+    def _leave(self, poll: _SharedPoll) -> None:
+        with self._lock:
+            poll.readers -= 1
+            if poll.readers:
+                return
+            key = (poll.loop, poll.account_id, poll.conversation_id)
+            if self._polls.get(key) is poll:
+                del self._polls[key]
+        poll.stop()
+
+
+class _SharedPoll:
+    """One conversation's poll in one event loop: reads the feed after the last position read,
+    keeps the newest entries, and wakes its readers (`changed`) when it read something or
+    failed."""
+
+    def __init__(
+        self, feeds: ConversationFeeds, account_id: str, conversation_id: str, after: int
+    ) -> None:
+        self.account_id = account_id
+        self.conversation_id = conversation_id
+        self.loop = asyncio.get_running_loop()
+        self.readers = 0
+        self.stopped = False
+        self.failure: Exception | None = None
+        self.changed: asyncio.Future[None] = self.loop.create_future()
+        self._feeds = feeds
+        self._base = after  # the entries kept are those after `_base`, up to `_head`
+        self._head = after
+        self._kept: deque[FeedEntry] = deque()
+        self._task = self.loop.create_task(self._run())
+
+    def after(self, position: int) -> list[FeedEntry] | None:
+        """The kept entries after `position`; None when some after it are no longer (or were
+        never) kept, or the poll stopped."""
+        if position < self._base or (self.stopped and self.failure is None):
+            return None
+        return [entry for entry in self._kept if entry.position > position]
+
+    def stop(self) -> None:
+        self.stopped = True
+        self._task.cancel()
+
+    def _publish(self) -> None:
+        changed, self.changed = self.changed, self.loop.create_future()
+        changed.set_result(None)
+
+    async def _run(self) -> None:
+        feeds = self._feeds
+        config = feeds._config
+        hub = feeds._hub
+        shortest = config.stream_poll_ms / 1000
+        longest = max(config.stream_poll_max_ms, config.stream_poll_ms) / 1000
+        wait = shortest
+        try:
+            while True:
+                waiter = hub.conversation_waiter(self.account_id, self.conversation_id)
+                try:
+                    page = await feeds._stores.conversations.feed(
+                        self.account_id, self.conversation_id, self._head, _PAGE
+                    )
+                    if page:
+                        self._kept.extend(page)
+                        while len(self._kept) > _KEPT:
+                            self._base = self._kept.popleft().position
+                        self._head = page[-1].position
+                        self._publish()
+                        wait = shortest  # the feed moves: read it often
+                        if len(page) == _PAGE:
+                            continue
+                    with contextlib.suppress(TimeoutError):
+                        await asyncio.wait_for(asyncio.shield(waiter), wait)
+                    if not waiter.done():  # nothing woke it: the feed is still
+                        wait = min(wait * 2, longest)
+                finally:
+                    hub.forget_conversation(self.account_id, self.conversation_id, waiter)
+        except Exception as failure:  # its readers raise it; the next reader starts anew
+            self.failure = failure
+            self.stopped = True
+            self._publish()
