@@ -6,6 +6,7 @@ server writes, which the conversation's feed delivers."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 from collections.abc import AsyncIterator
 from typing import Any
@@ -20,16 +21,17 @@ from turnframe_core import StreamEvent, TurnCompleted, codes, parse_stream_event
 pytestmark = pytest.mark.usefixtures("chat_server")
 
 
-async def _browser(url: str) -> httpx.AsyncClient:
+@contextlib.asynccontextmanager
+async def _browser(url: str) -> AsyncIterator[httpx.AsyncClient]:
     """A client that opened the page first, as a browser does: it holds the account cookie."""
-    client = httpx.AsyncClient(base_url=url, timeout=20)
-    assert (await client.get("/")).status_code == 200
-    return client
+    async with httpx.AsyncClient(base_url=url, timeout=20) as client:
+        assert (await client.get("/")).status_code == 200
+        yield client
 
 
 @pytest.fixture
 async def client(chat_server) -> AsyncIterator[httpx.AsyncClient]:
-    async with await _browser(chat_server.url) as client:
+    async with _browser(chat_server.url) as client:
         yield client
 
 
@@ -92,7 +94,7 @@ async def test_an_api_call_without_an_account_the_page_gave_is_unauthenticated(
 
 async def test_another_browsers_conversation_does_not_exist_for_this_one(client, chat_server):
     await _post(client, "conv_b1", {"text": "what is on file?", "turn_id": "turn_b1"})
-    async with await _browser(chat_server.url) as other:
+    async with _browser(chat_server.url) as other:
         listing = await other.get("/api/conversations/conv_b1/turns")
         turn = await other.get("/api/turns/turn_b1")
 
