@@ -112,6 +112,11 @@ class TurnRuntime:
     def config(self) -> RuntimeConfig:
         return self._kernel.config
 
+    @property
+    def origins(self) -> Mapping[str, EventOrigin]:
+        """The senders of server events this runtime knows, by name (read-only)."""
+        return self._kernel.origins
+
     # --- public API -----------------------------------------------------------------------------
 
     async def load_turn(self, account_id: str, turn_id: str) -> AssistantTurn:

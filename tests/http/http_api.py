@@ -3,10 +3,15 @@
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import socket
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any
 
 import httpx
+import uvicorn
 from starlette.applications import Starlette
 from starlette.requests import Request
 
@@ -115,17 +120,42 @@ async def rows(stores: Stores) -> dict[str, int]:
     assert isinstance(stores, SqlStores)
     schema = stores.config.schema
     if schema is None:
-        listing = "SELECT name AS n FROM sqlite_master WHERE type = 'table' AND name LIKE 'tf_%'"
+        listing = "SELECT name AS n FROM sqlite_master WHERE type = 'table'"
     else:
         listing = (
-            "SELECT table_name AS n FROM information_schema.tables "
-            f"WHERE table_schema = '{schema}' AND table_name LIKE 'tf_%'"
+            f"SELECT table_name AS n FROM information_schema.tables WHERE table_schema = '{schema}'"
         )
     counts: dict[str, int] = {}
     async with stores.engine.backend.reading() as connection:
-        names = [row["n"] for row in await connection.fetch(Statement("t", listing, ("n",)), {})]
+        found = await connection.fetch(Statement("t", listing, ("n",)), {})
+        names = [row["n"] for row in found if row["n"].startswith("tf_")]
         for name in sorted(names):
             table = name if schema is None else f'"{schema}".{name}'
             count = Statement("c", f"SELECT count(*) AS n FROM {table}", ("n",))
             counts[name] = (await connection.fetch(count, {}))[0]["n"]
     return counts
+
+
+@contextlib.asynccontextmanager
+async def served(app: Starlette) -> AsyncIterator[httpx.AsyncClient]:
+    """`app` under uvicorn on 127.0.0.1 (a free port), on this test's event loop (where the
+    desk's stores live), and a client of it; the server stops when the block ends."""
+    listening = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    listening.bind(("127.0.0.1", 0))
+    port = listening.getsockname()[1]
+    server = uvicorn.Server(
+        uvicorn.Config(app, log_level="warning", lifespan="on", timeout_graceful_shutdown=2)
+    )
+    serving = asyncio.ensure_future(server.serve(sockets=[listening]))
+    try:
+        for _ in range(500):
+            if server.started or serving.done():
+                break
+            await asyncio.sleep(0.01)
+        assert server.started, "uvicorn did not start"
+        async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}", timeout=20) as client:
+            yield client
+    finally:
+        server.should_exit = True
+        await asyncio.wait_for(serving, 10)
+        listening.close()

@@ -14,6 +14,7 @@ import pytest
 from http_api import ACCOUNT, CONVERSATION, OTHER, Api, answer_body, card_of
 
 from turnframe_core import codes
+from turnframe_runtime.http.errors import INTERNAL_MESSAGE
 from turnframe_store import Timeout, Unavailable
 
 
@@ -238,4 +239,4 @@ async def test_an_unexpected_failure_is_a_500_that_names_no_cause(
         )
 
     assert response.status_code == 500
-    assert "secret" not in response.text and ACCOUNT not in response.text
+    assert response.json() == {"code": codes.ERROR, "message": INTERNAL_MESSAGE}

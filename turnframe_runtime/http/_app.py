@@ -9,6 +9,7 @@ stream with an `error` frame carrying its code; the client resumes from the last
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
 import logging
@@ -28,15 +29,28 @@ from starlette.routing import Route
 
 from turnframe_core import InvalidTurnInput, TurnframeError, codes
 from turnframe_core.replay import TurnPhase
+from turnframe_core.server_events import ServerEvent
 from turnframe_core.stream import StreamEvent, StreamMode, TurnCompleted, is_terminal
 from turnframe_core.stream import TurnFailed as TurnFailedEvent
 from turnframe_core.turn import AssistantTurn, TurnInput
-from turnframe_runtime.errors import StreamInterrupted, TurnFailed, TurnInProgress
+from turnframe_runtime.errors import (
+    OriginNotVerified,
+    StreamInterrupted,
+    TurnFailed,
+    TurnInProgress,
+)
+from turnframe_runtime.feed import FeedItem
 from turnframe_runtime.http._body import read_json
 from turnframe_runtime.http._options import CorsConfig, HttpLimits
-from turnframe_runtime.http.errors import MalformedRequest, Unauthenticated, refusal_body
+from turnframe_runtime.http.errors import (
+    INTERNAL_MESSAGE,
+    MalformedRequest,
+    Unauthenticated,
+    refusal_body,
+)
 from turnframe_runtime.runtime import TurnRuntime
 from turnframe_runtime.sse import (
+    KEEPALIVE_FRAME,
     SSE_HEADERS,
     SSE_MEDIA_TYPE,
     encode_frame,
@@ -92,9 +106,12 @@ def create_app(
             Route("/conversations/{cid}/turns", api.conversation_turns, methods=["GET"]),
             Route("/turns/{turn_id}/events", api.turn_events, methods=["GET"]),
             Route("/turns/{turn_id}", api.turn, methods=["GET"]),
+            Route("/conversations/{cid}/feed", api.feed, methods=["GET"]),
+            Route("/events/{origin}", api.server_event, methods=["POST"]),
         ],
         middleware=middleware,
         lifespan=api.lifespan,
+        exception_handlers={Exception: _fault},
     )
 
 
@@ -108,6 +125,16 @@ def _cors(cors: CorsConfig) -> Middleware:
         allow_credentials=cors.allow_credentials,
         expose_headers=["x-turn-id"],
         max_age=cors.max_age_s,
+    )
+
+
+async def _fault(request: Request, error: Exception) -> Response:
+    """An error no route turned into a refusal: 500, the same body whatever it was (the server
+    logs the error itself)."""
+    return JSONResponse(
+        {"code": codes.ERROR, "message": INTERNAL_MESSAGE},
+        status_code=500,
+        headers={"cache-control": "no-store"},
     )
 
 
@@ -216,8 +243,7 @@ class _Api:
             return Response(status_code=204)
         # The refusals (an unknown turn, a pruned log, too many followers) before answering:
         # a running turn may log its next event much later, and keepalives hold the connection.
-        async for _ in runtime.resume_stream(account, turn_id, after, follow=False):
-            break
+        await _first(runtime.resume_stream(account, turn_id, after, follow=False))
         return self._stream(account, turn_id, runtime.resume_stream(account, turn_id, after))
 
     @_refusing
@@ -266,10 +292,56 @@ class _Api:
             headers={"cache-control": "no-store"},
         )
 
+    @_refusing
+    async def feed(self, request: Request) -> Response:
+        """GET /conversations/{cid}/feed: every stored turn of the conversation after
+        `Last-Event-ID` (or `?after=`) as an `event: turn` frame whose id is its feed sequence,
+        then each turn as it is stored (server-written follow-ups included), never ending."""
+        account = await self._account(request)
+        cid = request.path_params["cid"]
+        if not _CONVERSATION.fullmatch(cid):
+            raise NotFound()
+        after = parse_last_event_id(
+            request.headers.get("last-event-id") or request.query_params.get("after")
+        )
+        runtime = self.runtime
+        # The refusals (a conversation the account does not have, too many readers) before
+        # answering: a quiet conversation stores its next turn much later.
+        await _first(runtime.follow_conversation(account, cid, after, follow=False))
+        frames = _feed_frames(runtime.follow_conversation(account, cid, after))
+        return StreamingResponse(
+            _keepalive(frames, self._limits.keepalive_s),
+            media_type=SSE_MEDIA_TYPE,
+            headers=dict(SSE_HEADERS),
+        )
+
+    @_refusing
+    async def server_event(self, request: Request) -> Response:
+        """POST /events/{origin}: an event from outside (a `ServerEvent` as JSON, its origin
+        the path's) signed in `x-turnframe-signature`; answered with the server turn it
+        became. The signature is the authentication: `authenticate` is not asked, and an
+        origin that takes events unsigned (`TrustedOrigin`) is never served here."""
+        name = request.path_params["origin"]
+        body = await read_json(request, self._limits)
+        if not isinstance(body, dict):
+            raise InvalidTurnInput("the body is a server event as a JSON object")
+        if body.get("origin", name) != name:
+            raise InvalidTurnInput("the event's origin is the one its path names")
+        runtime = self.runtime
+        origin = runtime.origins.get(name)
+        if origin is None or origin.verify(b"", None):  # unknown, or it signs nothing
+            raise OriginNotVerified("the event's origin was not verified")
+        event = ServerEvent.model_validate({**body, "origin": name})
+        signature = request.headers.get("x-turnframe-signature")
+        turn = await runtime.server_event(event, signature=signature)
+        return JSONResponse(
+            {"turn": turn.model_dump(mode="json")}, headers={"cache-control": "no-store"}
+        )
+
     # --- answers ----------------------------------------------------------------------------------
 
     async def _follow_ups(self, account: str, turn_id: str) -> list[str]:
-        return []
+        return list(await self.runtime.follow_up_turns(account, turn_id))
 
     async def _turn_json(self, account: str, turn: AssistantTurn) -> JSONResponse:
         follow_ups = await self._follow_ups(account, turn.turn_id)
@@ -374,6 +446,63 @@ async def _opened(events: AsyncIterator[StreamEvent]) -> list[StreamEvent]:
         return []
 
 
+async def _first(items: AsyncIterator[Any]) -> None:
+    """Read at most one item of `items` (raising its refusal), then close it (a reader that
+    counts toward a bound stops counting at once)."""
+    try:
+        async for _ in items:
+            break
+    finally:
+        await _close(items)
+
+
+async def _feed_frames(items: AsyncIterator[FeedItem]) -> AsyncIterator[bytes]:
+    first = True
+    try:
+        async for item in items:
+            yield encode_frame(
+                item.turn.model_dump_json(),
+                event="turn",
+                id=str(item.sequence),
+                retry_ms=RETRY_MS if first else None,
+            )
+            first = False
+    finally:
+        await _close(items)
+
+
+async def _keepalive(frames: AsyncIterator[bytes], keepalive_s: float) -> AsyncIterator[bytes]:
+    """`frames`, with a `: keepalive` comment whenever none came for `keepalive_s` seconds;
+    closing this closes `frames`. A failure ends the stream with an `error` frame."""
+    pending: asyncio.Task[bytes] | None = None
+    try:
+        while True:
+            if pending is None:
+                pending = asyncio.ensure_future(anext(frames))
+            done, _ = await asyncio.wait({pending}, timeout=keepalive_s)
+            if not done:
+                yield KEEPALIVE_FRAME
+                continue
+            task, pending = pending, None
+            try:
+                frame = task.result()
+            except StopAsyncIteration:
+                return
+            except Exception as failure:
+                yield encode_frame(
+                    json.dumps({"code": codes.code_of(failure, codes.ERROR)}), event="error"
+                )
+                return
+            yield frame
+    finally:
+        if pending is not None:
+            pending.cancel()
+            await asyncio.wait({pending})
+            if not pending.cancelled():
+                pending.exception()
+        await _close(frames)
+
+
 async def _chained(
     first: list[StreamEvent], events: AsyncIterator[StreamEvent]
 ) -> AsyncIterator[StreamEvent]:
@@ -401,7 +530,7 @@ async def _completed(events: AsyncIterator[StreamEvent]) -> AssistantTurn:
         await _close(events)
 
 
-async def _close(events: AsyncIterator[StreamEvent]) -> None:
+async def _close(events: AsyncIterator[Any]) -> None:
     closing = getattr(events, "aclose", None)
     if closing is not None:
         await closing()

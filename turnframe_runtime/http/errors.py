@@ -29,6 +29,8 @@ from turnframe_core.interactions import (
 from turnframe_runtime.errors import (
     ConversationBusy,
     IdempotencyKeyReused,
+    OriginNotVerified,
+    ServerEventRefused,
     StreamExpired,
     StreamInterrupted,
     TooManyFollowers,
@@ -86,8 +88,9 @@ STATUS: Final[Mapping[type[TurnframeError], int]] = MappingProxyType(
         # 400: the request cannot be read
         MalformedRequest: 400,
         InvalidLastEventId: 400,
-        # 401: no account
+        # 401: no account, or an event whose sender was not verified
         Unauthenticated: 401,
+        OriginNotVerified: 401,
         # 404: missing, or another account's: the same body either way
         NotFound: 404,
         InteractionNotFound: 404,
@@ -110,6 +113,7 @@ STATUS: Final[Mapping[type[TurnframeError], int]] = MappingProxyType(
         InvalidTurnInput: 422,
         InvalidId: 422,
         BodyTooDeep: 422,
+        ServerEventRefused: 422,
         UnknownOption: 422,
         FreeformNotAllowed: 422,
         FreeformRequiredMissing: 422,
