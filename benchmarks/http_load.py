@@ -72,7 +72,14 @@ def serve_library(port: int, url: str, schema: str) -> None:
         return stores
 
     app = create_app(opened, narrate=False)
-    uvicorn.run(app, host="127.0.0.1", port=port, log_level="warning", backlog=4096)
+    uvicorn.run(
+        app,
+        host="127.0.0.1",
+        port=port,
+        log_level="warning",
+        backlog=4096,
+        timeout_graceful_shutdown=2,
+    )
 
 
 def serve_bare(port: int) -> None:
@@ -116,7 +123,14 @@ def serve_bare(port: int) -> None:
             Route("/api/conversations/{cid}/turns", post, methods=["POST"]),
         ]
     )
-    uvicorn.run(app, host="127.0.0.1", port=port, log_level="warning", backlog=4096)
+    uvicorn.run(
+        app,
+        host="127.0.0.1",
+        port=port,
+        log_level="warning",
+        backlog=4096,
+        timeout_graceful_shutdown=2,
+    )
 
 
 def _free_port() -> int:

@@ -37,6 +37,7 @@ from turnframe_runtime.http import create_app as create_api
 __all__ = [
     "ACCOUNT_COOKIE",
     "DEFAULT_DATABASE_FILE",
+    "SHUTDOWN_GRACE_S",
     "app",
     "authenticate",
     "create_app",
@@ -50,6 +51,9 @@ ACCOUNT_COOKIE: Final = "turnframe_chat_account"
 _ACCOUNT: Final = re.compile(r"acct_[0-9a-f]{32}")
 #: a year: the browser keeps its conversations across restarts of the browser
 _COOKIE_AGE_S: Final = 365 * 24 * 3600
+#: how long a stopping server waits for open responses: a feed never ends by itself (its page
+#: reconnects to the next server with Last-Event-ID), so the server cuts it after this
+SHUTDOWN_GRACE_S: Final = 2
 
 
 def default_database_url() -> str:
@@ -103,18 +107,13 @@ def create_app(database: Database | None = None, *, narrate: bool = True) -> Sta
 
     api = create_api(desk_runtime, authenticate=authenticate, on_conversation=on_conversation)
 
-    @contextlib.asynccontextmanager
-    async def lifespan(app: Starlette) -> AsyncIterator[None]:
-        async with api.router.lifespan_context(api):  # a mounted app's lifespan is ours to run
-            yield
-
     app = Starlette(
         routes=[
             Route("/", page),
             Mount("/api", app=api),
             Mount("/static", StaticFiles(directory=STATIC), name="static"),
         ],
-        lifespan=lifespan,
+        lifespan=api.router.lifespan_context,  # a mounted app's lifespan is ours to run
     )
     return app
 

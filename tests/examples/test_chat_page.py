@@ -43,6 +43,9 @@ def test_a_rebooking_clicked_in_the_page_is_answered_through_the_feed_and_reload
     # the airline's answer: written by the server after the click's reply, shown by the feed
     page.wait_for_function(STORED_TURNS, arg=3, timeout=20_000)
     page.wait_for_function(IDLE)
+    asked = len(requests)
+    page.wait_for_timeout(3_500)  # longer than the 3 s the page used to poll at
+    quiet = requests[asked:]
     streamed = page.eval_on_selector_all(".block", BLOCKS)
     order = page.eval_on_selector_all("article.exchange", "ns => ns.map(n => n.dataset.turnId)")
     said = page.locator(".user").all_inner_texts()
@@ -65,12 +68,19 @@ def test_a_rebooking_clicked_in_the_page_is_answered_through_the_feed_and_reload
             "chose “Rebook”",
         ]
     )
-    turns = [b["turn"] for b in streamed]
-    answer = [b for b in streamed if b["turn"] == turns[-1]]
-    receipts = [b for b in answer if b["kind"] == "receipt"]
-    assert receipts and all(b["badge"] == "server" for b in receipts)
-    assert "rebooked" in receipts[0]["text"].lower()
+    assert [(b["kind"], b["author"]) for b in streamed] == [
+        ("receipt", "server"),  # rebooking prepared
+        ("transition", "model"),
+        ("interaction", "server"),  # Rebook / Keep my flight
+        ("receipt", "server"),  # sent to the airline
+        ("transition", "model"),
+        ("receipt", "server"),  # the airline's answer, in the turn the server wrote
+        ("transition", "server"),
+    ]
+    assert all(b["badge"] == b["author"] for b in streamed)
+    assert "airline rebooked the outbound flight" in streamed[5]["text"]
+    assert len({b["turn"] for b in streamed}) == 3
     assert all(b["id"].startswith("blk_") for b in streamed)
-    before_reload = requests[: requests.index(page.url)] if page.url in requests else requests
-    feeds = [url for url in before_reload if "/feed" in url]
-    assert len(feeds) == 1  # one EventSource for the conversation, never reopened
+    assert quiet == []  # nothing asked for while the page waits: the feed brings what comes
+    before_reload = requests[: requests.index(page.url)]
+    assert len([url for url in before_reload if "/feed" in url]) == 1  # one EventSource

@@ -22,7 +22,8 @@ function freshId(prefix) {
 
 const params = new URLSearchParams(location.search);
 let cid = params.get("c");
-if (!cid || !ID.test(cid)) {
+const fresh = !cid || !ID.test(cid); // a conversation this page starts: nothing stored yet
+if (fresh) {
   cid = freshId("conv_");
   params.set("c", cid);
   history.replaceState(null, "", "?" + params.toString());
@@ -406,6 +407,10 @@ function delivered(turn, sequence) {
 }
 
 async function load() {
+  if (fresh) {
+    document.body.setAttribute("data-loaded", "true");
+    return;
+  }
   try {
     const { turns, inputs } = await stored();
     for (const turn of turns) {
