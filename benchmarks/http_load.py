@@ -274,10 +274,12 @@ async def connections(server: Server) -> int:
 class Figures:
     rss_before_kib: int = 0
     rss_after_kib: int = 0
+    sessions_before: int = 0
     idle_connections: int = 0
     peak_connections: int = 0
     latencies_ms: list[float] = field(default_factory=list)
     replies_ms: list[float] = field(default_factory=list)
+    after_reply_ms: list[float] = field(default_factory=list)
     missed: int = 0
     followers: int = 0
 
@@ -300,6 +302,7 @@ async def measure(
     followers: int,
     rounds: int,
     round_timeout_s: float,
+    streams: int,
     payload: bytes,
 ) -> Figures:
     figures = Figures(followers=followers)
@@ -314,6 +317,8 @@ async def measure(
             )
         await asyncio.sleep(1)
         figures.rss_before_kib = server.rss_kib()
+        if library:
+            figures.sessions_before = await connections(server)
         crowd = [Follower(conversations[n % len(conversations)]) for n in range(followers)]
         tasks = [asyncio.create_task(follow(client, server.url, f)) for f in crowd]
         try:
@@ -327,7 +332,15 @@ async def measure(
                 figures.idle_connections = await connections(server)
             for _ in range(rounds):
                 await _round(
-                    client, server, crowd, conversations, library, payload, figures, round_timeout_s
+                    client,
+                    server,
+                    crowd,
+                    conversations,
+                    library,
+                    payload,
+                    figures,
+                    round_timeout_s,
+                    streams,
                 )
         finally:
             for task in tasks:
@@ -345,6 +358,7 @@ async def _round(
     payload: bytes,
     figures: Figures,
     timeout_s: float,
+    streams: int,
 ) -> None:
     sampling = True
 
@@ -354,12 +368,12 @@ async def _round(
             await asyncio.sleep(0.05)
 
     sampler = asyncio.create_task(sample())
+    talking = conversations[:streams]
     posted = await asyncio.gather(
-        *(post_turn(client, server.url, cid, payload, library) for cid in conversations)
+        *(post_turn(client, server.url, cid, payload, library) for cid in talking)
     )
-    by_cid = {
-        cid: (turn_id, sent) for cid, (turn_id, sent, _) in zip(conversations, posted, strict=True)
-    }
+    by_cid = dict(zip(talking, posted, strict=True))
+    crowd = [f for f in crowd if f.cid in by_cid]
     figures.replies_ms += [(done - sent) * 1000 for _, sent, done in posted]
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
@@ -369,25 +383,27 @@ async def _round(
     sampling = False
     await sampler
     for follower in crowd:
-        turn_id, sent = by_cid[follower.cid]
+        turn_id, sent, replied = by_cid[follower.cid]
         if turn_id in follower.received:
             figures.latencies_ms.append((follower.received[turn_id] - sent) * 1000)
+            figures.after_reply_ms.append((follower.received[turn_id] - replied) * 1000)
         else:
             figures.missed += 1
 
 
-async def refusal(server: Server, cid: str, bound: int, already: int) -> tuple[int, str]:
-    """Follow `cid` up to the bound, then once more: the last one's status and code."""
+async def refusal(server: Server, cid: str, bound: int) -> tuple[int, int, str]:
+    """Follow `cid` up to the bound, then once more: how many were accepted, and the last
+    one's status and code."""
     limits = httpx.Limits(max_connections=None, max_keepalive_connections=None)
     async with httpx.AsyncClient(limits=limits, timeout=httpx.Timeout(30, read=None)) as client:
         client.cookies.update({"turnframe_chat_account": ACCOUNT})
-        crowd = [Follower(cid) for _ in range(bound - already)]
+        crowd = [Follower(cid) for _ in range(bound)]
         tasks = [asyncio.create_task(follow(client, server.url, f)) for f in crowd]
         try:
             await asyncio.wait_for(asyncio.gather(*(f.ready.wait() for f in crowd)), 60)
             response = await client.get(f"{server.url}/api/conversations/{cid}/feed")
             code = str(response.json().get("code")) if response.status_code != 200 else "-"
-            return response.status_code, code
+            return sum(f.status == 200 for f in crowd), response.status_code, code
         finally:
             for task in tasks:
                 task.cancel()
@@ -429,11 +445,12 @@ async def run(args: argparse.Namespace) -> None:
             followers=args.followers,
             rounds=args.rounds,
             round_timeout_s=args.round_timeout,
+            streams=min(args.streams, len(conversations)),
             payload=b"",
         )
         payload = await stored_turn_payload(library, conversations[0])
         per_conversation = -(-args.followers // len(conversations))
-        status, code = await refusal(library, conversations[0], args.bound, 0)
+        accepted, status, code = await refusal(library, conversations[0], args.bound)
         library.stop()
         bare = await start("serve-bare")
         base = await measure(
@@ -443,6 +460,7 @@ async def run(args: argparse.Namespace) -> None:
             followers=args.followers,
             rounds=args.rounds,
             round_timeout_s=args.round_timeout,
+            streams=min(args.streams, len(conversations)),
             payload=payload,
         )
     finally:
@@ -453,12 +471,14 @@ async def run(args: argparse.Namespace) -> None:
 
     print(
         f"{args.followers} feed followers over {len(conversations)} conversations "
-        f"(~{per_conversation} each), {len(conversations)} turn streams per round, "
+        f"(~{per_conversation} each), {min(args.streams, len(conversations))} turn streams per "
+        "round, "
         f"{args.rounds} rounds; one uvicorn process; payload {len(payload)} bytes"
     )
     print(f"{'':<34} {'library':>10} {'bare':>10}")
-    print(f"{'PostgreSQL sessions, idle':<34} {lib.idle_connections:10d} {'-':>10}")
-    print(f"{'PostgreSQL sessions, peak':<34} {lib.peak_connections:10d} {'-':>10}")
+    print(f"{'PostgreSQL sessions, no followers':<34} {lib.sessions_before:10d} {'-':>10}")
+    print(f"{'PostgreSQL sessions, followers idle':<34} {lib.idle_connections:10d} {'-':>10}")
+    print(f"{'PostgreSQL sessions, turns running':<34} {lib.peak_connections:10d} {'-':>10}")
     print(
         _row(
             "server RSS before followers",
@@ -483,11 +503,20 @@ async def run(args: argparse.Namespace) -> None:
             )
         )
         print(_row(f"POST reply {name}", _pct(lib.replies_ms, q), _pct(base.replies_ms, q), "ms"))
+
+    print(
+        f"library: a follower has the turn {_pct(lib.after_reply_ms, 0.5):+.0f} ms (p50) / "
+        f"{_pct(lib.after_reply_ms, 0.99):+.0f} ms (p99) after the POST's own reply ended "
+        "(negative: before)"
+    )
     print(
         f"deliveries {len(lib.latencies_ms)} / {len(base.latencies_ms)}, "
         f"missed {lib.missed} / {base.missed} (library / bare)"
     )
-    print(f"follower {args.bound + 1} of one conversation: {status} {code}")
+    print(
+        f"one conversation followed {accepted} times (bound {args.bound}); "
+        f"follower {args.bound + 1}: {status} {code}"
+    )
 
 
 def main() -> None:
@@ -502,6 +531,12 @@ def main() -> None:
     parser.add_argument("--followers", type=int, default=300)
     parser.add_argument("--conversations", type=int, default=50)
     parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument(
+        "--streams",
+        type=int,
+        default=50,
+        help="turns POSTed at once per round (one per conversation)",
+    )
     parser.add_argument("--round-timeout", type=float, default=30.0)
     parser.add_argument("--bound", type=int, default=64, help="followers per conversation")
     parser.add_argument("--timeout", type=float, default=600.0, help="the whole run, seconds")
