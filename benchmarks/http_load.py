@@ -199,7 +199,7 @@ class Follower:
     status: int | None = None
 
 
-async def follow(client: httpx.AsyncClient, base: str, follower: Follower) -> None:
+async def follow(base: str, follower: Follower) -> None:
     """Read the feed on a bare socket (HTTP/1.1 by hand): the client's own cost per delivery is
     a regex over the bytes read, so the latencies are the server's, not a client library's."""
     host, port = base.removeprefix("http://").split(":")
@@ -228,9 +228,7 @@ async def follow(client: httpx.AsyncClient, base: str, follower: Follower) -> No
         writer.close()
 
 
-async def post_turn(
-    client: httpx.AsyncClient, base: str, cid: str, body: bytes, library: bool
-) -> tuple[str, float, float]:
+async def post_turn(base: str, cid: str, body: bytes, library: bool) -> tuple[str, float, float]:
     """(turn id, when the POST was sent, when its reply ended), on a bare socket too."""
     turn_id = "turn_" + secrets.token_hex(16)
     if library:
@@ -306,51 +304,35 @@ async def measure(
     payload: bytes,
 ) -> Figures:
     figures = Figures(followers=followers)
-    limits = httpx.Limits(max_connections=None, max_keepalive_connections=None)
-    timeout = httpx.Timeout(60, read=None)
-    async with httpx.AsyncClient(limits=limits, timeout=timeout) as client:
-        cookies = {"turnframe_chat_account": ACCOUNT}
-        client.cookies.update(cookies)
-        if library:  # each conversation exists (and has its trip) before it is followed
-            await asyncio.gather(
-                *(post_turn(client, server.url, cid, payload, True) for cid in conversations)
-            )
+    if library:  # each conversation exists (and has its trip) before it is followed
+        await asyncio.gather(*(post_turn(server.url, cid, payload, True) for cid in conversations))
+    await asyncio.sleep(1)
+    figures.rss_before_kib = server.rss_kib()
+    if library:
+        figures.sessions_before = await connections(server)
+    crowd = [Follower(conversations[n % len(conversations)]) for n in range(followers)]
+    tasks = [asyncio.create_task(follow(server.url, f)) for f in crowd]
+    try:
+        await asyncio.wait_for(asyncio.gather(*(f.ready.wait() for f in crowd)), 60)
+        refused = [f.status for f in crowd if f.status != 200]
+        if refused:
+            raise SystemExit(f"{len(refused)} followers were refused: {refused[:3]}")
         await asyncio.sleep(1)
-        figures.rss_before_kib = server.rss_kib()
+        figures.rss_after_kib = server.rss_kib()
         if library:
-            figures.sessions_before = await connections(server)
-        crowd = [Follower(conversations[n % len(conversations)]) for n in range(followers)]
-        tasks = [asyncio.create_task(follow(client, server.url, f)) for f in crowd]
-        try:
-            await asyncio.wait_for(asyncio.gather(*(f.ready.wait() for f in crowd)), 60)
-            refused = [f.status for f in crowd if f.status != 200]
-            if refused:
-                raise SystemExit(f"{len(refused)} followers were refused: {refused[:3]}")
-            await asyncio.sleep(1)
-            figures.rss_after_kib = server.rss_kib()
-            if library:
-                figures.idle_connections = await connections(server)
-            for _ in range(rounds):
-                await _round(
-                    client,
-                    server,
-                    crowd,
-                    conversations,
-                    library,
-                    payload,
-                    figures,
-                    round_timeout_s,
-                    streams,
-                )
-        finally:
-            for task in tasks:
-                task.cancel()
-            await asyncio.gather(*tasks, return_exceptions=True)
+            figures.idle_connections = await connections(server)
+        for _ in range(rounds):
+            await _round(
+                server, crowd, conversations, library, payload, figures, round_timeout_s, streams
+            )
+    finally:
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
     return figures
 
 
 async def _round(
-    client: httpx.AsyncClient,
     server: Server,
     crowd: list[Follower],
     conversations: list[str],
@@ -370,7 +352,7 @@ async def _round(
     sampler = asyncio.create_task(sample())
     talking = conversations[:streams]
     posted = await asyncio.gather(
-        *(post_turn(client, server.url, cid, payload, library) for cid in talking)
+        *(post_turn(server.url, cid, payload, library) for cid in talking)
     )
     by_cid = dict(zip(talking, posted, strict=True))
     crowd = [f for f in crowd if f.cid in by_cid]
@@ -398,7 +380,7 @@ async def refusal(server: Server, cid: str, bound: int) -> tuple[int, int, str]:
     async with httpx.AsyncClient(limits=limits, timeout=httpx.Timeout(30, read=None)) as client:
         client.cookies.update({"turnframe_chat_account": ACCOUNT})
         crowd = [Follower(cid) for _ in range(bound)]
-        tasks = [asyncio.create_task(follow(client, server.url, f)) for f in crowd]
+        tasks = [asyncio.create_task(follow(server.url, f)) for f in crowd]
         try:
             await asyncio.wait_for(asyncio.gather(*(f.ready.wait() for f in crowd)), 60)
             response = await client.get(f"{server.url}/api/conversations/{cid}/feed")

@@ -402,7 +402,6 @@ function delivered(turn, sequence) {
     // written elsewhere: what the user said for it, if they said anything
     stored().then(({ inputs }) => showSaid(turn.turn_id, inputs[turn.turn_id])).catch(() => {});
   }
-  if (!busy) setBusy(false); // a card delivered while idle can be clicked
   window.scrollTo(0, document.body.scrollHeight);
 }
 
