@@ -45,9 +45,11 @@ __all__ = [
     "require_prefixed",
 ]
 
-IdPrefix = Literal["conv", "turn", "blk", "evt", "cmd", "int", "opt", "obx", "rcp", "rpl", "bat"]
+IdPrefix = Literal[
+    "conv", "turn", "blk", "evt", "cmd", "int", "opt", "obx", "rcp", "rpl", "bat", "tmr"
+]  # fmt: skip
 PREFIXES: Final[tuple[str, ...]] = (
-    "conv", "turn", "blk", "evt", "cmd", "int", "opt", "obx", "rcp", "rpl", "bat",
+    "conv", "turn", "blk", "evt", "cmd", "int", "opt", "obx", "rcp", "rpl", "bat", "tmr",
 )  # fmt: skip
 
 _BODY = r"[0-9A-Za-z][0-9A-Za-z_-]{0,127}"

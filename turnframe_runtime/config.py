@@ -40,6 +40,11 @@ class RuntimeConfig:
       the narrator chooses moves and the server renders each through its own copy, so nothing a
       model wrote is shown. `"free"`: the narrator writes text, shown when an explicitly passed
       `ClaimReviewer` passes it and every value in it is grounded in the turn.
+    - `timer_lease_ms`: how long a worker's claim on a due timer lasts (`fire_due_events`);
+      a timer whose worker died holding it is claimed again once the lease ran out, and its
+      event meets the turn the first claim began (so a lease shorter than a turn takes only
+      costs a wasted wait, never a second effect). `timer_poll_ms`: how often `turnframe
+      worker` looks for due timers.
     - `guard`: how the wording guard reads free prose's languages (`GuardConfig`: ordinary
       words to add per language, the shortest text judged foreign, languages whose language
       check is off); its claim rules and value grounding always run.
@@ -57,6 +62,8 @@ class RuntimeConfig:
     stream_every_turn: bool = True
     narration: Literal["structured", "free"] = "structured"
     guard: GuardConfig = DEFAULT_GUARD
+    timer_lease_ms: int = 60_000
+    timer_poll_ms: int = 1_000
 
     def __post_init__(self) -> None:
         if self.narration not in ("structured", "free"):
@@ -70,6 +77,8 @@ class RuntimeConfig:
             "stream_poll_max_ms",
             "stream_followers_per_turn",
             "feed_followers_per_conversation",
+            "timer_lease_ms",
+            "timer_poll_ms",
         )
 
 

@@ -27,7 +27,7 @@ import asyncio
 import contextlib
 import threading
 from collections import deque
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncGenerator, Iterator
 from dataclasses import dataclass
 
 from turnframe_core.turn import AssistantTurn
@@ -94,7 +94,7 @@ class ConversationFeeds:
 
     async def follow(
         self, account_id: str, conversation_id: str, after: int, *, follow: bool
-    ) -> AsyncIterator[FeedItem]:
+    ) -> AsyncGenerator[FeedItem, None]:
         """The feed after position `after` (-1: from the start); without `follow`, only what is
         stored now. The caller counted this reader and checked the conversation is the
         account's."""
@@ -109,7 +109,7 @@ class ConversationFeeds:
                 continue
             if not follow:
                 return
-            poll = self._join(account_id, conversation_id, after)
+            poll = self._join(account_id, conversation_id, after, at_end=not page)
             try:
                 while True:
                     changed = poll.changed  # taken before reading what is kept
@@ -127,12 +127,21 @@ class ConversationFeeds:
             finally:
                 self._leave(poll)
 
-    def _join(self, account_id: str, conversation_id: str, after: int) -> _SharedPoll:
+    def _join(
+        self, account_id: str, conversation_id: str, after: int, *, at_end: bool
+    ) -> _SharedPoll:
+        """The conversation's shared poll, joined by a reader at `after`; `at_end`: its last
+        read found nothing after `after`. A poll that starts past such a reader started from a
+        position a reader only claimed (beyond the feed's end, or since grown past): it reads
+        again from the reader's, so that no reader is left behind it for good."""
         key = (asyncio.get_running_loop(), account_id, conversation_id)
         with self._lock:
             poll = self._polls.get(key)
             if poll is None or poll.stopped:
-                poll = self._polls[key] = _SharedPoll(self, account_id, conversation_id, after)
+                poll = _SharedPoll(self._stores, self._hub, self._config, key, after)
+                self._polls[key] = poll
+            elif at_end and after < poll.base:
+                poll.rewind(after)
             poll.readers += 1
         return poll
 
@@ -141,9 +150,8 @@ class ConversationFeeds:
             poll.readers -= 1
             if poll.readers:
                 return
-            key = (poll.loop, poll.account_id, poll.conversation_id)
-            if self._polls.get(key) is poll:
-                del self._polls[key]
+            if self._polls.get(poll.key) is poll:
+                del self._polls[poll.key]
         poll.stop()
 
 
@@ -153,27 +161,42 @@ class _SharedPoll:
     failed."""
 
     def __init__(
-        self, feeds: ConversationFeeds, account_id: str, conversation_id: str, after: int
+        self,
+        stores: Stores,
+        hub: StreamHub,
+        config: RuntimeConfig,
+        key: tuple[asyncio.AbstractEventLoop, str, str],
+        after: int,
     ) -> None:
-        self.account_id = account_id
-        self.conversation_id = conversation_id
-        self.loop = asyncio.get_running_loop()
+        self.key = key
+        self.loop, self.account_id, self.conversation_id = key
         self.readers = 0
         self.stopped = False
         self.failure: Exception | None = None
         self.changed: asyncio.Future[None] = self.loop.create_future()
-        self._feeds = feeds
-        self._base = after  # the entries kept are those after `_base`, up to `_head`
+        self.base = after  # the entries kept are those after `base`, up to `_head`
         self._head = after
         self._kept: deque[FeedEntry] = deque()
+        self._stores = stores
+        self._hub = hub
+        self._shortest = config.stream_poll_ms / 1000
+        self._longest = max(config.stream_poll_max_ms, config.stream_poll_ms) / 1000
         self._task = self.loop.create_task(self._run())
 
     def after(self, position: int) -> list[FeedEntry] | None:
         """The kept entries after `position`; None when some after it are no longer (or were
         never) kept, or the poll stopped."""
-        if position < self._base or (self.stopped and self.failure is None):
+        if position < self.base or (self.stopped and self.failure is None):
             return None
         return [entry for entry in self._kept if entry.position > position]
+
+    def rewind(self, after: int) -> None:
+        """Read again from `after`: what is kept is dropped, and the read under way (which
+        started from further on) is abandoned."""
+        self.base = self._head = after
+        self._kept.clear()
+        self._task.cancel()
+        self._task = self.loop.create_task(self._run())
 
     def stop(self) -> None:
         self.stopped = True
@@ -184,32 +207,28 @@ class _SharedPoll:
         changed.set_result(None)
 
     async def _run(self) -> None:
-        feeds = self._feeds
-        config = feeds._config
-        hub = feeds._hub
-        shortest = config.stream_poll_ms / 1000
-        longest = max(config.stream_poll_max_ms, config.stream_poll_ms) / 1000
-        wait = shortest
+        hub, conversations = self._hub, self._stores.conversations
+        wait = self._shortest
         try:
             while True:
                 waiter = hub.conversation_waiter(self.account_id, self.conversation_id)
                 try:
-                    page = await feeds._stores.conversations.feed(
+                    page = await conversations.feed(
                         self.account_id, self.conversation_id, self._head, _PAGE
                     )
                     if page:
                         self._kept.extend(page)
                         while len(self._kept) > _KEPT:
-                            self._base = self._kept.popleft().position
+                            self.base = self._kept.popleft().position
                         self._head = page[-1].position
                         self._publish()
-                        wait = shortest  # the feed moves: read it often
+                        wait = self._shortest  # the feed moves: read it often
                         if len(page) == _PAGE:
                             continue
                     with contextlib.suppress(TimeoutError):
                         await asyncio.wait_for(asyncio.shield(waiter), wait)
                     if not waiter.done():  # nothing woke it: the feed is still
-                        wait = min(wait * 2, longest)
+                        wait = min(wait * 2, self._longest)
                 finally:
                     hub.forget_conversation(self.account_id, self.conversation_id, waiter)
         except Exception as failure:  # its readers raise it; the next reader starts anew

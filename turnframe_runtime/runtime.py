@@ -9,7 +9,11 @@ needs while it outlives its reader.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
+import os
+import secrets
+import socket
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from functools import partial
 
@@ -41,6 +45,7 @@ from turnframe_runtime.ports import (
 )
 from turnframe_runtime.recover import RecoveredTurn, RecoveryReport
 from turnframe_runtime.server_event import judged_event, run_server_event, verified_origin
+from turnframe_runtime.timers import cancel, fire_due, schedule
 from turnframe_store.bundle import Stores
 from turnframe_store.errors import NotFound
 
@@ -85,6 +90,8 @@ class TurnRuntime:
         )
         self._outbox = OutboxDispatcher(self._kernel, senders or {}, outbox)
         self._running: set[asyncio.Task[AssistantTurn]] = set()
+        #: who this runtime's timer claims name (one per runtime: a restart is a new worker)
+        self._timer_worker = f"{socket.gethostname()}:{os.getpid()}:{secrets.token_hex(6)}"
 
     @property
     def stores(self) -> Stores:
@@ -230,6 +237,33 @@ class TurnRuntime:
         origin = verified_origin(self._kernel, event, signature)
         return await run_server_event(self._kernel, event, origin)
 
+    async def schedule_event(
+        self, event: ServerEvent, *, at_ms: int, signature: str | None = None
+    ) -> str:
+        """Store `event` with its conversation to run as `server_event` at `at_ms` (epoch
+        milliseconds), and return its timer id. It is verified now as `server_event` verifies
+        it (`OriginNotVerified`; `NotFound` for a conversation, workflow or case the account
+        does not have); the id is derived from (account, origin, idempotency key), so
+        scheduling it again is the same timer, and the key with another event or time is
+        `IdempotencyKeyReused`. `fire_due_events` runs it (`turnframe worker` calls it)."""
+        event = judged_event(event)
+        return await schedule(self._kernel, event, at_ms, signature)
+
+    async def cancel_event(self, account_id: str, timer_id: str) -> bool:
+        """Cancel a scheduled event that has not fired: True when it is cancelled, False when
+        it had fired already; `NotFound` for a timer this account does not have. A timer a
+        worker holds at that moment may still run."""
+        return await cancel(self._kernel, account_id, timer_id)
+
+    async def fire_due_events(self, *, limit: int = 100) -> int:
+        """Run the scheduled events that are due (every account; at most `limit`), each claimed
+        with a lease (`RuntimeConfig.timer_lease_ms`) so two workers never run one at once, as
+        a server event; returns how many were marked fired. A timer whose worker died is
+        claimed again after the lease and meets the turn the first claim began (one receipt
+        turn, one effect); an event refused for good is marked fired and counted
+        (`timer.refused`), having written nothing."""
+        return await fire_due(self._kernel, self._timer_worker, limit)
+
     async def resume_stream(
         self, account_id: str, turn_id: str, after_sequence: int = 0, *, follow: bool = True
     ) -> AsyncIterator[StreamEvent]:
@@ -272,10 +306,12 @@ class TurnRuntime:
         feeds = self._kernel.feeds
         with feeds.counted(account_id, conversation_id):
             await self._kernel.stores.conversations.get_conversation(account_id, conversation_id)
-            async for item in feeds.follow(
-                account_id, conversation_id, after_sequence - 1, follow=follow
-            ):
-                yield item
+            # closed with this one, so a reader that stops leaves the shared poll at once
+            async with contextlib.aclosing(
+                feeds.follow(account_id, conversation_id, after_sequence - 1, follow=follow)
+            ) as items:
+                async for item in items:
+                    yield item
 
     def feed_followers(self, account_id: str, conversation_id: str) -> int:
         """How many readers follow the conversation's feed in this process now (at most

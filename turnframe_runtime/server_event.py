@@ -24,16 +24,19 @@ Rules, in the order they apply:
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from turnframe_core.cases import CaseKey
 from turnframe_core.commands import CommandOrigin
+from turnframe_core.errors import TurnframeError
 from turnframe_core.ids import derive_id
 from turnframe_core.replay import TargetResolutionRecord, TurnPhase
 from turnframe_core.server_events import ServerEvent
 from turnframe_core.turn import SERVER_TURN_ORIGIN, AssistantTurn, InvalidTurnInput
 from turnframe_core.understanding import Understanding
 from turnframe_core.workflow import DomainRefusal, ResolvedAct
+from turnframe_runtime import observe
 from turnframe_runtime.accept import PreviousTurnUnfinished
 from turnframe_runtime.cards import RaisedCard
 from turnframe_runtime.context import NOTHING
@@ -50,11 +53,18 @@ from turnframe_runtime.reduce import ActResult, CaseInView, Plan, judge_commands
 from turnframe_runtime.server_turn import server_turn
 from turnframe_runtime.state import TurnState
 from turnframe_store.errors import Conflict, NotFound
+from turnframe_store.records import UserTurnRecord
 
 if TYPE_CHECKING:
     from turnframe_runtime.kernel import Kernel
 
-__all__ = ["event_turn_id", "judged_event", "run_server_event", "verified_origin"]
+__all__ = [
+    "conversation_locale",
+    "event_turn_id",
+    "judged_event",
+    "run_server_event",
+    "verified_origin",
+]
 
 #: the act id of the event's operation (a server turn has no user act)
 _ACT = "event"
@@ -86,18 +96,42 @@ def verified_origin(kernel: Kernel, event: ServerEvent, signature: str | None) -
 
 
 async def run_server_event(
-    kernel: Kernel, event: ServerEvent, origin: CommandOrigin
+    kernel: Kernel, event: ServerEvent, origin: CommandOrigin, *, lease_ms: int | None = None
 ) -> AssistantTurn:
-    """Rules 2-5 for a verified event; its stored reply."""
+    """Rules 2-5 for a verified event, in a span of its own (`turnframe.server_event`); its
+    stored reply. `lease_ms` (a timer's): the event's unfinished turn is finished only once its
+    marker is that old (a younger one may still run in the process whose lease ran out), else
+    `TurnInProgress`."""
+    with observe.span("server_event", origin=event.origin):
+        try:
+            turn = await _run(kernel, event, origin, lease_ms)
+        except TurnframeError as error:
+            observe.count("server_event.raised", code=error.code)
+            raise
+        observe.annotate(turn_id=turn.turn_id, status=turn.status.value)
+        observe.count("server_event.completed", status=turn.status.value)
+        return turn
+
+
+async def _run(
+    kernel: Kernel, event: ServerEvent, origin: CommandOrigin, lease_ms: int | None
+) -> AssistantTurn:
     account_id, conversation_id = event.account_id, event.conversation_id
     turn_id = event_turn_id(account_id, event.origin, event.idempotency_key)
     cause = f"event:{event.origin}:{event.content_digest()}"
+    conversations = kernel.stores.conversations
     async with kernel.lock(account_id, conversation_id):
-        await kernel.stores.conversations.get_conversation(account_id, conversation_id)
-        prior = await _prior(kernel, event, turn_id, cause)
-        if prior is not None:
-            return prior
-        locale = event.locale or await conversation_locale(kernel, account_id, conversation_id)
+        # One read: the conversation's turns tell whether this event began its turn here, and
+        # the conversation's locale (the same key used in another conversation is caught when
+        # its turn id refuses to be stored twice).
+        turns = await conversations.list_turns(account_id, conversation_id)
+        if not turns:
+            await conversations.get_conversation(account_id, conversation_id)  # NotFound
+        if any(turn.turn_id == turn_id for turn in turns):
+            prior = await _prior(kernel, event, turn_id, cause, lease_ms=lease_ms)
+            if prior is not None:
+                return prior
+        locale = event.locale or conversation_locale(turns, kernel.config.locales[0])
         for _ in range(2):
             t = server_turn(kernel, account_id, conversation_id, turn_id, cause, locale)
             case = await _case(kernel, t, event)
@@ -110,8 +144,10 @@ async def run_server_event(
                 # chains to one that stays; then the case is read again.
                 await kernel.recovery().turn(account_id, previous.turn_id)
             except Conflict:
-                # Another process began the same event between the read and the write.
-                prior = await _prior(kernel, event, turn_id, cause)
+                # The key was used in another conversation (`IdempotencyKeyReused`), or another
+                # process began the same event between the read and the write: its reply, or
+                # `TurnInProgress` while that process still runs it.
+                prior = await _prior(kernel, event, turn_id, cause, finish=False)
                 if prior is not None:
                     return prior
                 raise
@@ -122,20 +158,26 @@ async def run_server_event(
         return await commit_and_deliver(kernel, t, None, started, narrate=False)
 
 
-async def conversation_locale(kernel: Kernel, account_id: str, conversation_id: str) -> str:
-    """The conversation's locale: its last user turn's, else the runtime's first locale."""
-    turns = await kernel.stores.conversations.list_turns(account_id, conversation_id)
+def conversation_locale(turns: Sequence[UserTurnRecord], default: str) -> str:
+    """The conversation's locale: its last user turn's (`turns` in order), else `default`."""
     for turn in reversed(turns):
         if not turn.input.is_server_turn:
             return turn.input.locale
-    return kernel.config.locales[0]
+    return default
 
 
 async def _prior(
-    kernel: Kernel, event: ServerEvent, turn_id: str, cause: str
+    kernel: Kernel,
+    event: ServerEvent,
+    turn_id: str,
+    cause: str,
+    *,
+    finish: bool = True,
+    lease_ms: int | None = None,
 ) -> AssistantTurn | None:
-    """The reply of the turn this event began before (None when it never began); a turn a
-    crash left unfinished is finished first. The key with another event is
+    """The reply of the turn this event began before (None when it never began); with
+    `finish`, a turn a crash left unfinished (its marker at least `lease_ms` old, when given)
+    is finished first, else it is `TurnInProgress`. The key with another event is
     `IdempotencyKeyReused`."""
     conversations = kernel.stores.conversations
     account_id = event.account_id
@@ -156,7 +198,10 @@ async def _prior(
     if marker.phase is TurnPhase.FAILED:  # it ended before any effect: a new key is needed
         record = await kernel.stores.replay.get(account_id, turn_id)
         raise TurnFailed("this event's turn failed before any effect", record.failure_code)
-    # No turn of this conversation runs beside this one (its lock): a crash left it.
+    if not finish or (lease_ms is not None and marker.updated_at > kernel.clock() - lease_ms):
+        raise TurnInProgress("this event's turn is running in another process")
+    # No turn of this conversation runs beside this one in this process (its lock): a crash
+    # left it, as `handle_turn` judges a retried turn id.
     await kernel.recovery().turn(account_id, turn_id)
     try:
         return await conversations.get_assistant_turn(account_id, turn_id)

@@ -183,3 +183,13 @@ def test_the_runtime_refuses_stores_whose_calls_cannot_commit_together() -> None
             directory=TripDirectory(desk),
             executor=TripExecutor(desk),
         )
+
+
+def test_the_conversation_feed_is_public() -> None:
+    assert "FeedEntry" in turnframe_store.__all__
+    assert "FeedItem" in turnframe_runtime.__all__
+    runtime = turnframe_runtime.TurnRuntime
+    assert all(
+        callable(getattr(runtime, name, None))
+        for name in ("follow_conversation", "follow_up_turns", "feed_followers")
+    )

@@ -4,8 +4,10 @@ oldest first with what the user sent for each."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
-from http_api import ACCOUNT, CONVERSATION, Api
+from http_api import ACCOUNT, CONVERSATION, Api, answer_body, card_of
 from sse_reader import read_frames
 
 from turnframe_core import AssistantTurn, TurnInput, codes
@@ -125,3 +127,22 @@ async def test_a_turn_a_crash_left_without_its_reply_is_in_progress(api: Api) ->
 
     assert response.status_code == 409
     assert response.json()["code"] == codes.RUNTIME_TURN_IN_PROGRESS
+
+
+async def test_a_resumed_stream_of_a_click_names_its_follow_up_after_the_terminal_event(
+    api: Api,
+) -> None:
+    api.script_rebooking()
+    asked = await api.turn("Rebook the outbound flight")
+    clicked = await api.post(answer_body(card_of(asked)))
+    turn_id = clicked.headers["x-turn-id"]
+
+    resumed = await api.get(f"/turns/{turn_id}/events", params={"after": "0"})
+
+    assert resumed.content == clicked.content
+    last = read_frames([resumed.content])[-1]
+    assert (last.event, last.id) == ("follow_ups", None)
+    assert (
+        json.loads(last.data)["turn_ids"]
+        == (await api.get(f"/turns/{turn_id}")).json()["follow_up_turn_ids"]
+    )

@@ -41,6 +41,7 @@ async def test_a_request_without_an_account_is_unauthenticated_on_every_route(
         await api.get("/turns/turn_x/events", account=account),
         await api.get("/turns/turn_x", account=account),
         await api.get(f"/conversations/{CONVERSATION}/turns", account=account),
+        await api.get(f"/conversations/{CONVERSATION}/feed", account=account),
     ]
 
     for answer in answers:
@@ -78,11 +79,23 @@ async def test_another_accounts_conversation_reads_exactly_as_one_that_does_not_
     api.script_name()
     await api.turn("Name Grace Hopper")
 
-    foreign = await api.get(f"/conversations/{CONVERSATION}/turns", account=OTHER)
-    missing = await api.get("/conversations/conv_never/turns", account=OTHER)
+    for path in ("/conversations/{}/turns", "/conversations/{}/feed"):
+        foreign = await api.get(path.format(CONVERSATION), account=OTHER)
+        missing = await api.get(path.format("conv_never"), account=OTHER)
+        malformed = await api.get(path.format("not-a-conversation"), account=OTHER)
+        _refused(foreign, 404, codes.STORE_NOT_FOUND)
+        assert _exactly(foreign) == _exactly(missing) == _exactly(malformed)
 
-    _refused(foreign, 404, codes.STORE_NOT_FOUND)
-    assert _exactly(foreign) == _exactly(missing)
+
+async def test_a_malformed_last_event_id_on_the_feed_is_refused(api: Api) -> None:
+    api.script_name()
+    await api.turn("Name Grace Hopper")
+
+    response = await api.get(
+        f"/conversations/{CONVERSATION}/feed", headers={"last-event-id": "one"}
+    )
+
+    _refused(response, 400, codes.STREAM_INVALID_LAST_EVENT_ID)
 
 
 async def test_a_click_on_a_card_not_shown_in_this_conversation_is_refused_and_writes_nothing(

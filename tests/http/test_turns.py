@@ -11,6 +11,7 @@ from http_api import ACCOUNT, CONVERSATION, Api, answer_body, authenticate, card
 from sse_reader import read_frames
 
 from turnframe_core import AssistantTurn, TurnCompleted, codes, parse_stream_event
+from turnframe_runtime import follow_up_turn_id
 from turnframe_runtime.http import create_app
 
 
@@ -75,6 +76,7 @@ async def test_with_accept_json_the_answer_is_the_stored_turn_and_its_follow_up_
         mode="json"
     )
     assert body["follow_up_turn_ids"] == []
+    assert response.headers["x-turn-id"] == turn.turn_id
 
 
 async def test_tokens_mode_streams_the_same_stored_turn(api: Api) -> None:
@@ -96,6 +98,12 @@ async def test_clicking_a_card_by_its_ids_answers_with_the_receipt(api: Api) -> 
     assert answered.status_code == 200, answered.text
     turn = AssistantTurn.model_validate(answered.json()["turn"])
     assert api.desk.receipt_codes(turn) == ["trip.rebooking_sent"]
+    (entry,) = await api.desk.journal(turn)
+    (row,) = await api.desk.stores.outbox.list_for_command(entry.command_id)
+    # the turn the outbox will write when the airline answers
+    assert answered.json()["follow_up_turn_ids"] == [
+        follow_up_turn_id(ACCOUNT, row.outbox_id, "answer")
+    ]
 
 
 async def test_the_conversation_hook_is_awaited_with_the_account_before_the_turn_runs(

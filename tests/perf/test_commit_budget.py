@@ -5,10 +5,12 @@ four times. The issue's budget is three and four; exact counts keep a lost fold 
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
+from typing import Any
 
 import pytest
 
-from turnframe_core import AssistantTurn, InteractionBlock
+from turnframe_core import AssistantTurn, InteractionBlock, ServerEvent
+from turnframe_runtime import TrustedOrigin
 from turnframe_store import ManualClock, SqlStores
 from turnframe_test import DeskHarness, ScriptedNarrator, act, question
 from turnframe_test.postgres import PrivateDatabase
@@ -31,7 +33,9 @@ async def _commits_of(
     return await db.commits() - before, done
 
 
-async def _desk(db: PrivateDatabase, narrated: bool) -> tuple[DeskHarness, ManualClock]:
+async def _desk(
+    db: PrivateDatabase, narrated: bool, **options: Any
+) -> tuple[DeskHarness, ManualClock]:
     clock = ManualClock()
     stores = await SqlStores.connect(db.url, clock=clock)
     await stores.migrate()
@@ -42,6 +46,7 @@ async def _desk(db: PrivateDatabase, narrated: bool) -> tuple[DeskHarness, Manua
         narrator=narrator,
         reviewer=narrator.reviewer if narrator else None,
         narration="free",
+        **options,
     )
     desk.ready_trip()
     return desk, clock
@@ -96,3 +101,28 @@ async def test_a_text_turn_commits_at_most_four_times(
         assert desk.receipt_codes(turn) == ["trip.name_set", "trip.rebooking_requested"]
         assert "interaction" in desk.kinds(turn)
         assert commits == expected <= 4
+
+
+@pytest.mark.parametrize("narrated", [False, True], ids=["plain", "narrated"])
+async def test_a_server_event_commits_as_a_click_only_turn_does(
+    postgres_url: str, narrated: bool
+) -> None:
+    async with PrivateDatabase(postgres_url) as db:
+        desk, clock = await _desk(db, narrated, origins=[TrustedOrigin("desk")])
+        _narrate(desk, "Hello.")
+        await desk.say("Hello")
+        event = ServerEvent(
+            account_id="acct_1",
+            conversation_id="conv_1",
+            origin="desk",
+            idempotency_key="k-1",
+            workflow="trip",
+            case_id="T-100",
+            operation="trip.set_name",
+            arguments={"name": "Grace Hopper"},
+        )
+
+        commits, turn = await _commits_of(db, desk, clock, lambda: desk.runtime.server_event(event))
+
+        assert desk.receipt_codes(turn) == ["trip.name_set"]  # it did the real work
+        assert commits == 3 <= 3  # a read, accept+start, commit+deliver; never a model call

@@ -18,16 +18,26 @@ from typing import Any
 
 import pytest
 
-from turnframe_core import act
+from turnframe_core import TurnStatus, act
 from turnframe_core.turn import AssistantTurn
 from turnframe_runtime import (
     FeedItem,
+    Relay,
     RuntimeConfig,
     TooManyFollowers,
     TurnRuntime,
     follow_up_turn_id,
 )
-from turnframe_store import FeedEntry, NotFound, OutboxEntry, OutboxStatus, Stores
+from turnframe_store import (
+    FaultPoint,
+    FeedEntry,
+    NotFound,
+    OutboxEntry,
+    OutboxStatus,
+    Stores,
+    Timeout,
+    Unavailable,
+)
 from turnframe_test import DeskHarness
 
 REBOOK = "trip.request_rebooking"
@@ -44,10 +54,15 @@ class _Reads:
 
     def __init__(self, stores: Stores, monkeypatch: pytest.MonkeyPatch) -> None:
         self.count = 0
+        #: raised by the next read instead of reading
+        self.fail: Exception | None = None
         self._reached: list[tuple[int, asyncio.Event]] = []
         read = stores.conversations.feed
 
         async def counted(*args: Any, **kwargs: Any) -> tuple[FeedEntry, ...]:
+            if self.fail is not None:
+                failure, self.fail = self.fail, None
+                raise failure
             entries = await read(*args, **kwargs)
             self.count += 1
             for number, event in self._reached:
@@ -81,7 +96,7 @@ class _Follower:
 
     async def stop(self) -> None:
         self.task.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
+        with contextlib.suppress(asyncio.CancelledError, Exception):
             await self.task
 
 
@@ -116,6 +131,10 @@ def _ids(turns: Sequence[FeedItem | AssistantTurn]) -> list[str]:
     return [t.turn.turn_id if isinstance(t, FeedItem) else t.turn_id for t in turns]
 
 
+def _name_grace() -> Any:
+    return act("a1", "trip.set_name", "h1", "Grace Hopper", name="Grace Hopper")
+
+
 async def _three_turns(desk: DeskHarness) -> list[str]:
     desk.ready_trip()
     turns = [
@@ -137,10 +156,24 @@ async def _confirmed(desk: DeskHarness) -> tuple[str, OutboxEntry]:
 
 
 async def _answered(desk: DeskHarness, row: OutboxEntry) -> None:
-    """The row claimed (as the relay would) and its answer recorded by the dispatch actor."""
-    (claimed,) = await desk.stores.outbox.claim_due(desk.clock(), 10, "worker-1")
+    """The relay claims the row and publishes it; the dispatch actor carries it out and records
+    the airline's answer (as tests/outbox drive them)."""
+    published: list[OutboxEntry] = []
+
+    async def to_dispatch(rows: Sequence[OutboxEntry]) -> list[bool]:
+        published.extend(rows)
+        return [True] * len(rows)
+
+    async def to_reconcile(rows: Sequence[OutboxEntry]) -> list[bool]:
+        return [False] * len(rows)
+
+    relay = Relay(
+        desk.stores, to_dispatch, to_reconcile, config=desk.runtime.outbox.config, clock=desk.clock
+    )
+    await relay.round()
+    (claimed,) = published
     assert claimed.outbox_id == row.outbox_id
-    await desk.runtime.outbox.dispatch(row.outbox_id, claimed.attempt_count)
+    await desk.runtime.outbox.dispatch(claimed.outbox_id, claimed.attempt_count)
 
 
 # --- reading --------------------------------------------------------------------------------
@@ -181,12 +214,35 @@ async def test_a_follower_catches_up_then_gets_the_next_turn_stored_here_at_once
     ):
         caught_up = [await follower.next(), await follower.next()]
         await reads.reach(2)  # its own catch-up read, then the shared poll's first: it waits
-        turn = await desk.say("Once more", act("a1", "trip.set_name", "h1", "x", name="Lin"))
+        turn = await desk.say("Once more")
         woken = await follower.next()
 
     assert first not in [item.turn.turn_id for item in caught_up]
     assert [item.sequence for item in caught_up] == [2, 3]
     assert (woken.sequence, woken.turn) == (4, turn)
+
+
+async def test_a_reader_resuming_past_the_end_leaves_the_shared_poll_serving_the_others(
+    make_desk: DeskFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    desk = await make_desk(config=NEVER_POLL)
+    await desk.say("Hello")
+    reads = _Reads(desk.stores, monkeypatch)
+    runtime, account, conversation = desk.runtime, desk.account_id, desk.conversation_id
+
+    async with _following(runtime, account, conversation, after=100) as (ahead,):
+        await reads.reach(2)  # its catch-up read, and the shared poll's from its position
+        async with _following(runtime, account, conversation) as (reader,):
+            first = await reader.next()
+            await reads.reach(5)  # caught up twice, and the poll read again from its position
+            turn = await desk.say("Hello again")
+            second = await reader.next()
+        settled = reads.count
+
+    assert [first.sequence, second.sequence] == [1, 2]
+    assert second.turn == turn
+    assert ahead.items.empty()  # nothing after its sequence 100 yet
+    assert settled == 6  # one read for the wake, no loop of reads
 
 
 # --- wake-ups from other paths ------------------------------------------------------------------
@@ -233,6 +289,40 @@ async def test_a_turn_another_runtime_stores_reaches_a_follower_by_polling(
     assert (item.sequence, item.turn) == (1, turn)
 
 
+async def test_a_turn_recovery_finishes_reaches_a_follower(
+    make_desk: DeskFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    desk = await make_desk(config=NEVER_POLL)
+    desk.ready_trip()
+    desk.stores.faults.arm(FaultPoint.AFTER_JOURNAL_INSERT_BEFORE_COMMIT)  # the start point
+    with pytest.raises(Timeout):
+        await desk.say("Name Grace Hopper", _name_grace())
+    reads = _Reads(desk.stores, monkeypatch)
+
+    async with _following(desk.runtime, desk.account_id, desk.conversation_id) as (follower,):
+        await reads.reach(2)
+        (recovered,) = (await desk.runtime.recover_unfinished()).turns
+        item = await follower.next()
+
+    assert item.sequence == 1
+    assert item.turn.turn_id == recovered.turn_id
+    assert item.turn.status is TurnStatus.INTERRUPTED
+
+
+async def test_a_turn_that_failed_without_a_reply_takes_a_sequence_and_yields_nothing(
+    desk: DeskHarness,
+) -> None:
+    desk.ready_trip()
+    desk.stores.faults.arm(FaultPoint.BEFORE_JOURNAL_INSERT, error=Unavailable("down"))
+    with pytest.raises(Unavailable):
+        await desk.say("Name Grace Hopper", _name_grace())
+    turn = await desk.say("Hello")
+
+    items = await _feed_now(desk)
+
+    assert [(item.sequence, item.turn) for item in items] == [(2, turn)]
+
+
 # --- sharing and bounds -------------------------------------------------------------------------
 
 
@@ -274,6 +364,38 @@ async def test_one_follower_past_the_bound_is_refused_before_it_reads(
         assert runtime.feed_followers(account, conversation) == 2
     # the ones that stopped reading made room
     assert await _feed_now(desk) == []
+
+
+async def test_a_store_failure_reaches_every_follower_and_the_next_reader_starts_anew(
+    make_desk: DeskFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    desk = await make_desk(config=NEVER_POLL)
+    await _opened(desk)
+    reads = _Reads(desk.stores, monkeypatch)
+
+    async with _following(desk.runtime, desk.account_id, desk.conversation_id, 2) as followers:
+        await reads.reach(3)
+        reads.fail = Unavailable("down")  # the shared poll's read after the wake-up
+        turn = await desk.say("Hello")
+        done, _ = await asyncio.wait([f.task for f in followers], timeout=WAIT)
+        failures = [type(task.exception()) for task in done]
+
+    assert failures == [Unavailable, Unavailable]
+    assert desk.runtime.feed_followers(desk.account_id, desk.conversation_id) == 0
+    async with _following(desk.runtime, desk.account_id, desk.conversation_id) as (again,):
+        assert (await again.next()).turn == turn
+
+
+async def test_a_reader_that_stops_reading_is_no_longer_counted(desk: DeskHarness) -> None:
+    first = await desk.say("Hello")
+    feed = desk.runtime.follow_conversation(desk.account_id, desk.conversation_id)
+
+    item = await anext(feed)
+    reading = desk.runtime.feed_followers(desk.account_id, desk.conversation_id)
+    await feed.aclose()
+
+    assert (item.turn, reading) == (first, 1)
+    assert desk.runtime.feed_followers(desk.account_id, desk.conversation_id) == 0
 
 
 async def test_a_conversation_of_another_account_is_not_found_exactly_like_a_missing_one(

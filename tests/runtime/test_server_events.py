@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from turnframe_core import ServerEvent, TurnStatus, codes
+from turnframe_core import ServerEvent, TurnInput, TurnStatus, codes
 from turnframe_core.blocks import ReceiptBlock
 from turnframe_core.commands import ExternalCallback, InternalPolicy
 from turnframe_core.replay import TurnPhase
@@ -23,7 +23,7 @@ from turnframe_runtime import (
     TrustedOrigin,
 )
 from turnframe_store import FaultPoint, NotFound, Timeout
-from turnframe_test import DeskHarness, ScriptedNarrator
+from turnframe_test import DeskHarness, ScriptedNarrator, act
 from turnframe_test.domains.travel import ProcessCrash
 
 BANK = HmacOrigin("bank", b"a shared secret of the bank")
@@ -349,3 +349,43 @@ def test_origins_are_named_once_and_keep_their_secrets_long() -> None:
 def test_a_runtime_refuses_two_origins_of_one_name() -> None:
     with pytest.raises(ValueError):
         DeskHarness(origins=[BANK, HmacOrigin("bank", b"another secret, as long")])
+
+
+async def test_an_event_after_a_turn_a_crash_left_finishes_that_turn_first(
+    desk: DeskHarness,
+) -> None:
+    await _opened(desk)
+    desk.executor.arm_after_remote_request(ProcessCrash())
+    with pytest.raises(ProcessCrash):
+        await desk.say(
+            "Email me at grace@example.com",
+            act("a1", "trip.set_email", "h1", "grace@example.com", email="grace@example.com"),
+            locale="it",
+        )
+    event = _event()
+
+    turn = await desk.runtime.server_event(event, signature=_signed(event))
+
+    assert desk.receipt_codes(turn) == ["trip.name_set"]
+    assert await desk.stores.conversations.list_unfinished_turns(10) == ()
+    assert await desk.event_types() == ["trip.email_set", "trip.name_set"]
+    assert list(desk.executor.applied.values()) == [1, 1]
+
+
+async def test_a_key_used_in_another_conversation_is_refused_and_writes_nothing(
+    desk: DeskHarness,
+) -> None:
+    await _opened(desk)
+    await desk.runtime.handle_turn(
+        TurnInput(account_id=ACCOUNT, conversation_id="conv_2", text="Hello")
+    )
+    event = _event()
+    await desk.runtime.server_event(event, signature=_signed(event))
+    before = await _rows(desk)
+    elsewhere = _event(conversation_id="conv_2")
+
+    with pytest.raises(IdempotencyKeyReused):
+        await desk.runtime.server_event(elsewhere, signature=_signed(elsewhere))
+
+    assert await _rows(desk) == before
+    assert len(await desk.stores.conversations.list_turns(ACCOUNT, "conv_2")) == 1

@@ -222,7 +222,9 @@ class _Api:
         assert turn_input.turn_id is not None
         if _wants_json(request):
             turn = await _completed(aiter(runtime.stream_turn(turn_input, mode)))
-            return await self._turn_json(account, turn)
+            answer = await self._turn_json(account, turn)
+            answer.headers["x-turn-id"] = turn.turn_id
+            return answer
         events = aiter(runtime.stream_turn(turn_input, mode))
         first = await _opened(events)  # a refusal raises here, before any event
         return self._stream(account, turn_input.turn_id, _chained(first, events))
