@@ -16,7 +16,10 @@ BLOCKS = """nodes => nodes.map(n => ({
     text: n.textContent,
 }))"""
 
-STORED_TURNS = "n => document.querySelectorAll('section.turn[data-status]').length == n"
+#: at least n stored turns shown (the airline may answer before the click's own reply is seen)
+STORED_TURNS = "n => document.querySelectorAll('section.turn[data-status]').length >= n"
+#: n exchanges, each placed by its feed sequence
+FED = "n => document.querySelectorAll('article.exchange[data-sequence]').length == n"
 IDLE = "() => !document.querySelector('#composer button').disabled"
 
 
@@ -42,6 +45,7 @@ def test_a_rebooking_clicked_in_the_page_is_answered_through_the_feed_and_reload
     page.wait_for_selector('section.turn[data-status] >> nth=1 >> .block[data-kind="receipt"]')
     # the airline's answer: written by the server after the click's reply, shown by the feed
     page.wait_for_function(STORED_TURNS, arg=3, timeout=30_000)
+    page.wait_for_function(FED, arg=3)
     page.wait_for_function(IDLE)
     # a turn the page did not post may send one request (what the user said for it), at once
     page.wait_for_timeout(500)
@@ -55,6 +59,7 @@ def test_a_rebooking_clicked_in_the_page_is_answered_through_the_feed_and_reload
     page.reload()
     page.wait_for_selector("body[data-loaded]")
     page.wait_for_function(STORED_TURNS, arg=3)
+    page.wait_for_function(FED, arg=3)  # the feed, read again from its start, placed them all
     reloaded = page.eval_on_selector_all(".block", BLOCKS)
 
     assert page.url.endswith(f"?c={conversation}")

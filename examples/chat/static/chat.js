@@ -396,7 +396,7 @@ function follow() {
 function delivered(turn, sequence) {
   const known = main.querySelector(`article.exchange[data-turn-id="${turn.turn_id}"]`);
   const node = exchange(turn.turn_id);
-  renderTurn(turn);
+  if (!isStored(turn.turn_id)) renderTurn(turn); // a stored turn never changes: shown once
   place(node, sequence);
   if (!known) {
     // written elsewhere: what the user said for it, if they said anything
