@@ -7,7 +7,7 @@ import argparse
 
 import uvicorn
 
-from examples.chat.app import create_app, default_database_url
+from examples.chat.app import SHUTDOWN_GRACE_S, create_app, default_database_url
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -28,7 +28,12 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     url = args.db or default_database_url()
     print(f"chat example: http://{args.host}:{args.port}/  (store: {url})")
-    uvicorn.run(create_app(url, narrate=not args.no_narrator), host=args.host, port=args.port)
+    uvicorn.run(
+        create_app(url, narrate=not args.no_narrator),
+        host=args.host,
+        port=args.port,
+        timeout_graceful_shutdown=SHUTDOWN_GRACE_S,
+    )
 
 
 if __name__ == "__main__":

@@ -12,7 +12,7 @@ from typing import Any, TypeVar
 
 import uvicorn
 
-from examples.chat.app import create_app
+from examples.chat.app import SHUTDOWN_GRACE_S, create_app
 from examples.chat.desk import ChatDesk, Database
 
 __all__ = ["BackgroundServer"]
@@ -31,7 +31,11 @@ class BackgroundServer:
         self._socket.bind(("127.0.0.1", 0))
         self.port: int = self._socket.getsockname()[1]
         self.url = f"http://127.0.0.1:{self.port}"
-        self._server = uvicorn.Server(uvicorn.Config(self.app, log_level="warning"))
+        self._server = uvicorn.Server(
+            uvicorn.Config(
+                self.app, log_level="warning", timeout_graceful_shutdown=SHUTDOWN_GRACE_S
+            )
+        )
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self._run, name="chat-server", daemon=True)
 

@@ -47,16 +47,12 @@ from turnframe_test.sample.travel import (
 from turnframe_test.understandings import act, question
 
 __all__ = [
-    "CHAT_ACCOUNT",
     "ChatDesk",
     "Database",
     "KeywordInterpreter",
     "PlainNarrator",
     "open_desk",
 ]
-
-#: the one account the example serves (a real app takes it from its session)
-CHAT_ACCOUNT: Final = "acct_chat"
 
 _LEG: Final = re.compile(r"\b(outbound|return)\b", re.IGNORECASE)
 _REBOOK: Final = re.compile(r"\brebook", re.IGNORECASE)
@@ -125,13 +121,13 @@ class ChatDesk:
     desk: TripDesk
     worker: OutboxWorker
 
-    def open_trip(self, conversation_id: str) -> None:
-        """A conversation's trip (one per conversation, every detail but the date filled in),
-        opened the first time the conversation is used by this process."""
+    async def open_trip(self, account_id: str, conversation_id: str) -> None:
+        """The account's trip for a conversation (one per conversation, every detail but the
+        date filled in), opened the first time the conversation is used by this process."""
         trip_id = "T-" + conversation_id.removeprefix("conv_")
-        if self.desk.trip(CHAT_ACCOUNT, trip_id) is None:
+        if self.desk.trip(account_id, trip_id) is None:
             self.desk.open_trip(
-                CHAT_ACCOUNT,
+                account_id,
                 trip_id,
                 "Rome trip",
                 conversation_id=conversation_id,

@@ -1,6 +1,8 @@
 // The reference chat page: renders a turn's blocks in their order, one element per block with its
 // kind and author in data attributes; streams a turn over SSE (fetch, so it can POST), resumes
-// from the last sequence after a drop, and on load renders the stored conversation the same way.
+// from the last sequence after a drop, renders the stored conversation the same way on load, and
+// follows the conversation's feed (one EventSource) for the turns the server writes on its own.
+// It never polls.
 "use strict";
 
 const ID = /^conv_[a-z0-9][a-z0-9_]{0,63}$/;
@@ -9,16 +11,19 @@ const statusLine = document.getElementById("status");
 const form = document.getElementById("composer");
 const input = document.getElementById("message");
 const tokens = document.getElementById("tokens");
+const API = "/api";
 let busy = false;
 
+// 128 random bits: a conversation's or a turn's id is not guessable from another's
 function freshId(prefix) {
-  const bytes = crypto.getRandomValues(new Uint8Array(12));
-  return prefix + Array.from(bytes, (b) => b.toString(36).padStart(2, "0")).join("").slice(0, 20);
+  const bytes = crypto.getRandomValues(new Uint8Array(16));
+  return prefix + Array.from(bytes, (b) => b.toString(16).padStart(2, "0")).join("");
 }
 
 const params = new URLSearchParams(location.search);
 let cid = params.get("c");
-if (!cid || !ID.test(cid)) {
+const fresh = !cid || !ID.test(cid); // a conversation this page starts: nothing stored yet
+if (fresh) {
   cid = freshId("conv_");
   params.set("c", cid);
   history.replaceState(null, "", "?" + params.toString());
@@ -98,22 +103,47 @@ function renderBlock(block) {
   return node;
 }
 
-function turnSection(turnId) {
-  let section = main.querySelector(`section.turn[data-turn-id="${turnId}"]`);
-  if (!section) {
-    section = el("section", { class: "turn", "data-turn-id": turnId },
-      el("div", { class: "blocks" }), el("div", { class: "progress" }));
-    main.append(section);
+// One exchange per turn: what the user said (when they said something) and the turn's blocks.
+// Exchanges the feed has delivered carry its sequence and stand in that order (the commit order
+// a reload shows); a turn still streaming, or a follow-up still awaited, stands after them.
+function exchange(turnId) {
+  let node = main.querySelector(`article.exchange[data-turn-id="${turnId}"]`);
+  if (!node) {
+    node = el("article", { class: "exchange", "data-turn-id": turnId },
+      el("section", { class: "turn", "data-turn-id": turnId },
+        el("div", { class: "blocks" }), el("div", { class: "progress" })));
+    main.append(node);
   }
-  return section;
+  return node;
 }
 
+function turnSection(turnId) {
+  return exchange(turnId).querySelector("section.turn");
+}
+
+function place(node, sequence) {
+  node.setAttribute("data-sequence", String(sequence));
+  node.removeAttribute("data-pending");
+  let before = null;
+  for (const other of main.querySelectorAll("article.exchange")) {
+    if (other === node) continue;
+    const theirs = other.getAttribute("data-sequence");
+    if (theirs === null || Number(theirs) > sequence) { before = other; break; }
+  }
+  if (node.nextElementSibling !== before) main.insertBefore(node, before);
+}
+
+// The stored turn, exactly as a reload renders it; a streamed turn's section is replaced.
 function renderTurn(turn) {
   const section = turnSection(turn.turn_id);
   section.setAttribute("data-status", turn.status);
   section.querySelector(".blocks").replaceChildren(...turn.blocks.map(renderBlock));
   section.querySelector(".progress").textContent = "";
   return section;
+}
+
+function isStored(turnId) {
+  return turnSection(turnId).hasAttribute("data-status");
 }
 
 function userBubble(said, turnId) {
@@ -126,6 +156,12 @@ function userBubble(said, turnId) {
     text = text ? `${text} (${chose})` : chose;
   }
   return text ? el("div", { class: "user", "data-turn-id": turnId || "" }, text) : null;
+}
+
+function showSaid(turnId, said) {
+  const node = exchange(turnId);
+  const bubble = userBubble(said, turnId);
+  if (bubble && !node.querySelector(".user")) node.prepend(bubble);
 }
 
 function setBusy(value) {
@@ -164,14 +200,22 @@ async function* frames(response) {
   }
 }
 
-// One turn's stream: applies each event once (by sequence) and says whether the turn ended.
+// One turn's stream: applies each event once (by sequence) and says whether the turn ended. A turn
+// the feed has already delivered as stored is shown as stored: its stream only ends it.
 class TurnStream {
-  constructor() { this.turnId = null; this.last = 0; this.ended = false; }
+  constructor() { this.turnId = null; this.last = 0; this.ended = false; this.followUps = []; }
 
   apply(event) {
     if (event.sequence <= this.last) return; // seen before a reconnect
     this.last = event.sequence;
     this.turnId = event.turn_id;
+    if (event.type === "turn.completed") {
+      renderTurn(event.turn); // the stored turn: exactly what a reload shows
+      this.ended = true;
+      return;
+    }
+    if (event.type === "turn.failed") this.ended = true;
+    if (isStored(event.turn_id)) return;
     const section = turnSection(event.turn_id);
     const blocks = section.querySelector(".blocks");
     const progress = section.querySelector(".progress");
@@ -200,15 +244,10 @@ class TurnStream {
         if (node) node.replaceWith(done); else blocks.append(done);
         break;
       }
-      case "turn.completed":
-        renderTurn(event.turn); // the stored turn: exactly what a reload shows
-        this.ended = true;
-        break;
       case "turn.failed":
         progress.textContent = "";
         section.append(el("div", { class: "failed", "data-code": event.code },
           `This turn failed (${event.code}); nothing was changed.`));
-        this.ended = true;
         break;
     }
   }
@@ -216,9 +255,22 @@ class TurnStream {
   async read(response) {
     for await (const frame of frames(response)) {
       if (frame.event === "error") throw new Error(JSON.parse(frame.data).code);
+      if (frame.event === "follow_ups") {
+        this.followUps = JSON.parse(frame.data).turn_ids;
+        continue;
+      }
       this.apply(JSON.parse(frame.data));
     }
   }
+}
+
+// A turn the server will write later (the answer to a click that went out): its place is held
+// until the feed delivers it.
+function awaitFollowUp(turnId) {
+  if (main.querySelector(`article.exchange[data-turn-id="${turnId}"]`)) return;
+  const node = exchange(turnId);
+  node.setAttribute("data-pending", "true");
+  node.querySelector(".progress").textContent = "an answer will follow here…";
 }
 
 async function refusal(response) {
@@ -235,17 +287,16 @@ async function sendTurn(body, said) {
   statusLine.textContent = "";
   const stream = new TurnStream();
   const turnId = freshId("turn_");
-  const bubble = userBubble(said, turnId);
-  if (bubble) main.append(bubble);
+  showSaid(turnId, said);
   try {
     const mode = tokens.checked ? "tokens" : "whole";
-    const response = await fetch(`/api/conversations/${cid}/turns?mode=${mode}`, {
+    const response = await fetch(`${API}/conversations/${cid}/turns?mode=${mode}`, {
       method: "POST",
       headers: { "content-type": "application/json", accept: "text/event-stream" },
       body: JSON.stringify({ ...body, turn_id: turnId }),
     });
     if (!response.ok) {
-      if (bubble) bubble.remove();
+      exchange(turnId).remove();
       statusLine.textContent = await refusal(response);
       return;
     }
@@ -256,6 +307,8 @@ async function sendTurn(body, said) {
       statusLine.textContent = "reconnecting…";
     }
     await resume(stream);
+    for (const id of stream.followUps) awaitFollowUp(id);
+    follow(); // the conversation exists now: its feed delivers the follow-ups
   } catch (failure) {
     statusLine.textContent = `could not reach the server (${failure.message})`;
   } finally {
@@ -269,7 +322,7 @@ async function resume(stream) {
   for (let attempt = 0; !stream.ended && attempt < 20; attempt++) {
     if (attempt) await new Promise((done) => setTimeout(done, Math.min(250 * attempt, 2000)));
     try {
-      const response = await fetch(`/api/turns/${stream.turnId}/events`, {
+      const response = await fetch(`${API}/turns/${stream.turnId}/events`, {
         headers: { "last-event-id": String(stream.last), accept: "text/event-stream" },
       });
       if (response.status === 204) return; // nothing after what was seen
@@ -304,29 +357,71 @@ form.addEventListener("submit", (event) => {
   sendTurn({ text }, { text });
 });
 
-// --- reload: the stored conversation, rendered by the same functions ----------------------------
+// --- the conversation: its stored turns, then its feed --------------------------------------------
 
-// The stored turns this page does not show yet (on load: all of them; later: the ones the server
-// wrote on its own, e.g. an airline's answer arriving through the outbox).
+// What the user sent for each stored turn (by turn id), and the stored turns, oldest first.
+async function stored() {
+  const response = await fetch(`${API}/conversations/${cid}/turns?limit=200`);
+  if (response.status === 404) return { turns: [], inputs: {} }; // nothing said yet
+  if (!response.ok) throw new Error(await refusal(response));
+  const { turns, inputs } = await response.json();
+  return { turns, inputs: inputs || {} };
+}
+
+// ONE EventSource for the conversation: every turn stored in it, in commit order, whichever path
+// wrote it (this page's turns, another tab's, the server's follow-ups). It resumes by itself
+// after a drop (Last-Event-ID); a refused or closed one is opened again after the last sequence.
+let feed = null;
+let lastSequence = 0;
+let reopenMs = 500;
+
+function follow() {
+  if (feed) return;
+  feed = new EventSource(`${API}/conversations/${cid}/feed?after=${lastSequence}`);
+  feed.addEventListener("open", () => { reopenMs = 500; });
+  feed.addEventListener("turn", (message) => {
+    const sequence = Number(message.lastEventId);
+    if (sequence <= lastSequence) return;
+    lastSequence = sequence;
+    delivered(JSON.parse(message.data), sequence);
+  });
+  feed.addEventListener("error", () => {
+    if (feed.readyState !== EventSource.CLOSED) return; // the browser reconnects by itself
+    feed = null;
+    setTimeout(follow, reopenMs);
+    reopenMs = Math.min(reopenMs * 2, 15_000);
+  });
+}
+
+function delivered(turn, sequence) {
+  const known = main.querySelector(`article.exchange[data-turn-id="${turn.turn_id}"]`);
+  const node = exchange(turn.turn_id);
+  if (!isStored(turn.turn_id)) renderTurn(turn); // a stored turn never changes: shown once
+  place(node, sequence);
+  if (!known) {
+    // written elsewhere: what the user said for it, if they said anything
+    stored().then(({ inputs }) => showSaid(turn.turn_id, inputs[turn.turn_id])).catch(() => {});
+  }
+  window.scrollTo(0, document.body.scrollHeight);
+}
+
 async function load() {
-  const response = await fetch(`/api/conversations/${cid}`);
-  if (!response.ok) {
-    statusLine.textContent = await refusal(response);
+  if (fresh) {
+    document.body.setAttribute("data-loaded", "true");
     return;
   }
-  const { turns, inputs } = await response.json();
-  if (busy) return; // a turn is streaming: its own events show it
-  let added = false;
-  for (const turn of turns) {
-    if (main.querySelector(`section.turn[data-turn-id="${turn.turn_id}"]`)) continue;
-    const bubble = userBubble(inputs[turn.turn_id], turn.turn_id);
-    if (bubble) main.append(bubble);
-    renderTurn(turn);
-    added = true;
+  try {
+    const { turns, inputs } = await stored();
+    for (const turn of turns) {
+      showSaid(turn.turn_id, inputs[turn.turn_id]);
+      renderTurn(turn);
+    }
+    if (turns.length) follow();
+  } catch (failure) {
+    statusLine.textContent = failure.message;
   }
   document.body.setAttribute("data-loaded", "true");
-  if (added) window.scrollTo(0, document.body.scrollHeight);
+  window.scrollTo(0, document.body.scrollHeight);
 }
 
 load();
-setInterval(() => { if (!busy && !document.hidden) load().catch(() => {}); }, 3000);
