@@ -11,6 +11,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import os
+import re
 import threading
 import time
 from collections.abc import Callable
@@ -42,6 +43,7 @@ __all__ = [
     "TurnId",
     "UlidIdSource",
     "derive_id",
+    "is_derived_id",
     "require_prefixed",
 ]
 
@@ -77,8 +79,6 @@ class InvalidId(TurnframeError):
 
 def require_prefixed(prefix: str, value: str) -> str:
     """Return `value` if it is a well-formed id with `prefix`, else raise `InvalidId`."""
-    import re
-
     if not re.fullmatch(rf"{prefix}_{_BODY}", value):
         raise InvalidId(f"not a well-formed {prefix}_ id")
     return value
@@ -108,6 +108,10 @@ class UlidIdSource:
 
     Ids from one source sort by creation time; within one millisecond the random part is
     incremented so they still sort in creation order.
+
+    Never of the derived form (`is_derived_id`): the body's first character is the time's top 3
+    bits (0-7), a digit 0 or 1 until 2^46 ms after the epoch (the year 4199), and a derived body
+    holds no 0, 1, 8 or 9.
     """
 
     def __init__(
@@ -149,6 +153,10 @@ class SequentialIdSource:
 # --- derived ids --------------------------------------------------------------------------------
 
 
+#: what `derive_id` writes: a prefix, then 26 characters of the lowercase RFC 4648 alphabet
+_DERIVED: Final = re.compile(rf"(?:{'|'.join(PREFIXES)})_[a-z2-7]{{26}}")
+
+
 def derive_id(prefix: IdPrefix, domain: str, inputs: Any) -> str:
     """`{prefix}_` + 26 lowercase base32 chars (130 bits) of sha256(domain NUL canonical_json)."""
     material = domain.encode("utf-8") + b"\x00" + canonical_bytes(inputs)
@@ -156,3 +164,11 @@ def derive_id(prefix: IdPrefix, domain: str, inputs: Any) -> str:
     # 17 bytes are enough for them, and encoding fewer bytes is faster.
     body = base64.b32encode(hashlib.sha256(material).digest()[:17]).decode("ascii").lower()
     return f"{prefix}_{body[:26]}"
+
+
+def is_derived_id(value: str) -> bool:
+    """Whether `value` has the form `derive_id` gives (a prefix, `_`, 26 of `[a-z2-7]`): an id
+    the server derives for its own records, which a client must never choose. Fresh ids are
+    not of it: a ULID's (`UlidIdSource`), nor a `SequentialIdSource`'s (digits, fewer than 26
+    below 10^25)."""
+    return _DERIVED.fullmatch(value) is not None

@@ -15,10 +15,12 @@ from turnframe_core.derive import (
     derive_replay_token,
 )
 from turnframe_core.ids import (
+    PREFIXES,
     InvalidId,
     SequentialIdSource,
     UlidIdSource,
     derive_id,
+    is_derived_id,
     require_prefixed,
 )
 
@@ -123,6 +125,29 @@ def test_each_derived_id_carries_its_prefix():
     assert derive_interaction_id("acct_1", "turn_1", "confirm:a1").startswith("int_")
     assert derive_outbox_id("acct_1", "cmd_1").startswith("obx_")
     assert derive_replay_token("turn_1").startswith("rpl_")
+
+
+@given(st.sampled_from(PREFIXES), st.text(max_size=12), json_values)
+def test_every_derived_id_has_the_derived_form(prefix, domain, inputs):
+    assert is_derived_id(derive_id(prefix, domain, inputs))  # type: ignore[arg-type]
+
+
+@given(st.integers(0, 2**46 - 1), st.binary(min_size=10, max_size=10), st.integers(1, 3))
+def test_no_ulid_has_the_derived_form_before_the_year_4199(now, random, count):
+    source = UlidIdSource(clock_ms=lambda: now, random_bytes=lambda n: random)
+    for _ in range(count):  # the second in one millisecond increments the random part
+        assert not is_derived_id(source.new_id("turn"))
+
+
+def test_sequential_ids_and_other_shapes_do_not_have_the_derived_form():
+    source = SequentialIdSource(start=2_222_222_222)
+    assert not is_derived_id(source.new_id("turn"))
+    assert not is_derived_id("turn_" + "a" * 25)  # one short
+    assert not is_derived_id("turn_" + "a" * 27)
+    assert not is_derived_id("turn_" + "a" * 25 + "1")  # not in the alphabet
+    assert not is_derived_id("turn_" + "A" * 26)
+    assert not is_derived_id("nope_" + "a" * 26)  # not a prefix
+    assert is_derived_id("turn_" + "a" * 26)
 
 
 def test_a_receipt_id_ignores_event_order_and_repeats():

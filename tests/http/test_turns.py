@@ -11,6 +11,7 @@ from http_api import ACCOUNT, CONVERSATION, Api, answer_body, authenticate, card
 from sse_reader import read_frames
 
 from turnframe_core import AssistantTurn, TurnCompleted, codes, parse_stream_event
+from turnframe_core.ids import is_derived_id
 from turnframe_runtime import follow_up_turn_id
 from turnframe_runtime.http import create_app
 
@@ -46,6 +47,7 @@ async def test_a_turn_id_the_server_assigns_is_160_random_bits_in_the_turn_id_fo
 
     for turn_id in ids:
         assert re.fullmatch(r"turn_[a-z2-7]{32}", turn_id)  # base32 of 20 bytes from `secrets`
+        assert not is_derived_id(turn_id)  # never one the server derives for its own turns
     assert ids[0] != ids[1]
     assert ids[0][5:15] != ids[1][5:15]  # no shared time prefix, unlike a ULID
 
