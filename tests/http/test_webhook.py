@@ -137,8 +137,31 @@ async def test_an_event_for_a_conversation_that_does_not_exist_is_404(api: Api) 
 
 
 async def test_an_event_body_is_bounded_like_any_other(api: Api) -> None:
-    deep = await api.client.post("/events/bank", content=b"[" * 5_000 + b"]" * 5_000)
-    large = await api.client.post("/events/bank", content=json.dumps({"x": "y" * 70_000}))
+    as_json = {"content-type": "application/json"}
+    deep = await api.client.post(
+        "/events/bank", content=b"[" * 5_000 + b"]" * 5_000, headers=as_json
+    )
+    large = await api.client.post(
+        "/events/bank", content=json.dumps({"x": "y" * 70_000}), headers=as_json
+    )
 
     assert (deep.status_code, deep.json()["code"]) == (422, codes.HTTP_BODY_TOO_DEEP)
     assert (large.status_code, large.json()["code"]) == (413, codes.HTTP_BODY_TOO_LARGE)
+
+
+@pytest.mark.parametrize("content_type", ["text/plain", None])
+async def test_an_event_posted_as_anything_but_json_is_refused_and_writes_nothing(
+    api: Api, content_type: str | None
+) -> None:
+    await _opened(api)
+    before = await api.rows()
+    body = _event()
+    headers = {"x-turnframe-signature": _signature(body)}
+    if content_type is not None:
+        headers["content-type"] = content_type
+
+    response = await api.client.post("/events/bank", content=json.dumps(body), headers=headers)
+
+    assert response.status_code == 400, response.text
+    assert response.json()["code"] == codes.HTTP_MALFORMED_REQUEST
+    assert await api.rows() == before

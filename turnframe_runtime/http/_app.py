@@ -40,7 +40,7 @@ from turnframe_runtime.errors import (
     TurnInProgress,
 )
 from turnframe_runtime.feed import FeedItem
-from turnframe_runtime.http._body import read_json
+from turnframe_runtime.http._body import JSON_MEDIA_TYPE, read_json
 from turnframe_runtime.http._options import CorsConfig, HttpLimits
 from turnframe_runtime.http.errors import (
     INTERNAL_MESSAGE,
@@ -434,7 +434,7 @@ def _turn_input(account: str, conversation_id: str, body: Any) -> TurnInput:
 def _wants_json(request: Request) -> bool:
     accept = request.headers.get("accept", "")
     types = {part.split(";")[0].strip().lower() for part in accept.split(",")}
-    return "application/json" in types and SSE_MEDIA_TYPE not in types
+    return JSON_MEDIA_TYPE in types and SSE_MEDIA_TYPE not in types
 
 
 # --- reading the turn ---------------------------------------------------------------------------
