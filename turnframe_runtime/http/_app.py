@@ -95,7 +95,10 @@ def create_app(
     """The turn routes over `runtime` (docs/http.md), to serve alone or mount in an app.
 
     `authenticate(request)` names the request's account (None or `Unauthenticated`: 401);
-    `on_conversation(account_id, conversation_id)` is awaited before each posted turn runs.
+    `on_conversation(account_id, conversation_id)` is awaited before each posted turn with
+    words runs (never for a click alone). It must be idempotent: it runs for every such turn,
+    a retry included, and before the runtime's own refusals (a busy conversation, a reused id),
+    so it may run for a turn that is then refused.
     A runtime given as a factory is opened by this app's lifespan: mounted in another app, run
     that lifespan there too (`lifespan=app.router.lifespan_context`)."""
     api = _Api(runtime, authenticate, limits, on_conversation)
@@ -216,7 +219,9 @@ class _Api:
         mode = _mode(request.query_params.get("mode"))
         body = await read_json(request, self._limits)
         turn_input = _turn_input(account, request.path_params["cid"], body)
-        if self._on_conversation is not None:
+        # A click answers a card the conversation already showed: nothing to open for it (and
+        # a card from elsewhere is refused without the hook having written anything).
+        if self._on_conversation is not None and not turn_input.is_click_only:
             await self._on_conversation(account, turn_input.conversation_id)
         runtime = self.runtime
         assert turn_input.turn_id is not None
