@@ -9,14 +9,13 @@ stream with an `error` frame carrying its code; the client resumes from the last
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import json
 import logging
 import re
 import secrets
 from base64 import b32encode
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
 from contextlib import AbstractAsyncContextManager
 from typing import Any, Final
 
@@ -50,12 +49,12 @@ from turnframe_runtime.http.errors import (
 )
 from turnframe_runtime.runtime import TurnRuntime
 from turnframe_runtime.sse import (
-    KEEPALIVE_FRAME,
     SSE_HEADERS,
     SSE_MEDIA_TYPE,
     encode_frame,
     parse_last_event_id,
     sse_frames,
+    with_keepalives,
 )
 from turnframe_store.errors import NotFound
 
@@ -317,7 +316,7 @@ class _Api:
         await _first(runtime.follow_conversation(account, cid, after, follow=False))
         frames = _feed_frames(runtime.follow_conversation(account, cid, after))
         return StreamingResponse(
-            _keepalive(frames, self._limits.keepalive_s),
+            _ending_with_error(with_keepalives(frames, self._limits.keepalive_s)),
             media_type=SSE_MEDIA_TYPE,
             headers=dict(SSE_HEADERS),
         )
@@ -361,17 +360,16 @@ class _Api:
         self, account: str, turn_id: str, events: AsyncIterator[StreamEvent]
     ) -> StreamingResponse:
         return StreamingResponse(
-            self._frames(account, turn_id, events),
+            _ending_with_error(self._frames(account, turn_id, events)),
             media_type=SSE_MEDIA_TYPE,
             headers={**SSE_HEADERS, "x-turn-id": turn_id},
         )
 
     async def _frames(
         self, account: str, turn_id: str, events: AsyncIterator[StreamEvent]
-    ) -> AsyncIterator[bytes]:
+    ) -> AsyncGenerator[bytes, None]:
         """The events as SSE frames, then (after a `turn.completed`) the turn's follow-ups as
-        one `follow_ups` frame when it has any. A failure after the first frame ends the stream
-        with an `error` frame carrying its code."""
+        one `follow_ups` frame when it has any."""
         ended: list[StreamEvent] = []
 
         async def noted() -> AsyncIterator[StreamEvent]:
@@ -380,20 +378,16 @@ class _Api:
                     ended.append(event)
                 yield event
 
+        frames = sse_frames(noted(), keepalive_s=self._limits.keepalive_s, retry_ms=RETRY_MS)
         try:
-            async for frame in sse_frames(
-                noted(), keepalive_s=self._limits.keepalive_s, retry_ms=RETRY_MS
-            ):
+            async for frame in frames:
                 yield frame
-            if ended and isinstance(ended[0], TurnCompleted):
-                follow_ups = await self._follow_ups(account, turn_id)
-                if follow_ups:
-                    yield encode_frame(json.dumps({"turn_ids": follow_ups}), event="follow_ups")
-        except Exception as failure:
-            code = codes.code_of(failure, codes.ERROR)
-            if not isinstance(failure, TurnframeError):
-                _log.error("stream failed: %s", code, exc_info=failure)
-            yield encode_frame(json.dumps({"code": code}), event="error")
+        finally:
+            await _close(frames)
+        if ended and isinstance(ended[0], TurnCompleted):
+            follow_ups = await self._follow_ups(account, turn_id)
+            if follow_ups:
+                yield encode_frame(json.dumps({"turn_ids": follow_ups}), event="follow_ups")
 
 
 # --- reading the request ------------------------------------------------------------------------
@@ -463,7 +457,7 @@ async def _first(items: AsyncIterator[Any]) -> None:
         await _close(items)
 
 
-async def _feed_frames(items: AsyncIterator[FeedItem]) -> AsyncIterator[bytes]:
+async def _feed_frames(items: AsyncIterator[FeedItem]) -> AsyncGenerator[bytes, None]:
     first = True
     try:
         async for item in items:
@@ -478,36 +472,19 @@ async def _feed_frames(items: AsyncIterator[FeedItem]) -> AsyncIterator[bytes]:
         await _close(items)
 
 
-async def _keepalive(frames: AsyncIterator[bytes], keepalive_s: float) -> AsyncIterator[bytes]:
-    """`frames`, with a `: keepalive` comment whenever none came for `keepalive_s` seconds;
-    closing this closes `frames`. A failure ends the stream with an `error` frame."""
-    pending: asyncio.Task[bytes] | None = None
+async def _ending_with_error(frames: AsyncGenerator[bytes, None]) -> AsyncIterator[bytes]:
+    """`frames`, of which a failure after the first ends the stream with an `error` frame
+    carrying its code (a fault, not a refusal, is logged); closing this closes `frames`."""
     try:
-        while True:
-            if pending is None:
-                pending = asyncio.ensure_future(anext(frames))
-            done, _ = await asyncio.wait({pending}, timeout=keepalive_s)
-            if not done:
-                yield KEEPALIVE_FRAME
-                continue
-            task, pending = pending, None
-            try:
-                frame = task.result()
-            except StopAsyncIteration:
-                return
-            except Exception as failure:
-                yield encode_frame(
-                    json.dumps({"code": codes.code_of(failure, codes.ERROR)}), event="error"
-                )
-                return
+        async for frame in frames:
             yield frame
+    except Exception as failure:
+        code = codes.code_of(failure, codes.ERROR)
+        if not isinstance(failure, TurnframeError):
+            _log.error("stream failed: %s", code, exc_info=failure)
+        yield encode_frame(json.dumps({"code": code}), event="error")
     finally:
-        if pending is not None:
-            pending.cancel()
-            await asyncio.wait({pending})
-            if not pending.cancelled():
-                pending.exception()
-        await _close(frames)
+        await frames.aclose()
 
 
 async def _chained(
