@@ -9,6 +9,7 @@ stream with an `error` frame carrying its code; the client resumes from the last
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
 import logging
@@ -17,7 +18,7 @@ import secrets
 from base64 import b32encode
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
 from contextlib import AbstractAsyncContextManager
-from typing import Any, Final
+from typing import Any, Final, TypeVar
 
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
@@ -76,6 +77,8 @@ _CONVERSATION: Final = re.compile(rf"conv_{_ID_BODY}")
 _ACCOUNT: Final = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.:@-]{0,199}")
 
 _log = logging.getLogger("turnframe.http")
+
+T = TypeVar("T")
 
 
 def new_turn_id() -> str:
@@ -310,11 +313,10 @@ class _Api:
         after = parse_last_event_id(
             request.headers.get("last-event-id") or request.query_params.get("after")
         )
-        runtime = self.runtime
-        # The refusals (a conversation the account does not have, too many readers) before
-        # answering: a quiet conversation stores its next turn much later.
-        await _first(runtime.follow_conversation(account, cid, after, follow=False))
-        frames = _feed_frames(runtime.follow_conversation(account, cid, after))
+        items = await _admitted(
+            self.runtime.follow_conversation(account, cid, after), self._limits.keepalive_s
+        )
+        frames = _feed_frames(items)
         return StreamingResponse(
             _ending_with_error(with_keepalives(frames, self._limits.keepalive_s)),
             media_type=SSE_MEDIA_TYPE,
@@ -455,6 +457,49 @@ async def _first(items: AsyncIterator[Any]) -> None:
             break
     finally:
         await _close(items)
+
+
+async def _admitted(items: AsyncIterator[T], wait_s: float) -> AsyncIterator[T]:
+    """`items`, once their first step was taken (a refusal raises here, before any answer) or
+    has run `wait_s` seconds: the same reader, counted once, its first step carried on.
+
+    A reader's admission (too many readers, a conversation the account does not have) comes
+    before its first item: within `wait_s` it is answered with its status. A quiet
+    conversation's first item may come much later; the answer starts after `wait_s`, and its
+    keepalives hold the connection meanwhile."""
+    first = asyncio.ensure_future(anext(items))
+    try:
+        await asyncio.wait({first}, timeout=wait_s)
+        failure = None if not first.done() else first.exception()
+        if failure is not None and not isinstance(failure, StopAsyncIteration):
+            raise failure
+    except BaseException:
+        await _cancelled(first)
+        await _close(items)
+        raise
+    return _carried_on(first, items)
+
+
+async def _carried_on(first: asyncio.Task[T], items: AsyncIterator[T]) -> AsyncIterator[T]:
+    try:
+        try:
+            yield await first
+        except StopAsyncIteration:
+            return
+        async for item in items:
+            yield item
+    finally:
+        await _cancelled(first)
+        await _close(items)
+
+
+async def _cancelled(task: asyncio.Task[Any]) -> None:
+    """`task` ended: cancelled unless it had ended, its outcome read."""
+    if not task.done():
+        task.cancel()
+        await asyncio.wait({task})
+    if not task.cancelled():
+        task.exception()  # read, so it is not reported as never retrieved
 
 
 async def _feed_frames(items: AsyncIterator[FeedItem]) -> AsyncGenerator[bytes, None]:
