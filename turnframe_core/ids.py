@@ -30,6 +30,7 @@ __all__ = [
     "CommandId",
     "ConversationId",
     "EventId",
+    "MAX_ACCOUNT_CHARS",
     "IdPrefix",
     "IdSource",
     "InteractionId",
@@ -43,6 +44,7 @@ __all__ = [
     "TurnId",
     "UlidIdSource",
     "derive_id",
+    "is_account_id",
     "is_derived_id",
     "require_prefixed",
 ]
@@ -55,6 +57,9 @@ PREFIXES: Final[tuple[str, ...]] = (
 )  # fmt: skip
 
 _BODY = r"[0-9A-Za-z][0-9A-Za-z_-]{0,127}"
+_ACCOUNT = r"[A-Za-z0-9][A-Za-z0-9_.:@-]*"
+#: the longest account id
+MAX_ACCOUNT_CHARS: Final = 200
 
 ConversationId = Annotated[str, StringConstraints(pattern=rf"^conv_{_BODY}$")]
 TurnId = Annotated[str, StringConstraints(pattern=rf"^turn_{_BODY}$")]
@@ -69,7 +74,7 @@ ReplayToken = Annotated[str, StringConstraints(pattern=rf"^rpl_{_BODY}$")]
 BatchId = Annotated[str, StringConstraints(pattern=rf"^bat_{_BODY}$")]
 #: The tenant boundary. Adopter-chosen; no prefix required.
 AccountId = Annotated[
-    str, StringConstraints(min_length=1, max_length=200, pattern=r"^[A-Za-z0-9][A-Za-z0-9_.:@-]*$")
+    str, StringConstraints(min_length=1, max_length=MAX_ACCOUNT_CHARS, pattern=rf"^{_ACCOUNT}$")
 ]
 
 
@@ -79,9 +84,18 @@ class InvalidId(TurnframeError):
 
 def require_prefixed(prefix: str, value: str) -> str:
     """Return `value` if it is a well-formed id with `prefix`, else raise `InvalidId`."""
-    if not re.fullmatch(rf"{prefix}_{_BODY}", value):
+    if not isinstance(value, str) or not re.fullmatch(rf"{prefix}_{_BODY}", value):
         raise InvalidId(f"not a well-formed {prefix}_ id")
     return value
+
+
+def is_account_id(value: object) -> bool:
+    """Whether `value` is an account id (`AccountId`)."""
+    return (
+        isinstance(value, str)
+        and len(value) <= MAX_ACCOUNT_CHARS
+        and re.fullmatch(_ACCOUNT, value) is not None
+    )
 
 
 # --- fresh ids ----------------------------------------------------------------------------------

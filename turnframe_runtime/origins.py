@@ -14,15 +14,12 @@ from __future__ import annotations
 
 import hashlib
 import hmac
-import re
 from abc import ABC, abstractmethod
 
 from turnframe_core.commands import CommandOrigin, ExternalCallback, InternalPolicy
-from turnframe_core.server_events import ServerEvent
+from turnframe_core.server_events import ServerEvent, is_origin_name
 
 __all__ = ["EventOrigin", "HmacOrigin", "TrustedOrigin"]
-
-_NAME = re.compile(r"^[a-z0-9][a-z0-9_.-]{0,63}$")
 
 
 class EventOrigin(ABC):
@@ -30,7 +27,7 @@ class EventOrigin(ABC):
     commands carry."""
 
     def __init__(self, name: str) -> None:
-        if not isinstance(name, str) or not _NAME.match(name):
+        if not is_origin_name(name):
             raise ValueError(
                 "an origin's name is 1-64 lowercase letters, digits, '_', '.' or '-' "
                 "(starting with a letter or digit)"

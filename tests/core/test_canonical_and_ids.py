@@ -2,8 +2,9 @@ import json
 import re
 
 import pytest
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
+from pydantic import TypeAdapter, ValidationError
 
 from turnframe_core.canonical import CanonicalJsonError, canonical_json, digest
 from turnframe_core.derive import (
@@ -16,13 +17,18 @@ from turnframe_core.derive import (
 )
 from turnframe_core.ids import (
     PREFIXES,
+    AccountId,
     InvalidId,
     SequentialIdSource,
+    TurnId,
     UlidIdSource,
     derive_id,
+    is_account_id,
     is_derived_id,
     require_prefixed,
 )
+from turnframe_core.server_events import OriginName, is_origin_name
+from turnframe_runtime import TrustedOrigin
 
 json_scalars = st.none() | st.booleans() | st.integers() | st.text(max_size=12)
 json_values = st.recursive(
@@ -181,3 +187,47 @@ def test_every_derived_id_that_keys_a_record_changes_with_the_account() -> None:
     for name, derive in derivations.items():
         assert derive("acct_a") != derive("acct_b"), name
         assert derive("acct_a") == derive("acct_a"), name
+
+
+def _valid(kind: object, value: str) -> bool:
+    try:
+        TypeAdapter(kind).validate_python(value)
+    except ValidationError:
+        return False
+    return True
+
+
+#: strings near the id rules' edges: their characters, others, line breaks, lengths past them
+_near_ids = st.text(alphabet="aZ09_-.:@\n é", max_size=210)
+
+
+@given(_near_ids)
+@example("acct_1\n")
+@example("a" * 200)
+@example("a" * 201)
+def test_an_account_id_is_judged_by_one_rule(value):
+    assert is_account_id(value) == _valid(AccountId, value)
+
+
+@given(_near_ids.map(lambda body: "turn_" + body))
+@example("turn_1\n")
+def test_a_path_id_is_judged_by_the_models_rule(value):
+    try:
+        require_prefixed("turn", value)
+    except InvalidId:
+        accepted = False
+    else:
+        accepted = True
+    assert accepted == _valid(TurnId, value)
+
+
+@given(st.text(alphabet="az09_.-A \n", max_size=70))
+@example("bank\n")
+def test_an_origin_is_named_by_the_rule_an_events_origin_is_judged_by(name):
+    try:
+        TrustedOrigin(name)
+    except ValueError:
+        named = False
+    else:
+        named = True
+    assert named == is_origin_name(name) == _valid(OriginName, name)

@@ -13,7 +13,6 @@ import asyncio
 import contextlib
 import json
 import logging
-import re
 import secrets
 from base64 import b32encode
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
@@ -28,6 +27,7 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
 from turnframe_core import InvalidTurnInput, TurnframeError, codes
+from turnframe_core.ids import IdPrefix, InvalidId, is_account_id, require_prefixed
 from turnframe_core.replay import TurnPhase
 from turnframe_core.server_events import ServerEvent
 from turnframe_core.stream import StreamEvent, StreamMode, TurnCompleted, is_terminal
@@ -71,10 +71,6 @@ Authenticate = Callable[[Request], Awaitable[str | None]]
 RETRY_MS: Final = 1_000
 _DEFAULT_TURNS: Final = 50
 _BODY_FIELDS: Final = frozenset({"text", "locale", "turn_id", "interaction_response"})
-_ID_BODY: Final = r"[0-9A-Za-z][0-9A-Za-z_-]{0,127}"  # turnframe_core.ids' id body
-_TURN: Final = re.compile(rf"turn_{_ID_BODY}")
-_CONVERSATION: Final = re.compile(rf"conv_{_ID_BODY}")
-_ACCOUNT: Final = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.:@-]{0,199}")
 
 _log = logging.getLogger("turnframe.http")
 
@@ -207,7 +203,7 @@ class _Api:
         account = await self._authenticate(request)
         if account is None:
             raise Unauthenticated()
-        if not isinstance(account, str) or not _ACCOUNT.fullmatch(account):
+        if not is_account_id(account):
             raise TypeError("authenticate returned something that is not an account id")
         return account
 
@@ -241,7 +237,7 @@ class _Api:
         """GET /turns/{turn_id}/events: the turn's events after `Last-Event-ID` (or `?after=`),
         following a running turn to its end; 204 when the client saw its last event."""
         account = await self._account(request)
-        turn_id = _turn_id(request.path_params["turn_id"])
+        turn_id = _path_id("turn", request.path_params["turn_id"])
         after = parse_last_event_id(
             request.headers.get("last-event-id") or request.query_params.get("after")
         )
@@ -259,7 +255,7 @@ class _Api:
     async def turn(self, request: Request) -> Response:
         """GET /turns/{turn_id}: the stored turn and the ids of its follow-up turns."""
         account = await self._account(request)
-        turn_id = _turn_id(request.path_params["turn_id"])
+        turn_id = _path_id("turn", request.path_params["turn_id"])
         runtime = self.runtime
         try:
             turn = await runtime.load_turn(account, turn_id)
@@ -275,9 +271,7 @@ class _Api:
         """GET /conversations/{cid}/turns?limit=: the last `limit` stored turns, oldest first,
         and what the user sent for each (by turn id)."""
         account = await self._account(request)
-        cid = request.path_params["cid"]
-        if not _CONVERSATION.fullmatch(cid):
-            raise NotFound()
+        cid = _path_id("conv", request.path_params["cid"])
         limit = _limit(request.query_params.get("limit"), self._limits.max_turns)
         runtime = self.runtime
         conversations = runtime.stores.conversations
@@ -307,9 +301,7 @@ class _Api:
         `Last-Event-ID` (or `?after=`) as an `event: turn` frame whose id is its feed sequence,
         then each turn as it is stored (server-written follow-ups included), never ending."""
         account = await self._account(request)
-        cid = request.path_params["cid"]
-        if not _CONVERSATION.fullmatch(cid):
-            raise NotFound()
+        cid = _path_id("conv", request.path_params["cid"])
         after = parse_last_event_id(
             request.headers.get("last-event-id") or request.query_params.get("after")
         )
@@ -410,11 +402,12 @@ def _limit(value: str | None, most: int) -> int:
     return min(int(value), most)
 
 
-def _turn_id(value: str) -> str:
-    """A path's turn id; one that no turn can have answers as a missing turn."""
-    if not _TURN.fullmatch(value):
-        raise NotFound()
-    return value
+def _path_id(prefix: IdPrefix, value: str) -> str:
+    """A path's id; one that no record can have answers as a missing record (the same 404)."""
+    try:
+        return require_prefixed(prefix, value)
+    except InvalidId:
+        raise NotFound() from None
 
 
 def _turn_input(account: str, conversation_id: str, body: Any) -> TurnInput:
