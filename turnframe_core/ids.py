@@ -11,6 +11,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import os
+import re
 import threading
 import time
 from collections.abc import Callable
@@ -29,6 +30,7 @@ __all__ = [
     "CommandId",
     "ConversationId",
     "EventId",
+    "MAX_ACCOUNT_CHARS",
     "IdPrefix",
     "IdSource",
     "InteractionId",
@@ -42,6 +44,8 @@ __all__ = [
     "TurnId",
     "UlidIdSource",
     "derive_id",
+    "is_account_id",
+    "is_derived_id",
     "require_prefixed",
 ]
 
@@ -53,6 +57,9 @@ PREFIXES: Final[tuple[str, ...]] = (
 )  # fmt: skip
 
 _BODY = r"[0-9A-Za-z][0-9A-Za-z_-]{0,127}"
+_ACCOUNT = r"[A-Za-z0-9][A-Za-z0-9_.:@-]*"
+#: the longest account id
+MAX_ACCOUNT_CHARS: Final = 200
 
 ConversationId = Annotated[str, StringConstraints(pattern=rf"^conv_{_BODY}$")]
 TurnId = Annotated[str, StringConstraints(pattern=rf"^turn_{_BODY}$")]
@@ -67,7 +74,7 @@ ReplayToken = Annotated[str, StringConstraints(pattern=rf"^rpl_{_BODY}$")]
 BatchId = Annotated[str, StringConstraints(pattern=rf"^bat_{_BODY}$")]
 #: The tenant boundary. Adopter-chosen; no prefix required.
 AccountId = Annotated[
-    str, StringConstraints(min_length=1, max_length=200, pattern=r"^[A-Za-z0-9][A-Za-z0-9_.:@-]*$")
+    str, StringConstraints(min_length=1, max_length=MAX_ACCOUNT_CHARS, pattern=rf"^{_ACCOUNT}$")
 ]
 
 
@@ -77,11 +84,18 @@ class InvalidId(TurnframeError):
 
 def require_prefixed(prefix: str, value: str) -> str:
     """Return `value` if it is a well-formed id with `prefix`, else raise `InvalidId`."""
-    import re
-
-    if not re.fullmatch(rf"{prefix}_{_BODY}", value):
+    if not isinstance(value, str) or not re.fullmatch(rf"{prefix}_{_BODY}", value):
         raise InvalidId(f"not a well-formed {prefix}_ id")
     return value
+
+
+def is_account_id(value: object) -> bool:
+    """Whether `value` is an account id (`AccountId`)."""
+    return (
+        isinstance(value, str)
+        and len(value) <= MAX_ACCOUNT_CHARS
+        and re.fullmatch(_ACCOUNT, value) is not None
+    )
 
 
 # --- fresh ids ----------------------------------------------------------------------------------
@@ -108,6 +122,10 @@ class UlidIdSource:
 
     Ids from one source sort by creation time; within one millisecond the random part is
     incremented so they still sort in creation order.
+
+    Never of the derived form (`is_derived_id`): the body's first character is the time's top 3
+    bits (0-7), a digit 0 or 1 until 2^46 ms after the epoch (the year 4199), and a derived body
+    holds no 0, 1, 8 or 9.
     """
 
     def __init__(
@@ -149,6 +167,10 @@ class SequentialIdSource:
 # --- derived ids --------------------------------------------------------------------------------
 
 
+#: what `derive_id` writes: a prefix, then 26 characters of the lowercase RFC 4648 alphabet
+_DERIVED: Final = re.compile(rf"(?:{'|'.join(PREFIXES)})_[a-z2-7]{{26}}")
+
+
 def derive_id(prefix: IdPrefix, domain: str, inputs: Any) -> str:
     """`{prefix}_` + 26 lowercase base32 chars (130 bits) of sha256(domain NUL canonical_json)."""
     material = domain.encode("utf-8") + b"\x00" + canonical_bytes(inputs)
@@ -156,3 +178,11 @@ def derive_id(prefix: IdPrefix, domain: str, inputs: Any) -> str:
     # 17 bytes are enough for them, and encoding fewer bytes is faster.
     body = base64.b32encode(hashlib.sha256(material).digest()[:17]).decode("ascii").lower()
     return f"{prefix}_{body[:26]}"
+
+
+def is_derived_id(value: str) -> bool:
+    """Whether `value` has the form `derive_id` gives (a prefix, `_`, 26 of `[a-z2-7]`): an id
+    the server derives for its own records, which a client must never choose. Fresh ids are
+    not of it: a ULID's (`UlidIdSource`), nor a `SequentialIdSource`'s (digits, fewer than 26
+    below 10^25)."""
+    return _DERIVED.fullmatch(value) is not None

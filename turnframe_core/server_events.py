@@ -13,6 +13,7 @@ Rules:
 
 from __future__ import annotations
 
+import re
 from typing import Annotated, Final
 
 from pydantic import Field, JsonValue, StringConstraints
@@ -23,14 +24,20 @@ from turnframe_core.cases import CaseId, WorkflowKey
 from turnframe_core.ids import AccountId, ConversationId
 from turnframe_core.workflow import ArgumentName, OperationName
 
-__all__ = ["MAX_EVENT_KEY_CHARS", "OriginName", "ServerEvent"]
+__all__ = ["MAX_EVENT_KEY_CHARS", "OriginName", "ServerEvent", "is_origin_name"]
 
 #: The longest idempotency key a sender may give.
 MAX_EVENT_KEY_CHARS: Final = 200
+_ORIGIN_NAME: Final = r"[a-z0-9][a-z0-9_.-]{0,63}"
 #: A registered origin's name: lowercase letters, digits, `_`, `.` and `-`, at most 64.
-OriginName = Annotated[str, StringConstraints(pattern=r"^[a-z0-9][a-z0-9_.-]{0,63}$")]
+OriginName = Annotated[str, StringConstraints(pattern=rf"^{_ORIGIN_NAME}$")]
 #: A sender's idempotency key: printable ASCII, no space.
 EventKey = Annotated[str, StringConstraints(pattern=rf"^[!-~]{{1,{MAX_EVENT_KEY_CHARS}}}$")]
+
+
+def is_origin_name(value: object) -> bool:
+    """Whether `value` is an origin's name (`OriginName`)."""
+    return isinstance(value, str) and re.fullmatch(_ORIGIN_NAME, value) is not None
 
 
 class ServerEvent(InputModel):

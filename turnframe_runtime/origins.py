@@ -5,6 +5,8 @@ Rules:
   refused before anything is read or written.
 - `verify` judges the event's canonical bytes (`ServerEvent.signing_bytes()`) and the signature
   that came with them; it never raises for a bad signature, it answers False.
+- `requires_signature` says whether the origin's events come signed at all; one that needs no
+  signature (`TrustedOrigin`) is reachable only from code inside the deployment, never HTTP.
 - `command_origin` is the `CommandOrigin` every command of a verified event carries: the
   workflow's policy then decides, as for any command, whether it runs now, waits for the user's
   click on a confirmation card, or is refused.
@@ -14,15 +16,12 @@ from __future__ import annotations
 
 import hashlib
 import hmac
-import re
 from abc import ABC, abstractmethod
 
 from turnframe_core.commands import CommandOrigin, ExternalCallback, InternalPolicy
-from turnframe_core.server_events import ServerEvent
+from turnframe_core.server_events import ServerEvent, is_origin_name
 
 __all__ = ["EventOrigin", "HmacOrigin", "TrustedOrigin"]
-
-_NAME = re.compile(r"^[a-z0-9][a-z0-9_.-]{0,63}$")
 
 
 class EventOrigin(ABC):
@@ -30,12 +29,18 @@ class EventOrigin(ABC):
     commands carry."""
 
     def __init__(self, name: str) -> None:
-        if not isinstance(name, str) or not _NAME.match(name):
+        if not is_origin_name(name):
             raise ValueError(
                 "an origin's name is 1-64 lowercase letters, digits, '_', '.' or '-' "
                 "(starting with a letter or digit)"
             )
         self.name = name
+
+    @property
+    def requires_signature(self) -> bool:
+        """Whether its events come signed (`verify` checks the signature). One that needs none
+        is code inside the deployment: the HTTP layer never serves it."""
+        return True
 
     @abstractmethod
     def verify(self, payload: bytes, signature: str | None) -> bool:
@@ -78,6 +83,10 @@ class HmacOrigin(EventOrigin):
 class TrustedOrigin(EventOrigin):
     """Code inside the deployment (a scheduler, an admin task): its events need no signature
     and its commands carry the server's own policy (`policy_key` "event:<origin>")."""
+
+    @property
+    def requires_signature(self) -> bool:
+        return False
 
     def verify(self, payload: bytes, signature: str | None) -> bool:
         return True

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING
 
 from turnframe_core import codes
 from turnframe_core.errors import TurnframeError
+from turnframe_core.ids import is_derived_id
 from turnframe_core.stream import StreamMode
 from turnframe_core.turn import AssistantTurn, InvalidTurnInput, TurnInput
 from turnframe_runtime import observe
@@ -36,12 +37,16 @@ __all__ = ["judged", "run_turn"]
 
 def judged(turn_input: TurnInput) -> TurnInput:
     """A user's turn input, judged again by its rules (a few microseconds): one built with
-    model_construct or changed with model_copy(update=...) skipped them."""
+    model_construct or changed with model_copy(update=...) skipped them. A user's turn never
+    takes an id of the form the server derives for its own turns (a follow-up, an event's turn):
+    it would stand where that turn is to be written."""
     if not isinstance(turn_input, TurnInput):  # e.g. a dict or JSON: the caller validates
         raise InvalidTurnInput("a turn is given as a TurnInput")
     turn_input = TurnInput.model_validate(turn_input.model_dump(warnings=False))
     if turn_input.is_server_turn:
         raise InvalidTurnInput("a user's turn cannot carry a server turn's origin")
+    if turn_input.turn_id is not None and is_derived_id(turn_input.turn_id):
+        raise InvalidTurnInput("a user's turn id cannot have the form of a server-derived id")
     return turn_input
 
 

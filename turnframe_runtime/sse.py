@@ -16,7 +16,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import re
-from collections.abc import AsyncIterable, AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterable, AsyncIterator
 from typing import Final
 
 from turnframe_core import codes
@@ -92,19 +92,14 @@ def parse_last_event_id(value: str | None) -> int:
     return int(value)
 
 
-async def sse_frames(
-    events: AsyncIterable[StreamEvent],
-    *,
-    keepalive_s: float | None = 15.0,
-    retry_ms: int | None = None,
-) -> AsyncIterator[bytes]:
-    """Each event of `events` as a frame, in order; while none arrives for `keepalive_s`
-    seconds, a `: keepalive` comment (None: never). `retry_ms`, when given, rides on the first
-    frame (the client's reconnection delay). An error of `events` propagates; closing this
-    generator (a client that went away) stops reading `events` and closes them."""
-    source = aiter(events)
-    first = True
-    pending: asyncio.Task[StreamEvent] | None = None
+async def with_keepalives(
+    frames: AsyncIterable[bytes], keepalive_s: float | None
+) -> AsyncGenerator[bytes, None]:
+    """Each frame of `frames`, in order; while none arrives for `keepalive_s` seconds, a
+    `: keepalive` comment (None: never). An error of `frames` propagates; closing this
+    generator (a client that went away) stops reading `frames` and closes them."""
+    source = aiter(frames)
+    pending: asyncio.Task[bytes] | None = None
     try:
         while True:
             if pending is None:
@@ -115,18 +110,48 @@ async def sse_frames(
                 continue
             task, pending = pending, None
             try:
-                event = task.result()
+                frame = task.result()
             except StopAsyncIteration:
                 return
-            yield encode_event(event, retry_ms=retry_ms if first else None)
-            first = False
+            yield frame
     finally:
         if pending is not None:
             pending.cancel()
             await asyncio.wait({pending})  # a cancel of this generator still lands
             if not pending.cancelled():
                 pending.exception()  # read, so it is not reported as never retrieved
-        closing = getattr(source, "aclose", None)
-        if closing is not None:
-            with contextlib.suppress(Exception):
-                await closing()
+        await _close_quietly(source)
+
+
+async def sse_frames(
+    events: AsyncIterable[StreamEvent],
+    *,
+    keepalive_s: float | None = 15.0,
+    retry_ms: int | None = None,
+) -> AsyncIterator[bytes]:
+    """Each event of `events` as a frame, in order, with keepalives as `with_keepalives` adds
+    them. `retry_ms`, when given, rides on the first frame (the client's reconnection delay).
+    An error of `events` propagates; closing this generator (a client that went away) stops
+    reading `events` and closes them."""
+    source = aiter(events)
+
+    async def encoded() -> AsyncIterator[bytes]:
+        first = True
+        async for event in source:
+            yield encode_event(event, retry_ms=retry_ms if first else None)
+            first = False
+
+    frames = with_keepalives(encoded(), keepalive_s)
+    try:
+        async for frame in frames:
+            yield frame
+    finally:
+        await frames.aclose()
+        await _close_quietly(source)  # whatever state `encoded` was left in
+
+
+async def _close_quietly(source: AsyncIterator[object]) -> None:
+    closing = getattr(source, "aclose", None)
+    if closing is not None:
+        with contextlib.suppress(Exception):
+            await closing()

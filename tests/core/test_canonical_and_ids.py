@@ -2,8 +2,9 @@ import json
 import re
 
 import pytest
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
+from pydantic import TypeAdapter, ValidationError
 
 from turnframe_core.canonical import CanonicalJsonError, canonical_json, digest
 from turnframe_core.derive import (
@@ -15,12 +16,19 @@ from turnframe_core.derive import (
     derive_replay_token,
 )
 from turnframe_core.ids import (
+    PREFIXES,
+    AccountId,
     InvalidId,
     SequentialIdSource,
+    TurnId,
     UlidIdSource,
     derive_id,
+    is_account_id,
+    is_derived_id,
     require_prefixed,
 )
+from turnframe_core.server_events import OriginName, is_origin_name
+from turnframe_runtime import TrustedOrigin
 
 json_scalars = st.none() | st.booleans() | st.integers() | st.text(max_size=12)
 json_values = st.recursive(
@@ -125,6 +133,29 @@ def test_each_derived_id_carries_its_prefix():
     assert derive_replay_token("turn_1").startswith("rpl_")
 
 
+@given(st.sampled_from(PREFIXES), st.text(max_size=12), json_values)
+def test_every_derived_id_has_the_derived_form(prefix, domain, inputs):
+    assert is_derived_id(derive_id(prefix, domain, inputs))  # type: ignore[arg-type]
+
+
+@given(st.integers(0, 2**46 - 1), st.binary(min_size=10, max_size=10), st.integers(1, 3))
+def test_no_ulid_has_the_derived_form_before_the_year_4199(now, random, count):
+    source = UlidIdSource(clock_ms=lambda: now, random_bytes=lambda n: random)
+    for _ in range(count):  # the second in one millisecond increments the random part
+        assert not is_derived_id(source.new_id("turn"))
+
+
+def test_sequential_ids_and_other_shapes_do_not_have_the_derived_form():
+    source = SequentialIdSource(start=2_222_222_222)
+    assert not is_derived_id(source.new_id("turn"))
+    assert not is_derived_id("turn_" + "a" * 25)  # one short
+    assert not is_derived_id("turn_" + "a" * 27)
+    assert not is_derived_id("turn_" + "a" * 25 + "1")  # not in the alphabet
+    assert not is_derived_id("turn_" + "A" * 26)
+    assert not is_derived_id("nope_" + "a" * 26)  # not a prefix
+    assert is_derived_id("turn_" + "a" * 26)
+
+
 def test_a_receipt_id_ignores_event_order_and_repeats():
     assert derive_receipt_id("s", ["evt_2", "evt_1"]) == derive_receipt_id(
         "s", ["evt_1", "evt_2", "evt_1"]
@@ -156,3 +187,47 @@ def test_every_derived_id_that_keys_a_record_changes_with_the_account() -> None:
     for name, derive in derivations.items():
         assert derive("acct_a") != derive("acct_b"), name
         assert derive("acct_a") == derive("acct_a"), name
+
+
+def _valid(kind: object, value: str) -> bool:
+    try:
+        TypeAdapter(kind).validate_python(value)
+    except ValidationError:
+        return False
+    return True
+
+
+#: strings near the id rules' edges: their characters, others, line breaks, lengths past them
+_near_ids = st.text(alphabet="aZ09_-.:@\n é", max_size=210)
+
+
+@given(_near_ids)
+@example("acct_1\n")
+@example("a" * 200)
+@example("a" * 201)
+def test_an_account_id_is_judged_by_one_rule(value):
+    assert is_account_id(value) == _valid(AccountId, value)
+
+
+@given(_near_ids.map(lambda body: "turn_" + body))
+@example("turn_1\n")
+def test_a_path_id_is_judged_by_the_models_rule(value):
+    try:
+        require_prefixed("turn", value)
+    except InvalidId:
+        accepted = False
+    else:
+        accepted = True
+    assert accepted == _valid(TurnId, value)
+
+
+@given(st.text(alphabet="az09_.-A \n", max_size=70))
+@example("bank\n")
+def test_an_origin_is_named_by_the_rule_an_events_origin_is_judged_by(name):
+    try:
+        TrustedOrigin(name)
+    except ValueError:
+        named = False
+    else:
+        named = True
+    assert named == is_origin_name(name) == _valid(OriginName, name)

@@ -73,7 +73,8 @@ class Api:
             headers["accept"] = "application/json"
         params = {"mode": mode} if mode is not None else {}
         if isinstance(body, bytes) or hasattr(body, "__aiter__"):
-            kwargs["content"] = body
+            kwargs["content"] = body  # raw bytes posted as JSON unless the test says otherwise
+            headers.setdefault("content-type", "application/json")
         else:
             kwargs["json"] = body
         return await self.client.post(

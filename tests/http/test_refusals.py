@@ -171,6 +171,52 @@ async def test_a_body_that_is_not_json_is_a_malformed_request(api: Api, body: by
 
 
 @pytest.mark.parametrize(
+    "content_type",
+    [
+        "text/plain",  # what a cross-site <form enctype="text/plain"> sends, no preflight
+        "text/plain; charset=utf-8",
+        "application/x-www-form-urlencoded",
+        "multipart/form-data; boundary=x",
+        "application/jsonp",
+        "",
+        None,
+    ],
+)
+async def test_a_turn_posted_as_anything_but_json_is_refused_unread_and_writes_nothing(
+    api: Api, content_type: str | None
+) -> None:
+    api.script_name()
+    before = await api.rows()
+    headers = {"x-account": ACCOUNT}
+    if content_type is not None:
+        headers["content-type"] = content_type
+    path = f"/conversations/{CONVERSATION}/turns"
+    body = json.dumps({"text": "Name Grace Hopper"}).encode()
+
+    response = await api.client.post(path, content=body, headers=headers)
+    too_large = await api.client.post(path, content=b"x" * 70_000, headers=headers)  # unread
+
+    _refused(response, 400, codes.HTTP_MALFORMED_REQUEST)
+    _refused(too_large, 400, codes.HTTP_MALFORMED_REQUEST)
+    assert await api.rows() == before
+    assert api.desk.interpreter.calls == 0
+
+
+@pytest.mark.parametrize(
+    "content_type", ["application/json", "application/json; charset=utf-8", "Application/JSON"]
+)
+async def test_a_turn_posted_as_json_is_taken_with_or_without_a_charset(
+    api: Api, content_type: str
+) -> None:
+    api.script_name()
+    body = json.dumps({"text": "Name Grace Hopper"}).encode()
+
+    response = await api.post(body, headers={"content-type": content_type}, json_answer=True)
+
+    assert response.status_code == 200, response.text
+
+
+@pytest.mark.parametrize(
     "body",
     [
         [],

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from collections.abc import AsyncIterator
 from typing import Any
 
 import httpx
@@ -14,9 +15,10 @@ import pytest
 from http_api import ACCOUNT, CONVERSATION, Api, answer_body, card_of, served
 from sse_reader import Frame, read_frames_async
 
-from turnframe_core import AssistantTurn, StreamEvent, codes, parse_stream_event
+from turnframe_core import AssistantTurn, StreamEvent, TurnInput, codes, parse_stream_event
 from turnframe_runtime import RuntimeConfig
 from turnframe_runtime.http import HttpLimits
+from turnframe_test.domains.travel import ProcessCrash
 
 
 @pytest.fixture
@@ -171,6 +173,81 @@ async def test_a_feed_reader_that_goes_away_frees_its_place_and_one_too_many_is_
             await asyncio.sleep(0.05)
         async with client.stream("GET", path, headers=_as_me()) as again:
             assert again.status_code == 200
+
+
+async def test_a_feed_reader_is_counted_once_and_read_once_per_connection(
+    api: Api, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    api.script_name()
+    await api.turn("Name Grace Hopper")
+    runtime = api.desk.runtime
+    opened: list[bool] = []
+    follow_conversation = runtime.follow_conversation
+
+    def counting(*args: Any, follow: bool = True) -> Any:
+        opened.append(follow)
+        return follow_conversation(*args, follow=follow)
+
+    monkeypatch.setattr(runtime, "follow_conversation", counting)
+    async with (
+        served(api.app) as client,
+        client.stream("GET", f"/conversations/{CONVERSATION}/feed", headers=_as_me()) as feed,
+    ):
+        first = await anext(read_frames_async(feed.aiter_text()))
+
+    assert first.id == "1"
+    assert opened == [True]  # one reader: its admission and its frames
+
+
+async def test_a_feed_reader_that_meets_too_many_readers_is_429_never_a_200_error_frame(
+    api: Api, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    api.script_name()
+    await api.turn("Name Grace Hopper")
+    runtime = api.desk.runtime
+    follow_conversation = runtime.follow_conversation
+    occupants: list[Any] = []
+
+    async def crowded(*args: Any, follow: bool = True) -> AsyncIterator[Any]:
+        """Another reader takes the only place just as this one follows (the bound is 1)."""
+        if follow and not occupants:
+            occupant = follow_conversation(ACCOUNT, CONVERSATION)
+            occupants.append((occupant, asyncio.ensure_future(anext(occupant))))
+            while runtime.feed_followers(ACCOUNT, CONVERSATION) == 0:
+                await asyncio.sleep(0)
+        async for item in follow_conversation(*args, follow=follow):
+            yield item
+
+    monkeypatch.setattr(runtime, "follow_conversation", crowded)
+    try:
+        response = await api.get(f"/conversations/{CONVERSATION}/feed")
+    finally:
+        for occupant, reading in occupants:
+            await reading
+            await occupant.aclose()
+
+    assert response.status_code == 429, response.text
+    assert response.json()["code"] == codes.STREAM_TOO_MANY_FOLLOWERS
+
+
+@pytest.mark.unaudited  # the crashed turn is left for a recovery this test does not run
+async def test_a_feed_with_nothing_to_send_yet_is_answered_and_held_by_keepalives(
+    api: Api,
+) -> None:
+    api.script_name()
+    api.desk.executor.arm_after_remote_request(ProcessCrash())
+    with pytest.raises(ProcessCrash):  # the conversation is stored, no turn of it yet
+        await api.desk.runtime.handle_turn(
+            TurnInput(account_id=ACCOUNT, conversation_id=CONVERSATION, text="Name Grace Hopper")
+        )
+    async with (
+        served(api.app) as client,
+        client.stream("GET", f"/conversations/{CONVERSATION}/feed", headers=_as_me()) as feed,
+    ):
+        assert feed.status_code == 200
+        first = await asyncio.wait_for(anext(feed.aiter_text()), 5)
+
+    assert first.startswith(": keepalive")
 
 
 async def _answer_the_outbox(api: Api) -> None:

@@ -7,12 +7,24 @@ from __future__ import annotations
 import re
 
 import httpx
-from http_api import ACCOUNT, CONVERSATION, Api, answer_body, authenticate, card_of, named
+from http_api import (
+    ACCOUNT,
+    CONVERSATION,
+    REBOOK,
+    Api,
+    answer_body,
+    authenticate,
+    card_of,
+    named,
+    rows,
+)
 from sse_reader import read_frames
 
 from turnframe_core import AssistantTurn, TurnCompleted, codes, parse_stream_event
+from turnframe_core.ids import is_derived_id
 from turnframe_runtime import follow_up_turn_id
 from turnframe_runtime.http import create_app
+from turnframe_test import act, understanding
 
 
 async def test_a_turn_streams_as_frames_numbered_by_sequence_ending_with_the_stored_turn(
@@ -46,6 +58,7 @@ async def test_a_turn_id_the_server_assigns_is_160_random_bits_in_the_turn_id_fo
 
     for turn_id in ids:
         assert re.fullmatch(r"turn_[a-z2-7]{32}", turn_id)  # base32 of 20 bytes from `secrets`
+        assert not is_derived_id(turn_id)  # never one the server derives for its own turns
     assert ids[0] != ids[1]
     assert ids[0][5:15] != ids[1][5:15]  # no shared time prefix, unlike a ULID
 
@@ -132,6 +145,40 @@ async def test_the_conversation_hook_is_awaited_with_the_account_before_the_turn
     assert opened == [(ACCOUNT, CONVERSATION, 0)]
     turn = AssistantTurn.model_validate(response.json()["turn"])
     assert desk.receipt_codes(turn) == ["trip.name_set"]
+
+
+async def test_a_click_calls_no_conversation_hook_and_one_on_a_card_from_elsewhere_writes_nothing(
+    make_desk,
+) -> None:
+    desk = await make_desk()
+    desk.ready_trip()
+    opened: list[tuple[str, str]] = []
+
+    async def on_conversation(account_id: str, conversation_id: str) -> None:
+        opened.append((account_id, conversation_id))
+
+    app = create_app(desk.runtime, authenticate=authenticate, on_conversation=on_conversation)
+    desk.interpreter.then(understanding(act("a1", REBOOK, "h1", "Rebook", leg="outbound")))
+    async with httpx.AsyncClient(
+        transport=httpx.ASGITransport(app=app),
+        base_url="http://t",
+        headers={"x-account": ACCOUNT, "accept": "application/json"},
+    ) as client:
+        asked = await client.post(
+            f"/conversations/{CONVERSATION}/turns", json={"text": "Rebook the outbound flight"}
+        )
+        card = card_of(AssistantTurn.model_validate(asked.json()["turn"]))
+        before = await rows(desk.stores)
+
+        elsewhere = await client.post("/conversations/conv_2/turns", json=answer_body(card))
+
+        assert elsewhere.status_code == 404
+        assert elsewhere.json()["code"] == codes.INTERACTION_NOT_FOUND
+        assert await rows(desk.stores) == before
+        clicked = await client.post(f"/conversations/{CONVERSATION}/turns", json=answer_body(card))
+        assert clicked.status_code == 200, clicked.text
+
+    assert opened == [(ACCOUNT, CONVERSATION)]  # the text turn's only
 
 
 async def test_a_bad_mode_is_a_malformed_request(api: Api) -> None:

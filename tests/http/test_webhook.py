@@ -12,15 +12,33 @@ import pytest
 from http_api import ACCOUNT, CONVERSATION, Api
 
 from turnframe_core import AssistantTurn, ServerEvent, codes
-from turnframe_runtime import HmacOrigin, TrustedOrigin
+from turnframe_core.commands import CommandOrigin, InternalPolicy
+from turnframe_runtime import EventOrigin, HmacOrigin, TrustedOrigin
+
+
+class _Inside(EventOrigin):
+    """Code inside the deployment that needs no signature, and judges only that an event has
+    content (so an empty payload does not pass its `verify`)."""
+
+    @property
+    def requires_signature(self) -> bool:
+        return False
+
+    def verify(self, payload: bytes, signature: str | None) -> bool:
+        return bool(payload)
+
+    def command_origin(self, event: ServerEvent) -> CommandOrigin:
+        return InternalPolicy(policy_key=f"event:{self.name}")
+
 
 BANK = HmacOrigin("bank", b"a shared secret of the bank")
 DESK = TrustedOrigin("desk")
+INSIDE = _Inside("inside")
 
 
 @pytest.fixture
 def desk_options() -> dict[str, Any]:
-    return {"origins": [BANK, DESK]}
+    return {"origins": [BANK, DESK, INSIDE]}
 
 
 def _event(key: str = "evt-1", **fields: Any) -> dict[str, Any]:
@@ -76,6 +94,7 @@ async def test_a_signed_event_becomes_a_server_turn_without_asking_for_an_accoun
         ("nobody", "0" * 64),
         ("desk", "anything"),  # unsigned by design: code inside the deployment, never HTTP
         ("desk", None),
+        ("inside", None),  # says it needs no signature: never served, whatever it verifies
     ],
 )
 async def test_an_event_whose_sender_is_not_verified_is_401_and_writes_nothing(
@@ -137,8 +156,31 @@ async def test_an_event_for_a_conversation_that_does_not_exist_is_404(api: Api) 
 
 
 async def test_an_event_body_is_bounded_like_any_other(api: Api) -> None:
-    deep = await api.client.post("/events/bank", content=b"[" * 5_000 + b"]" * 5_000)
-    large = await api.client.post("/events/bank", content=json.dumps({"x": "y" * 70_000}))
+    as_json = {"content-type": "application/json"}
+    deep = await api.client.post(
+        "/events/bank", content=b"[" * 5_000 + b"]" * 5_000, headers=as_json
+    )
+    large = await api.client.post(
+        "/events/bank", content=json.dumps({"x": "y" * 70_000}), headers=as_json
+    )
 
     assert (deep.status_code, deep.json()["code"]) == (422, codes.HTTP_BODY_TOO_DEEP)
     assert (large.status_code, large.json()["code"]) == (413, codes.HTTP_BODY_TOO_LARGE)
+
+
+@pytest.mark.parametrize("content_type", ["text/plain", None])
+async def test_an_event_posted_as_anything_but_json_is_refused_and_writes_nothing(
+    api: Api, content_type: str | None
+) -> None:
+    await _opened(api)
+    before = await api.rows()
+    body = _event()
+    headers = {"x-turnframe-signature": _signature(body)}
+    if content_type is not None:
+        headers["content-type"] = content_type
+
+    response = await api.client.post("/events/bank", content=json.dumps(body), headers=headers)
+
+    assert response.status_code == 400, response.text
+    assert response.json()["code"] == codes.HTTP_MALFORMED_REQUEST
+    assert await api.rows() == before

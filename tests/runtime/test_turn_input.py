@@ -9,6 +9,9 @@ from typing import Any
 import pytest
 
 from turnframe_core import InvalidTurnInput, TurnInput, codes
+from turnframe_runtime import follow_up_turn_id
+from turnframe_runtime.recover import settled_turn_id
+from turnframe_runtime.server_event import event_turn_id
 from turnframe_store import NotFound
 from turnframe_test.harness import DeskHarness
 
@@ -70,5 +73,29 @@ async def test_a_refused_input_never_reaches_the_runtime(
     ):
         with pytest.raises(InvalidTurnInput):
             await desk.runtime.handle_turn(bypassed)
+
+    await _nothing_written(desk)
+
+
+@pytest.mark.parametrize(
+    "turn_id",
+    [
+        follow_up_turn_id("acct_1", "obx_1", "answer"),
+        event_turn_id("acct_1", "bank", "evt-1"),
+        settled_turn_id("acct_1", "turn_1", ["cmd_1"]),
+    ],
+    ids=["follow_up", "server_event", "settled"],
+)
+async def test_a_users_turn_never_takes_an_id_the_server_derives_for_its_own_turns(
+    desk: DeskHarness, turn_id: str
+) -> None:
+    desk.ready_trip()
+    sent = TurnInput.model_validate({**SENT, "turn_id": turn_id})
+
+    with pytest.raises(InvalidTurnInput):
+        await desk.runtime.handle_turn(sent)
+    with pytest.raises(InvalidTurnInput):
+        async for _ in desk.runtime.stream_turn(sent):
+            pass
 
     await _nothing_written(desk)

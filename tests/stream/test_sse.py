@@ -27,6 +27,7 @@ from turnframe_runtime.sse import (
     encode_frame,
     parse_last_event_id,
     sse_frames,
+    with_keepalives,
 )
 
 TURN = "turn_s1"
@@ -182,3 +183,39 @@ async def test_closing_the_frames_stops_reading_the_events_and_closes_them():
     assert read_frames([first])[0].id == "1"
     assert closed.is_set()
     assert reads == 1
+
+
+async def test_keepalives_are_added_to_any_frames_and_closing_them_closes_the_source():
+    closed = asyncio.Event()
+
+    async def frames() -> AsyncIterator[bytes]:
+        try:
+            yield b"event: one\ndata: 1\n\n"
+            await asyncio.sleep(0.12)
+            yield b"event: two\ndata: 2\n\n"
+            await asyncio.sleep(3600)  # a feed waiting for its next turn
+        finally:
+            closed.set()
+
+    kept = with_keepalives(frames(), 0.03)
+    got = [await anext(kept) for _ in range(2)]
+    while got[-1] == KEEPALIVE_FRAME:
+        got.append(await anext(kept))
+    await kept.aclose()
+
+    assert got[0] == b"event: one\ndata: 1\n\n" and got[-1] == b"event: two\ndata: 2\n\n"
+    assert KEEPALIVE_FRAME in got
+    assert closed.is_set()
+
+
+async def test_an_error_of_the_frames_propagates_through_the_keepalives():
+    async def failing() -> AsyncIterator[bytes]:
+        yield b"data: 1\n\n"
+        raise RuntimeError("the feed broke")
+
+    got: list[bytes] = []
+    with pytest.raises(RuntimeError, match="the feed broke"):
+        async for frame in with_keepalives(failing(), None):
+            got.append(frame)
+
+    assert got == [b"data: 1\n\n"]

@@ -13,12 +13,11 @@ import asyncio
 import contextlib
 import json
 import logging
-import re
 import secrets
 from base64 import b32encode
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
 from contextlib import AbstractAsyncContextManager
-from typing import Any, Final
+from typing import Any, Final, TypeVar
 
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
@@ -28,6 +27,7 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
 from turnframe_core import InvalidTurnInput, TurnframeError, codes
+from turnframe_core.ids import IdPrefix, InvalidId, is_account_id, require_prefixed
 from turnframe_core.replay import TurnPhase
 from turnframe_core.server_events import ServerEvent
 from turnframe_core.stream import StreamEvent, StreamMode, TurnCompleted, is_terminal
@@ -40,7 +40,7 @@ from turnframe_runtime.errors import (
     TurnInProgress,
 )
 from turnframe_runtime.feed import FeedItem
-from turnframe_runtime.http._body import read_json
+from turnframe_runtime.http._body import JSON_MEDIA_TYPE, read_json
 from turnframe_runtime.http._options import CorsConfig, HttpLimits
 from turnframe_runtime.http.errors import (
     INTERNAL_MESSAGE,
@@ -50,12 +50,12 @@ from turnframe_runtime.http.errors import (
 )
 from turnframe_runtime.runtime import TurnRuntime
 from turnframe_runtime.sse import (
-    KEEPALIVE_FRAME,
     SSE_HEADERS,
     SSE_MEDIA_TYPE,
     encode_frame,
     parse_last_event_id,
     sse_frames,
+    with_keepalives,
 )
 from turnframe_store.errors import NotFound
 
@@ -71,12 +71,10 @@ Authenticate = Callable[[Request], Awaitable[str | None]]
 RETRY_MS: Final = 1_000
 _DEFAULT_TURNS: Final = 50
 _BODY_FIELDS: Final = frozenset({"text", "locale", "turn_id", "interaction_response"})
-_ID_BODY: Final = r"[0-9A-Za-z][0-9A-Za-z_-]{0,127}"  # turnframe_core.ids' id body
-_TURN: Final = re.compile(rf"turn_{_ID_BODY}")
-_CONVERSATION: Final = re.compile(rf"conv_{_ID_BODY}")
-_ACCOUNT: Final = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.:@-]{0,199}")
 
 _log = logging.getLogger("turnframe.http")
+
+T = TypeVar("T")
 
 
 def new_turn_id() -> str:
@@ -95,7 +93,10 @@ def create_app(
     """The turn routes over `runtime` (docs/http.md), to serve alone or mount in an app.
 
     `authenticate(request)` names the request's account (None or `Unauthenticated`: 401);
-    `on_conversation(account_id, conversation_id)` is awaited before each posted turn runs.
+    `on_conversation(account_id, conversation_id)` is awaited before each posted turn with
+    words runs (never for a click alone). It must be idempotent: it runs for every such turn,
+    a retry included, and before the runtime's own refusals (a busy conversation, a reused id),
+    so it may run for a turn that is then refused.
     A runtime given as a factory is opened by this app's lifespan: mounted in another app, run
     that lifespan there too (`lifespan=app.router.lifespan_context`)."""
     api = _Api(runtime, authenticate, limits, on_conversation)
@@ -202,7 +203,7 @@ class _Api:
         account = await self._authenticate(request)
         if account is None:
             raise Unauthenticated()
-        if not isinstance(account, str) or not _ACCOUNT.fullmatch(account):
+        if not is_account_id(account):
             raise TypeError("authenticate returned something that is not an account id")
         return account
 
@@ -216,7 +217,9 @@ class _Api:
         mode = _mode(request.query_params.get("mode"))
         body = await read_json(request, self._limits)
         turn_input = _turn_input(account, request.path_params["cid"], body)
-        if self._on_conversation is not None:
+        # A click answers a card the conversation already showed: nothing to open for it (and
+        # a card from elsewhere is refused without the hook having written anything).
+        if self._on_conversation is not None and not turn_input.is_click_only:
             await self._on_conversation(account, turn_input.conversation_id)
         runtime = self.runtime
         assert turn_input.turn_id is not None
@@ -234,7 +237,7 @@ class _Api:
         """GET /turns/{turn_id}/events: the turn's events after `Last-Event-ID` (or `?after=`),
         following a running turn to its end; 204 when the client saw its last event."""
         account = await self._account(request)
-        turn_id = _turn_id(request.path_params["turn_id"])
+        turn_id = _path_id("turn", request.path_params["turn_id"])
         after = parse_last_event_id(
             request.headers.get("last-event-id") or request.query_params.get("after")
         )
@@ -252,7 +255,7 @@ class _Api:
     async def turn(self, request: Request) -> Response:
         """GET /turns/{turn_id}: the stored turn and the ids of its follow-up turns."""
         account = await self._account(request)
-        turn_id = _turn_id(request.path_params["turn_id"])
+        turn_id = _path_id("turn", request.path_params["turn_id"])
         runtime = self.runtime
         try:
             turn = await runtime.load_turn(account, turn_id)
@@ -268,9 +271,7 @@ class _Api:
         """GET /conversations/{cid}/turns?limit=: the last `limit` stored turns, oldest first,
         and what the user sent for each (by turn id)."""
         account = await self._account(request)
-        cid = request.path_params["cid"]
-        if not _CONVERSATION.fullmatch(cid):
-            raise NotFound()
+        cid = _path_id("conv", request.path_params["cid"])
         limit = _limit(request.query_params.get("limit"), self._limits.max_turns)
         runtime = self.runtime
         conversations = runtime.stores.conversations
@@ -300,19 +301,16 @@ class _Api:
         `Last-Event-ID` (or `?after=`) as an `event: turn` frame whose id is its feed sequence,
         then each turn as it is stored (server-written follow-ups included), never ending."""
         account = await self._account(request)
-        cid = request.path_params["cid"]
-        if not _CONVERSATION.fullmatch(cid):
-            raise NotFound()
+        cid = _path_id("conv", request.path_params["cid"])
         after = parse_last_event_id(
             request.headers.get("last-event-id") or request.query_params.get("after")
         )
-        runtime = self.runtime
-        # The refusals (a conversation the account does not have, too many readers) before
-        # answering: a quiet conversation stores its next turn much later.
-        await _first(runtime.follow_conversation(account, cid, after, follow=False))
-        frames = _feed_frames(runtime.follow_conversation(account, cid, after))
+        items = await _admitted(
+            self.runtime.follow_conversation(account, cid, after), self._limits.keepalive_s
+        )
+        frames = _feed_frames(items)
         return StreamingResponse(
-            _keepalive(frames, self._limits.keepalive_s),
+            _ending_with_error(with_keepalives(frames, self._limits.keepalive_s)),
             media_type=SSE_MEDIA_TYPE,
             headers=dict(SSE_HEADERS),
         )
@@ -331,7 +329,7 @@ class _Api:
             raise InvalidTurnInput("the event's origin is the one its path names")
         runtime = self.runtime
         origin = runtime.origins.get(name)
-        if origin is None or origin.verify(b"", None):  # unknown, or it signs nothing
+        if origin is None or not origin.requires_signature:
             raise OriginNotVerified("the event's origin was not verified")
         event = ServerEvent.model_validate({**body, "origin": name})
         signature = request.headers.get("x-turnframe-signature")
@@ -356,17 +354,16 @@ class _Api:
         self, account: str, turn_id: str, events: AsyncIterator[StreamEvent]
     ) -> StreamingResponse:
         return StreamingResponse(
-            self._frames(account, turn_id, events),
+            _ending_with_error(self._frames(account, turn_id, events)),
             media_type=SSE_MEDIA_TYPE,
             headers={**SSE_HEADERS, "x-turn-id": turn_id},
         )
 
     async def _frames(
         self, account: str, turn_id: str, events: AsyncIterator[StreamEvent]
-    ) -> AsyncIterator[bytes]:
+    ) -> AsyncGenerator[bytes, None]:
         """The events as SSE frames, then (after a `turn.completed`) the turn's follow-ups as
-        one `follow_ups` frame when it has any. A failure after the first frame ends the stream
-        with an `error` frame carrying its code."""
+        one `follow_ups` frame when it has any."""
         ended: list[StreamEvent] = []
 
         async def noted() -> AsyncIterator[StreamEvent]:
@@ -375,20 +372,16 @@ class _Api:
                     ended.append(event)
                 yield event
 
+        frames = sse_frames(noted(), keepalive_s=self._limits.keepalive_s, retry_ms=RETRY_MS)
         try:
-            async for frame in sse_frames(
-                noted(), keepalive_s=self._limits.keepalive_s, retry_ms=RETRY_MS
-            ):
+            async for frame in frames:
                 yield frame
-            if ended and isinstance(ended[0], TurnCompleted):
-                follow_ups = await self._follow_ups(account, turn_id)
-                if follow_ups:
-                    yield encode_frame(json.dumps({"turn_ids": follow_ups}), event="follow_ups")
-        except Exception as failure:
-            code = codes.code_of(failure, codes.ERROR)
-            if not isinstance(failure, TurnframeError):
-                _log.error("stream failed: %s", code, exc_info=failure)
-            yield encode_frame(json.dumps({"code": code}), event="error")
+        finally:
+            await _close(frames)
+        if ended and isinstance(ended[0], TurnCompleted):
+            follow_ups = await self._follow_ups(account, turn_id)
+            if follow_ups:
+                yield encode_frame(json.dumps({"turn_ids": follow_ups}), event="follow_ups")
 
 
 # --- reading the request ------------------------------------------------------------------------
@@ -409,11 +402,12 @@ def _limit(value: str | None, most: int) -> int:
     return min(int(value), most)
 
 
-def _turn_id(value: str) -> str:
-    """A path's turn id; one that no turn can have answers as a missing turn."""
-    if not _TURN.fullmatch(value):
-        raise NotFound()
-    return value
+def _path_id(prefix: IdPrefix, value: str) -> str:
+    """A path's id; one that no record can have answers as a missing record (the same 404)."""
+    try:
+        return require_prefixed(prefix, value)
+    except InvalidId:
+        raise NotFound() from None
 
 
 def _turn_input(account: str, conversation_id: str, body: Any) -> TurnInput:
@@ -434,7 +428,7 @@ def _turn_input(account: str, conversation_id: str, body: Any) -> TurnInput:
 def _wants_json(request: Request) -> bool:
     accept = request.headers.get("accept", "")
     types = {part.split(";")[0].strip().lower() for part in accept.split(",")}
-    return "application/json" in types and SSE_MEDIA_TYPE not in types
+    return JSON_MEDIA_TYPE in types and SSE_MEDIA_TYPE not in types
 
 
 # --- reading the turn ---------------------------------------------------------------------------
@@ -458,7 +452,50 @@ async def _first(items: AsyncIterator[Any]) -> None:
         await _close(items)
 
 
-async def _feed_frames(items: AsyncIterator[FeedItem]) -> AsyncIterator[bytes]:
+async def _admitted(items: AsyncIterator[T], wait_s: float) -> AsyncIterator[T]:
+    """`items`, once their first step was taken (a refusal raises here, before any answer) or
+    has run `wait_s` seconds: the same reader, counted once, its first step carried on.
+
+    A reader's admission (too many readers, a conversation the account does not have) comes
+    before its first item: within `wait_s` it is answered with its status. A quiet
+    conversation's first item may come much later; the answer starts after `wait_s`, and its
+    keepalives hold the connection meanwhile."""
+    first = asyncio.ensure_future(anext(items))
+    try:
+        await asyncio.wait({first}, timeout=wait_s)
+        failure = None if not first.done() else first.exception()
+        if failure is not None and not isinstance(failure, StopAsyncIteration):
+            raise failure
+    except BaseException:
+        await _cancelled(first)
+        await _close(items)
+        raise
+    return _carried_on(first, items)
+
+
+async def _carried_on(first: asyncio.Task[T], items: AsyncIterator[T]) -> AsyncIterator[T]:
+    try:
+        try:
+            yield await first
+        except StopAsyncIteration:
+            return
+        async for item in items:
+            yield item
+    finally:
+        await _cancelled(first)
+        await _close(items)
+
+
+async def _cancelled(task: asyncio.Task[Any]) -> None:
+    """`task` ended: cancelled unless it had ended, its outcome read."""
+    if not task.done():
+        task.cancel()
+        await asyncio.wait({task})
+    if not task.cancelled():
+        task.exception()  # read, so it is not reported as never retrieved
+
+
+async def _feed_frames(items: AsyncIterator[FeedItem]) -> AsyncGenerator[bytes, None]:
     first = True
     try:
         async for item in items:
@@ -473,36 +510,19 @@ async def _feed_frames(items: AsyncIterator[FeedItem]) -> AsyncIterator[bytes]:
         await _close(items)
 
 
-async def _keepalive(frames: AsyncIterator[bytes], keepalive_s: float) -> AsyncIterator[bytes]:
-    """`frames`, with a `: keepalive` comment whenever none came for `keepalive_s` seconds;
-    closing this closes `frames`. A failure ends the stream with an `error` frame."""
-    pending: asyncio.Task[bytes] | None = None
+async def _ending_with_error(frames: AsyncGenerator[bytes, None]) -> AsyncIterator[bytes]:
+    """`frames`, of which a failure after the first ends the stream with an `error` frame
+    carrying its code (a fault, not a refusal, is logged); closing this closes `frames`."""
     try:
-        while True:
-            if pending is None:
-                pending = asyncio.ensure_future(anext(frames))
-            done, _ = await asyncio.wait({pending}, timeout=keepalive_s)
-            if not done:
-                yield KEEPALIVE_FRAME
-                continue
-            task, pending = pending, None
-            try:
-                frame = task.result()
-            except StopAsyncIteration:
-                return
-            except Exception as failure:
-                yield encode_frame(
-                    json.dumps({"code": codes.code_of(failure, codes.ERROR)}), event="error"
-                )
-                return
+        async for frame in frames:
             yield frame
+    except Exception as failure:
+        code = codes.code_of(failure, codes.ERROR)
+        if not isinstance(failure, TurnframeError):
+            _log.error("stream failed: %s", code, exc_info=failure)
+        yield encode_frame(json.dumps({"code": code}), event="error")
     finally:
-        if pending is not None:
-            pending.cancel()
-            await asyncio.wait({pending})
-            if not pending.cancelled():
-                pending.exception()
-        await _close(frames)
+        await frames.aclose()
 
 
 async def _chained(

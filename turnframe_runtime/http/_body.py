@@ -1,6 +1,6 @@
-"""A request body read within `HttpLimits`: its size counted while it arrives, its nesting
-measured by a scan over its bytes before any parser sees it (a parser that recurses meets no
-body deeper than the limit), then parsed as JSON."""
+"""A request body read within `HttpLimits`: declared as JSON before a byte is read, its size
+counted while it arrives, its nesting measured by a scan over its bytes before any parser sees
+it (a parser that recurses meets no body deeper than the limit), then parsed as JSON."""
 
 from __future__ import annotations
 
@@ -13,8 +13,9 @@ from starlette.requests import Request
 from turnframe_runtime.http._options import HttpLimits
 from turnframe_runtime.http.errors import BodyTooDeep, BodyTooLarge, MalformedRequest
 
-__all__ = ["exceeds_depth", "read_body", "read_json"]
+__all__ = ["JSON_MEDIA_TYPE", "exceeds_depth", "read_body", "read_json"]
 
+JSON_MEDIA_TYPE: Final = "application/json"
 #: the bytes that can open, close or hide a bracket: quotes, escapes and brackets
 _STRUCTURE: Final = re.compile(rb'["\\\[\]{}]')
 
@@ -73,9 +74,19 @@ def _no_constant(name: str) -> Any:
     raise ValueError(f"{name} is not JSON")
 
 
+def _declares_json(request: Request) -> bool:
+    media_type = request.headers.get("content-type", "").split(";", 1)[0]
+    return media_type.strip().lower() == JSON_MEDIA_TYPE
+
+
 async def read_json(request: Request, limits: HttpLimits) -> Any:
-    """The body parsed as JSON within `limits`: `BodyTooLarge`, `BodyTooDeep`, or
+    """The body parsed as JSON within `limits`: `MalformedRequest` unless it is declared
+    `application/json` (parameters such as `charset` aside), judged before a byte is read: a
+    page on another site can post a form (`text/plain`, form-encoded, multipart) with the user's
+    cookies and no preflight, never JSON. Then `BodyTooLarge`, `BodyTooDeep`, or
     `MalformedRequest` for bytes that are not one JSON value in UTF-8."""
+    if not _declares_json(request):
+        raise MalformedRequest(f"the body is sent as {JSON_MEDIA_TYPE}")
     data = await read_body(request, limits)
     if exceeds_depth(data, limits.max_depth):
         raise BodyTooDeep(f"the body nests at most {limits.max_depth} arrays or objects deep")
