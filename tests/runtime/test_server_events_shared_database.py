@@ -40,7 +40,7 @@ async def pair(database: Database) -> AsyncIterator[tuple[DeskHarness, DeskHarne
     first = DeskHarness(stores=await database.migrated(clock=clock), clock=clock, origins=[DESK])
     second = DeskHarness(stores=await database.stores(clock=clock), clock=clock, origins=[DESK])
     second.desk, second.directory, second.executor = first.desk, first.directory, first.executor
-    second.runtime = second._runtime()
+    second.restart()
     first.ready_trip()
     await first.say("Hello")
     try:
