@@ -27,12 +27,13 @@ import asyncio
 import contextlib
 import threading
 from collections import deque
-from collections.abc import AsyncGenerator, Iterator
+from collections.abc import AsyncGenerator
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 
 from turnframe_core.turn import AssistantTurn
 from turnframe_runtime.config import RuntimeConfig
-from turnframe_runtime.errors import TooManyFollowers
+from turnframe_runtime.follow import FollowerCount
 from turnframe_runtime.stream import StreamHub
 from turnframe_store.bundle import Stores
 from turnframe_store.records import FeedEntry
@@ -62,35 +63,20 @@ class ConversationFeeds:
         self._hub = hub
         self._config = config
         self._lock = threading.Lock()
-        self._reading: dict[tuple[str, str], int] = {}
+        self._count = FollowerCount(
+            config.feed_followers_per_conversation,
+            "this conversation has as many feed readers as the runtime allows; try again later",
+        )
         self._polls: dict[tuple[asyncio.AbstractEventLoop, str, str], _SharedPoll] = {}
 
     def reading(self, account_id: str, conversation_id: str) -> int:
         """How many readers follow the conversation's feed in this process now."""
-        with self._lock:
-            return self._reading.get((account_id, conversation_id), 0)
+        return self._count.reading((account_id, conversation_id))
 
-    @contextlib.contextmanager
-    def counted(self, account_id: str, conversation_id: str) -> Iterator[None]:
+    def counted(self, account_id: str, conversation_id: str) -> AbstractContextManager[None]:
         """One reader of the conversation while the block runs; `TooManyFollowers` past the
         bound (nothing read)."""
-        key = (account_id, conversation_id)
-        with self._lock:
-            if self._reading.get(key, 0) >= self._config.feed_followers_per_conversation:
-                raise TooManyFollowers(
-                    "this conversation has as many feed readers as the runtime allows; "
-                    "try again later"
-                )
-            self._reading[key] = self._reading.get(key, 0) + 1
-        try:
-            yield
-        finally:
-            with self._lock:
-                left = self._reading[key] - 1
-                if left:
-                    self._reading[key] = left
-                else:
-                    del self._reading[key]
+        return self._count.counted((account_id, conversation_id))
 
     async def follow(
         self, account_id: str, conversation_id: str, after: int, *, follow: bool

@@ -28,6 +28,7 @@ from turnframe_runtime import (
     TurnRuntime,
     follow_up_turn_id,
 )
+from turnframe_runtime.follow import FollowerCount
 from turnframe_store import (
     FaultPoint,
     FeedEntry,
@@ -364,6 +365,22 @@ async def test_one_follower_past_the_bound_is_refused_before_it_reads(
         assert runtime.feed_followers(account, conversation) == 2
     # the ones that stopped reading made room
     assert await _feed_now(desk) == []
+
+
+def test_a_refused_reader_is_not_counted_and_one_that_leaves_frees_its_place() -> None:
+    """The count both bounds (a turn's stream readers, a conversation's feed readers) use."""
+    count = FollowerCount(1, "full")
+
+    with count.counted(("acct_1", "conv_1")):
+        with pytest.raises(TooManyFollowers, match="full"), count.counted(("acct_1", "conv_1")):
+            pass
+        with count.counted(("acct_1", "conv_2")):
+            held = (count.reading(("acct_1", "conv_1")), count.reading(("acct_1", "conv_2")))
+
+    assert held == (1, 1)
+    assert count.reading(("acct_1", "conv_1")) == 0
+    with count.counted(("acct_1", "conv_1")):
+        assert count.reading(("acct_1", "conv_1")) == 1
 
 
 async def test_a_store_failure_reaches_every_follower_and_the_next_reader_starts_anew(
