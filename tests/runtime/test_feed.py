@@ -28,7 +28,9 @@ from turnframe_runtime import (
     TurnRuntime,
     follow_up_turn_id,
 )
+from turnframe_runtime.feed import ConversationFeeds
 from turnframe_runtime.follow import FollowerCount
+from turnframe_runtime.stream import StreamHub
 from turnframe_store import (
     FaultPoint,
     FeedEntry,
@@ -365,6 +367,69 @@ async def test_one_follower_past_the_bound_is_refused_before_it_reads(
         assert runtime.feed_followers(account, conversation) == 2
     # the ones that stopped reading made room
     assert await _feed_now(desk) == []
+
+
+async def test_a_shared_poll_whose_readers_keep_up_keeps_no_turn(
+    make_desk: DeskFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    desk = await make_desk(config=NEVER_POLL)
+    await _opened(desk)
+    reads = _Reads(desk.stores, monkeypatch)
+    hub = StreamHub()
+    feeds = ConversationFeeds(desk.stores, hub, NEVER_POLL)
+    account, conversation = desk.account_id, desk.conversation_id
+    followers = [_Follower(feeds.follow(account, conversation, -1, follow=True)) for _ in range(3)]
+    await reads.reach(4)  # each one's catch-up read, and the shared poll's
+
+    try:
+        for n in range(30):
+            turn = await desk.say(f"Note {n}")
+            hub.notify_conversation(account, conversation)
+            assert {(await f.next()).turn.turn_id for f in followers} == {turn.turn_id}
+        kept = feeds.kept(account, conversation)
+    finally:
+        for follower in followers:
+            await follower.stop()
+
+    assert kept == 0
+
+
+async def test_a_slow_reader_is_kept_what_it_has_not_read_and_reads_it_without_the_store(
+    make_desk: DeskFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    desk = await make_desk(config=NEVER_POLL)
+    await _opened(desk)
+    reads = _Reads(desk.stores, monkeypatch)
+    hub = StreamHub()
+    feeds = ConversationFeeds(desk.stores, hub, NEVER_POLL)
+    account, conversation = desk.account_id, desk.conversation_id
+    fast = _Follower(feeds.follow(account, conversation, -1, follow=True))
+    slow = feeds.follow(account, conversation, -1, follow=True)
+    first = asyncio.ensure_future(anext(slow))
+    await reads.reach(3)
+    turns = []
+    try:
+        for n in range(5):
+            turns.append(await desk.say(f"Note {n}"))
+            hub.notify_conversation(account, conversation)
+            assert (await fast.next()).turn == turns[-1]
+        kept_for_the_slow_one = feeds.kept(account, conversation)
+        before = reads.count
+        read = [(await first).turn] + [(await anext(slow)).turn for _ in range(4)]
+        after_reading, parked = reads.count, asyncio.ensure_future(anext(slow))
+        await asyncio.sleep(0)  # it hands the last one over and waits for more
+        kept_after = feeds.kept(account, conversation)
+        parked.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await parked
+    finally:
+        await fast.stop()
+        with contextlib.suppress(asyncio.CancelledError, StopAsyncIteration):
+            await slow.aclose()
+
+    assert kept_for_the_slow_one == 5
+    assert read == turns and after_reading == before
+    assert kept_after == 0
 
 
 def test_a_refused_reader_is_not_counted_and_one_that_leaves_frees_its_place() -> None:
