@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from turnframe_core import TurnStatus, act
+from turnframe_core import CommandPolicy, TurnStatus, act
 from turnframe_core.turn import AssistantTurn
 from turnframe_runtime import (
     FeedItem,
@@ -44,6 +44,7 @@ from turnframe_store import (
 from turnframe_test import DeskHarness
 
 REBOOK = "trip.request_rebooking"
+ANSWER = "trip.record_airline_answer"
 DeskFactory = Callable[..., Awaitable[DeskHarness]]
 #: long enough that only a wake-up delivers within a test's wait
 NEVER_POLL = RuntimeConfig(
@@ -534,6 +535,31 @@ async def test_no_follow_up_turn_is_promised_for_an_answer_the_case_records_noth
         await desk.runtime.load_turn(
             desk.account_id, follow_up_turn_id(desk.account_id, row.outbox_id, "answer")
         )
+
+
+async def test_no_follow_up_turn_is_promised_for_an_answer_no_callback_may_record(
+    desk: DeskHarness, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The answer's command is one only a click may run: the completed answer settles the row
+    alone, as promised."""
+    policy = desk.workflow.policy
+    monkeypatch.setattr(
+        desk.workflow,
+        "policy",
+        lambda kind: CommandPolicy.conservative() if kind == ANSWER else policy(kind),
+    )
+    click_turn, row = await _confirmed(desk)
+
+    promised = await desk.runtime.follow_up_turns(desk.account_id, click_turn)
+    await _answered(desk, row)
+
+    assert promised == ()
+    assert (await desk.stores.outbox.get(row.outbox_id)).status is OutboxStatus.COMPLETED
+    with pytest.raises(NotFound):
+        await desk.runtime.load_turn(
+            desk.account_id, follow_up_turn_id(desk.account_id, row.outbox_id, "answer")
+        )
+    assert await desk.runtime.follow_up_turns(desk.account_id, click_turn) == ()
 
 
 async def test_the_promised_follow_up_turn_is_the_one_written_when_the_row_is_answered(
