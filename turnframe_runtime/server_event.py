@@ -24,7 +24,6 @@ Rules, in the order they apply:
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from turnframe_core.cases import CaseKey
@@ -53,7 +52,6 @@ from turnframe_runtime.reduce import ActResult, CaseInView, Plan, judge_commands
 from turnframe_runtime.server_turn import server_turn
 from turnframe_runtime.state import TurnState
 from turnframe_store.errors import Conflict, NotFound
-from turnframe_store.records import UserTurnRecord
 
 if TYPE_CHECKING:
     from turnframe_runtime.kernel import Kernel
@@ -69,6 +67,8 @@ __all__ = [
 #: the act id of the event's operation (a server turn has no user act)
 _ACT = "event"
 _NOT_VERIFIED = "the event's origin could not be verified"
+#: the most replies read back for the conversation's locale
+_LOCALE_WINDOW = 20
 
 
 def event_turn_id(account_id: str, origin: str, idempotency_key: str) -> str:
@@ -121,17 +121,12 @@ async def _run(
     cause = f"event:{event.origin}:{event.content_digest()}"
     conversations = kernel.stores.conversations
     async with kernel.lock(account_id, conversation_id):
-        # One read: the conversation's turns tell whether this event began its turn here, and
-        # the conversation's locale (the same key used in another conversation is caught when
-        # its turn id refuses to be stored twice).
-        turns = await conversations.list_turns(account_id, conversation_id)
-        if not turns:
-            await conversations.get_conversation(account_id, conversation_id)  # NotFound
-        if any(turn.turn_id == turn_id for turn in turns):
-            prior = await _prior(kernel, event, turn_id, cause, lease_ms=lease_ms)
-            if prior is not None:
-                return prior
-        locale = event.locale or conversation_locale(turns, kernel.config.locales[0])
+        # Keyed reads only: what a conversation's length does not change.
+        await conversations.get_conversation(account_id, conversation_id)  # NotFound
+        prior = await _prior(kernel, event, turn_id, cause, lease_ms=lease_ms)
+        if prior is not None:
+            return prior
+        locale = event.locale or await conversation_locale(kernel, account_id, conversation_id)
         for _ in range(2):
             t = server_turn(kernel, account_id, conversation_id, turn_id, cause, locale)
             case = await _case(kernel, t, event)
@@ -158,12 +153,18 @@ async def _run(
         return await commit_and_deliver(kernel, t, None, started, narrate=False)
 
 
-def conversation_locale(turns: Sequence[UserTurnRecord], default: str) -> str:
-    """The conversation's locale: its last user turn's (`turns` in order), else `default`."""
-    for turn in reversed(turns):
-        if not turn.input.is_server_turn:
-            return turn.input.locale
-    return default
+async def conversation_locale(kernel: Kernel, account_id: str, conversation_id: str) -> str:
+    """The conversation's locale: its last user turn's among its last `_LOCALE_WINDOW` replies
+    (read newest first, so usually two reads), else the last reply's (a server turn speaks the
+    conversation's locale), else the first of `RuntimeConfig.locales`. A user turn without a
+    reply (it failed) is not read."""
+    conversations = kernel.stores.conversations
+    recent = await conversations.recent_turns(account_id, conversation_id, _LOCALE_WINDOW)
+    for reply in reversed(recent):
+        said = await conversations.get_user_turn(account_id, reply.turn_id)
+        if not said.input.is_server_turn:
+            return said.input.locale
+    return recent[-1].locale if recent else kernel.config.locales[0]
 
 
 async def _prior(

@@ -121,6 +121,40 @@ async def test_an_event_may_name_its_own_locale(desk: DeskHarness) -> None:
     assert turn.locale == "de" and desk.receipt_codes(turn) == ["trip.name_set"]
 
 
+async def test_a_locale_an_event_named_leaves_the_conversations_locale_as_it_was(
+    desk: DeskHarness,
+) -> None:
+    await _opened(desk, "it")
+    named = _event("evt-de", locale="de")
+    await desk.runtime.server_event(named, signature=_signed(named))
+    told = _event("evt-after", arguments={"name": "Ada Lovelace"})
+
+    turn = await desk.runtime.server_event(told, signature=_signed(told))
+
+    assert turn.locale == "it" and desk.receipt_codes(turn) == ["trip.name_set"]
+
+
+async def test_an_event_reads_its_conversation_by_key_never_every_turn(
+    desk: DeskHarness, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Its reads do not grow with the conversation: none lists the conversation's turns."""
+    await _opened(desk, "it")
+    for n in range(3):
+        await desk.say(f"Still here {n}", locale="it")
+
+    async def every_turn(*args: Any) -> Any:
+        raise AssertionError("an event listed every turn of its conversation")
+
+    monkeypatch.setattr(desk.stores.conversations, "list_turns", every_turn)
+    event = _event()
+
+    turn = await desk.runtime.server_event(event, signature=_signed(event))
+    again = await desk.runtime.server_event(event, signature=_signed(event))
+
+    assert turn.locale == "it" and desk.receipt_codes(turn) == ["trip.name_set"]
+    assert again == turn
+
+
 async def test_the_same_event_again_is_the_same_turn_with_no_second_effect(
     desk: DeskHarness,
 ) -> None:
