@@ -21,6 +21,7 @@ from turnframe_runtime import (
     RecoveryOutcome,
     ServerEventRefused,
     TrustedOrigin,
+    TurnInProgress,
 )
 from turnframe_store import FaultPoint, NotFound, Timeout
 from turnframe_test import DeskHarness, ScriptedNarrator, act
@@ -329,9 +330,10 @@ async def test_a_crash_between_the_journal_and_the_commit_is_finished_by_recover
     assert await desk.runtime.server_event(event, signature=_signed(event)) == turn
 
 
-async def test_a_commit_that_failed_is_finished_when_the_same_event_comes_again(
+async def test_a_commit_that_failed_is_finished_when_the_same_event_comes_a_lease_later(
     desk: DeskHarness,
 ) -> None:
+    """Sooner, the turn may still be running in another process: it is in progress."""
     await _opened(desk)
     event = _event()
     # The start bundle crosses the point first; the commit's journal completions next.
@@ -339,6 +341,11 @@ async def test_a_commit_that_failed_is_finished_when_the_same_event_comes_again(
     with pytest.raises(Timeout):
         await desk.runtime.server_event(event, signature=_signed(event))
     assert await desk.events() == []
+    desk.clock.advance(desk.config.timer_lease_ms - 1)
+    with pytest.raises(TurnInProgress):
+        await desk.runtime.server_event(event, signature=_signed(event))
+    assert await desk.events() == []
+    desk.clock.advance(1)
 
     turn = await desk.runtime.server_event(event, signature=_signed(event))
 
