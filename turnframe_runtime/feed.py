@@ -16,6 +16,9 @@ The rules:
   store after the last position any of them saw and hands the new items to all of them, so a
   wake costs one query however many readers wait; a reader that is behind (resuming from an
   old sequence) first catches up with reads of its own;
+- the shared poll keeps only the entries its slowest reader has not handed over yet (each
+  reader records its position on the poll), and never more than `_KEPT`: a reader left
+  further behind catches up from the store again. Readers that keep up cost no turns kept;
 - at most `feed_followers_per_conversation` readers follow one conversation at a time in this
   process; one more is refused with `TooManyFollowers` before it reads anything. The bound is a
   process's: each process serving readers bounds its own.
@@ -25,14 +28,16 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import itertools
 import threading
 from collections import deque
-from collections.abc import AsyncGenerator, Iterator
+from collections.abc import AsyncGenerator
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 
 from turnframe_core.turn import AssistantTurn
 from turnframe_runtime.config import RuntimeConfig
-from turnframe_runtime.errors import TooManyFollowers
+from turnframe_runtime.follow import FollowerCount
 from turnframe_runtime.stream import StreamHub
 from turnframe_store.bundle import Stores
 from turnframe_store.records import FeedEntry
@@ -40,7 +45,7 @@ from turnframe_store.records import FeedEntry
 __all__ = ["ConversationFeeds", "FeedItem"]
 
 _PAGE = 200
-#: the newest entries a shared poll keeps for its readers; one further behind reads the store
+#: the most entries a shared poll keeps for a slow reader; one further behind reads the store
 _KEPT = 1_000
 
 
@@ -62,35 +67,27 @@ class ConversationFeeds:
         self._hub = hub
         self._config = config
         self._lock = threading.Lock()
-        self._reading: dict[tuple[str, str], int] = {}
+        self._count = FollowerCount(
+            config.feed_followers_per_conversation,
+            "this conversation has as many feed readers as the runtime allows; try again later",
+        )
         self._polls: dict[tuple[asyncio.AbstractEventLoop, str, str], _SharedPoll] = {}
 
     def reading(self, account_id: str, conversation_id: str) -> int:
         """How many readers follow the conversation's feed in this process now."""
-        with self._lock:
-            return self._reading.get((account_id, conversation_id), 0)
+        return self._count.reading((account_id, conversation_id))
 
-    @contextlib.contextmanager
-    def counted(self, account_id: str, conversation_id: str) -> Iterator[None]:
+    def kept(self, account_id: str, conversation_id: str) -> int:
+        """How many feed entries this process's shared polls keep for the conversation's
+        readers now (what its slowest reader has not handed over yet)."""
+        with self._lock:
+            polls = [p for p in self._polls.values() if p.key[1:] == (account_id, conversation_id)]
+        return sum(poll.kept for poll in polls)
+
+    def counted(self, account_id: str, conversation_id: str) -> AbstractContextManager[None]:
         """One reader of the conversation while the block runs; `TooManyFollowers` past the
         bound (nothing read)."""
-        key = (account_id, conversation_id)
-        with self._lock:
-            if self._reading.get(key, 0) >= self._config.feed_followers_per_conversation:
-                raise TooManyFollowers(
-                    "this conversation has as many feed readers as the runtime allows; "
-                    "try again later"
-                )
-            self._reading[key] = self._reading.get(key, 0) + 1
-        try:
-            yield
-        finally:
-            with self._lock:
-                left = self._reading[key] - 1
-                if left:
-                    self._reading[key] = left
-                else:
-                    del self._reading[key]
+        return self._count.counted((account_id, conversation_id))
 
     async def follow(
         self, account_id: str, conversation_id: str, after: int, *, follow: bool
@@ -109,7 +106,7 @@ class ConversationFeeds:
                 continue
             if not follow:
                 return
-            poll = self._join(account_id, conversation_id, after, at_end=not page)
+            poll, reader = self._join(account_id, conversation_id, after, at_end=not page)
             try:
                 while True:
                     changed = poll.changed  # taken before reading what is kept
@@ -120,20 +117,23 @@ class ConversationFeeds:
                         after = entry.position
                         if entry.turn is not None:
                             yield FeedItem(entry.position + 1, entry.turn)
-                    if not entries:
+                    if entries:
+                        poll.seen(reader, after)  # handed over: the poll may drop them
+                    else:
                         if poll.failure is not None:
                             raise poll.failure
                         await asyncio.shield(changed)  # never cancels the shared future
             finally:
-                self._leave(poll)
+                self._leave(poll, reader)
 
     def _join(
         self, account_id: str, conversation_id: str, after: int, *, at_end: bool
-    ) -> _SharedPoll:
-        """The conversation's shared poll, joined by a reader at `after`; `at_end`: its last
-        read found nothing after `after`. A poll that starts past such a reader started from a
-        position a reader only claimed (beyond the feed's end, or since grown past): it reads
-        again from the reader's, so that no reader is left behind it for good."""
+    ) -> tuple[_SharedPoll, int]:
+        """The conversation's shared poll, joined by a reader at `after`, and the reader's
+        token on it; `at_end`: its last read found nothing after `after`. A poll that starts
+        past such a reader started from a position a reader only claimed (beyond the feed's
+        end, or since grown past), or dropped what every other reader had seen: it reads again
+        from the reader's, so that no reader is left behind it for good."""
         key = (asyncio.get_running_loop(), account_id, conversation_id)
         with self._lock:
             poll = self._polls.get(key)
@@ -142,13 +142,12 @@ class ConversationFeeds:
                 self._polls[key] = poll
             elif at_end and after < poll.base:
                 poll.rewind(after)
-            poll.readers += 1
-        return poll
+            reader = poll.join(after)
+        return poll, reader
 
-    def _leave(self, poll: _SharedPoll) -> None:
+    def _leave(self, poll: _SharedPoll, reader: int) -> None:
         with self._lock:
-            poll.readers -= 1
-            if poll.readers:
+            if poll.leave(reader):
                 return
             if self._polls.get(poll.key) is poll:
                 del self._polls[poll.key]
@@ -157,8 +156,9 @@ class ConversationFeeds:
 
 class _SharedPoll:
     """One conversation's poll in one event loop: reads the feed after the last position read,
-    keeps the newest entries, and wakes its readers (`changed`) when it read something or
-    failed."""
+    keeps the entries its slowest reader has not handed over (at most `_KEPT`), and wakes its
+    readers (`changed`) when it read something or failed. Its readers are touched only from
+    its loop."""
 
     def __init__(
         self,
@@ -170,18 +170,43 @@ class _SharedPoll:
     ) -> None:
         self.key = key
         self.loop, self.account_id, self.conversation_id = key
-        self.readers = 0
         self.stopped = False
         self.failure: Exception | None = None
         self.changed: asyncio.Future[None] = self.loop.create_future()
         self.base = after  # the entries kept are those after `base`, up to `_head`
         self._head = after
         self._kept: deque[FeedEntry] = deque()
+        #: each reader's last position handed over, by its token
+        self._positions: dict[int, int] = {}
+        self._tokens = itertools.count()
         self._stores = stores
         self._hub = hub
         self._shortest = config.stream_poll_ms / 1000
         self._longest = max(config.stream_poll_max_ms, config.stream_poll_ms) / 1000
         self._task = self.loop.create_task(self._run())
+
+    @property
+    def kept(self) -> int:
+        return len(self._kept)
+
+    def join(self, position: int) -> int:
+        """A reader at `position` joins; its token."""
+        reader = next(self._tokens)
+        self._positions[reader] = position
+        return reader
+
+    def seen(self, reader: int, position: int) -> None:
+        """The reader handed over every entry up to `position`."""
+        before = self._positions[reader]
+        self._positions[reader] = position
+        if self._kept and before < self._kept[0].position:  # it may have been the slowest
+            self._trim()
+
+    def leave(self, reader: int) -> int:
+        """The reader left; how many readers remain."""
+        del self._positions[reader]
+        self._trim()
+        return len(self._positions)
 
     def after(self, position: int) -> list[FeedEntry] | None:
         """The kept entries after `position`; None when some after it are no longer (or were
@@ -202,6 +227,14 @@ class _SharedPoll:
         self.stopped = True
         self._task.cancel()
 
+    def _trim(self) -> None:
+        """Drop the entries every reader handed over, and the oldest past `_KEPT` (a reader
+        that needed one finds `after` None and catches up from the store)."""
+        slowest = min(self._positions.values(), default=self._head)
+        kept = self._kept
+        while kept and (kept[0].position <= slowest or len(kept) > _KEPT):
+            self.base = kept.popleft().position
+
     def _publish(self) -> None:
         changed, self.changed = self.changed, self.loop.create_future()
         changed.set_result(None)
@@ -218,9 +251,8 @@ class _SharedPoll:
                     )
                     if page:
                         self._kept.extend(page)
-                        while len(self._kept) > _KEPT:
-                            self.base = self._kept.popleft().position
                         self._head = page[-1].position
+                        self._trim()
                         self._publish()
                         wait = self._shortest  # the feed moves: read it often
                         if len(page) == _PAGE:

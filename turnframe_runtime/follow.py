@@ -29,9 +29,44 @@ from turnframe_runtime.stream import StreamHub
 from turnframe_store.bundle import Stores
 from turnframe_store.errors import NotFound
 
-__all__ = ["Followers"]
+__all__ = ["FollowerCount", "Followers"]
 
 _PAGE = 500
+
+
+class FollowerCount:
+    """This process's readers of one kind of log (a turn's stream, a conversation's feed),
+    counted per key, at most `bound` per key at once."""
+
+    def __init__(self, bound: int, refusal: str) -> None:
+        """`refusal`: the message of the `TooManyFollowers` that refuses one reader more."""
+        self._bound = bound
+        self._refusal = refusal
+        self._lock = threading.Lock()
+        self._reading: dict[tuple[str, str], int] = {}
+
+    def reading(self, key: tuple[str, str]) -> int:
+        """How many readers of `key` are counted now."""
+        with self._lock:
+            return self._reading.get(key, 0)
+
+    @contextlib.contextmanager
+    def counted(self, key: tuple[str, str]) -> Iterator[None]:
+        """One reader of `key` while the block runs; `TooManyFollowers` past the bound, before
+        the block runs."""
+        with self._lock:
+            if self._reading.get(key, 0) >= self._bound:
+                raise TooManyFollowers(self._refusal)
+            self._reading[key] = self._reading.get(key, 0) + 1
+        try:
+            yield
+        finally:
+            with self._lock:
+                left = self._reading[key] - 1
+                if left:
+                    self._reading[key] = left
+                else:
+                    del self._reading[key]
 
 
 class Followers:
@@ -41,8 +76,10 @@ class Followers:
         self._stores = stores
         self._hub = hub
         self._config = config
-        self._lock = threading.Lock()
-        self._reading: dict[tuple[str, str], int] = {}
+        self._count = FollowerCount(
+            config.stream_followers_per_turn,
+            "this turn has as many stream readers as the runtime allows; try again later",
+        )
 
     async def prune(self, now: int, limit: int = 1_000) -> int:
         """Delete the stream logs of turns finished longer ago than
@@ -56,8 +93,7 @@ class Followers:
 
     def reading(self, account_id: str, turn_id: str) -> int:
         """How many followers read the turn's log in this process now."""
-        with self._lock:
-            return self._reading.get((account_id, turn_id), 0)
+        return self._count.reading((account_id, turn_id))
 
     async def follow(
         self,
@@ -72,29 +108,11 @@ class Followers:
         here, read by the caller that started it, which is never refused nor counted), until
         the task ended, raising its failure when the log did not end; without `follow`, only
         what is logged now."""
-        counted = self._counted(account_id, turn_id) if task is None else contextlib.nullcontext()
+        key = (account_id, turn_id)
+        counted = self._count.counted(key) if task is None else contextlib.nullcontext()
         with counted:
             async for event in self._read(account_id, turn_id, after, task, follow):
                 yield event
-
-    @contextlib.contextmanager
-    def _counted(self, account_id: str, turn_id: str) -> Iterator[None]:
-        key = (account_id, turn_id)
-        with self._lock:
-            if self._reading.get(key, 0) >= self._config.stream_followers_per_turn:
-                raise TooManyFollowers(
-                    "this turn has as many stream readers as the runtime allows; try again later"
-                )
-            self._reading[key] = self._reading.get(key, 0) + 1
-        try:
-            yield
-        finally:
-            with self._lock:
-                left = self._reading[key] - 1
-                if left:
-                    self._reading[key] = left
-                else:
-                    del self._reading[key]
 
     async def _read(
         self,

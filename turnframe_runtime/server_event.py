@@ -5,9 +5,12 @@ Rules, in the order they apply:
 1. The origin is verified first: an origin the runtime does not know, or a signature that does
    not verify, is `OriginNotVerified` before anything is read.
 2. Under the conversation's lock, the conversation must exist (`NotFound`). The turn's id is
-   derived from (account, origin, idempotency key): the same event again meets the turn it
-   began and gets its stored reply (a turn a crash left unfinished is finished first, as
-   recovery finishes it); the same key with another event is `IdempotencyKeyReused`.
+   derived from (account, origin, idempotency key): the same event again (a sender's retry, a
+   timer claimed again) meets the turn it began and gets its stored reply; the same key with
+   another event is `IdempotencyKeyReused`. A turn it meets unfinished is finished first, as
+   recovery finishes it, once its phase marker is `RuntimeConfig.timer_lease_ms` old; a younger
+   one may still run in another process (on SQLite the conversation lock is a process's own),
+   and is `TurnInProgress`, having written nothing.
 3. The case is read as any turn reads it (authorized, projected, its view checked); a workflow
    or a case the account does not have is `NotFound`, the same for both. The workflow must
    offer the operation in the case's view, and its own `compile` makes the commands; a refusal
@@ -24,7 +27,6 @@ Rules, in the order they apply:
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from turnframe_core.cases import CaseKey
@@ -53,7 +55,6 @@ from turnframe_runtime.reduce import ActResult, CaseInView, Plan, judge_commands
 from turnframe_runtime.server_turn import server_turn
 from turnframe_runtime.state import TurnState
 from turnframe_store.errors import Conflict, NotFound
-from turnframe_store.records import UserTurnRecord
 
 if TYPE_CHECKING:
     from turnframe_runtime.kernel import Kernel
@@ -69,6 +70,8 @@ __all__ = [
 #: the act id of the event's operation (a server turn has no user act)
 _ACT = "event"
 _NOT_VERIFIED = "the event's origin could not be verified"
+#: the most replies read back for the conversation's locale
+_LOCALE_WINDOW = 20
 
 
 def event_turn_id(account_id: str, origin: str, idempotency_key: str) -> str:
@@ -96,15 +99,13 @@ def verified_origin(kernel: Kernel, event: ServerEvent, signature: str | None) -
 
 
 async def run_server_event(
-    kernel: Kernel, event: ServerEvent, origin: CommandOrigin, *, lease_ms: int | None = None
+    kernel: Kernel, event: ServerEvent, origin: CommandOrigin
 ) -> AssistantTurn:
     """Rules 2-5 for a verified event, in a span of its own (`turnframe.server_event`); its
-    stored reply. `lease_ms` (a timer's): the event's unfinished turn is finished only once its
-    marker is that old (a younger one may still run in the process whose lease ran out), else
-    `TurnInProgress`."""
+    stored reply."""
     with observe.span("server_event", origin=event.origin):
         try:
-            turn = await _run(kernel, event, origin, lease_ms)
+            turn = await _run(kernel, event, origin)
         except TurnframeError as error:
             observe.count("server_event.raised", code=error.code)
             raise
@@ -113,25 +114,18 @@ async def run_server_event(
         return turn
 
 
-async def _run(
-    kernel: Kernel, event: ServerEvent, origin: CommandOrigin, lease_ms: int | None
-) -> AssistantTurn:
+async def _run(kernel: Kernel, event: ServerEvent, origin: CommandOrigin) -> AssistantTurn:
     account_id, conversation_id = event.account_id, event.conversation_id
     turn_id = event_turn_id(account_id, event.origin, event.idempotency_key)
     cause = f"event:{event.origin}:{event.content_digest()}"
     conversations = kernel.stores.conversations
     async with kernel.lock(account_id, conversation_id):
-        # One read: the conversation's turns tell whether this event began its turn here, and
-        # the conversation's locale (the same key used in another conversation is caught when
-        # its turn id refuses to be stored twice).
-        turns = await conversations.list_turns(account_id, conversation_id)
-        if not turns:
-            await conversations.get_conversation(account_id, conversation_id)  # NotFound
-        if any(turn.turn_id == turn_id for turn in turns):
-            prior = await _prior(kernel, event, turn_id, cause, lease_ms=lease_ms)
-            if prior is not None:
-                return prior
-        locale = event.locale or conversation_locale(turns, kernel.config.locales[0])
+        # Keyed reads only: what a conversation's length does not change.
+        await conversations.get_conversation(account_id, conversation_id)  # NotFound
+        prior = await _prior(kernel, event, turn_id, cause)
+        if prior is not None:
+            return prior
+        locale = event.locale or await conversation_locale(kernel, account_id, conversation_id)
         for _ in range(2):
             t = server_turn(kernel, account_id, conversation_id, turn_id, cause, locale)
             case = await _case(kernel, t, event)
@@ -158,12 +152,18 @@ async def _run(
         return await commit_and_deliver(kernel, t, None, started, narrate=False)
 
 
-def conversation_locale(turns: Sequence[UserTurnRecord], default: str) -> str:
-    """The conversation's locale: its last user turn's (`turns` in order), else `default`."""
-    for turn in reversed(turns):
-        if not turn.input.is_server_turn:
-            return turn.input.locale
-    return default
+async def conversation_locale(kernel: Kernel, account_id: str, conversation_id: str) -> str:
+    """The conversation's locale: its last user turn's among its last `_LOCALE_WINDOW` replies
+    (read newest first, so usually two reads), else the last reply's (a server turn speaks the
+    conversation's locale), else the first of `RuntimeConfig.locales`. A user turn without a
+    reply (it failed) is not read."""
+    conversations = kernel.stores.conversations
+    recent = await conversations.recent_turns(account_id, conversation_id, _LOCALE_WINDOW)
+    for reply in reversed(recent):
+        said = await conversations.get_user_turn(account_id, reply.turn_id)
+        if not said.input.is_server_turn:
+            return said.input.locale
+    return recent[-1].locale if recent else kernel.config.locales[0]
 
 
 async def _prior(
@@ -173,12 +173,11 @@ async def _prior(
     cause: str,
     *,
     finish: bool = True,
-    lease_ms: int | None = None,
 ) -> AssistantTurn | None:
     """The reply of the turn this event began before (None when it never began); with
-    `finish`, a turn a crash left unfinished (its marker at least `lease_ms` old, when given)
-    is finished first, else it is `TurnInProgress`. The key with another event is
-    `IdempotencyKeyReused`."""
+    `finish`, an unfinished one is finished first once its marker is
+    `RuntimeConfig.timer_lease_ms` old (rule 2), else it is `TurnInProgress`. The key with
+    another event is `IdempotencyKeyReused`."""
     conversations = kernel.stores.conversations
     account_id = event.account_id
     try:
@@ -198,10 +197,10 @@ async def _prior(
     if marker.phase is TurnPhase.FAILED:  # it ended before any effect: a new key is needed
         record = await kernel.stores.replay.get(account_id, turn_id)
         raise TurnFailed("this event's turn failed before any effect", record.failure_code)
-    if not finish or (lease_ms is not None and marker.updated_at > kernel.clock() - lease_ms):
-        raise TurnInProgress("this event's turn is running in another process")
-    # No turn of this conversation runs beside this one in this process (its lock): a crash
-    # left it, as `handle_turn` judges a retried turn id.
+    if not finish or marker.updated_at > kernel.clock() - kernel.config.timer_lease_ms:
+        raise TurnInProgress("this event's turn may still be running; send it again later")
+    # Not running here (this holds the conversation's lock), and its marker has not moved for
+    # a lease: no process runs it any more.
     await kernel.recovery().turn(account_id, turn_id)
     try:
         return await conversations.get_assistant_turn(account_id, turn_id)

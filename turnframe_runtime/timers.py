@@ -128,8 +128,7 @@ async def _fire(kernel: Kernel, timer: TimerRecord, worker_id: str) -> bool:
         origin = kernel.origins.get(event.origin)
         if origin is None:
             raise OriginNotVerified("the event's origin is no longer registered")
-        lease_ms = kernel.config.timer_lease_ms
-        await run_server_event(kernel, event, origin.command_origin(event), lease_ms=lease_ms)
+        await run_server_event(kernel, event, origin.command_origin(event))
     except _FOR_GOOD as refused:
         observe.count("timer.refused", code=refused.code)
         observe.event(_LOG, "timer.refused", logging.WARNING, timer_id=timer.timer_id,

@@ -126,10 +126,13 @@ class Harness:
         self.copy = copy
         self.outbox = outbox
         self.origins = tuple(origins)
-        self.runtime = self._runtime()
+        self.runtime = self.restart()
 
-    def _runtime(self) -> TurnRuntime:
-        return TurnRuntime(
+    def restart(self) -> TurnRuntime:
+        """A new runtime over the harness's current stores, domain, ports, clock and ids, as a
+        restarted process gets; it becomes `runtime`. After swapping a part in (another
+        harness's domain, to stand for a second process on one database), this wires it."""
+        self.runtime = TurnRuntime(
             stores=self.stores,
             workflows=self.workflows,
             directory=self.directory,
@@ -145,12 +148,13 @@ class Harness:
             outbox=self.outbox,
             origins=self.origins,
         )
+        return self.runtime
 
     def use_stores(self, stores: Stores) -> None:
         """Carry on with the same domain, ports, clock and ids on `stores` (e.g. the same
         database reopened)."""
         self.stores = stores
-        self.runtime = self._runtime()
+        self.restart()
 
     async def say(self, text: str, *parts: Any, locale: str = "en", **extra: Any) -> AssistantTurn:
         """The user writes `text`; the interpreter reads it as `parts` (acts, questions…)."""

@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from turnframe_core import TurnStatus, act
+from turnframe_core import CommandPolicy, TurnStatus, act
 from turnframe_core.turn import AssistantTurn
 from turnframe_runtime import (
     FeedItem,
@@ -28,6 +28,9 @@ from turnframe_runtime import (
     TurnRuntime,
     follow_up_turn_id,
 )
+from turnframe_runtime.feed import ConversationFeeds
+from turnframe_runtime.follow import FollowerCount
+from turnframe_runtime.stream import StreamHub
 from turnframe_store import (
     FaultPoint,
     FeedEntry,
@@ -41,6 +44,7 @@ from turnframe_store import (
 from turnframe_test import DeskHarness
 
 REBOOK = "trip.request_rebooking"
+ANSWER = "trip.record_airline_answer"
 DeskFactory = Callable[..., Awaitable[DeskHarness]]
 #: long enough that only a wake-up delivers within a test's wait
 NEVER_POLL = RuntimeConfig(
@@ -366,6 +370,85 @@ async def test_one_follower_past_the_bound_is_refused_before_it_reads(
     assert await _feed_now(desk) == []
 
 
+async def test_a_shared_poll_whose_readers_keep_up_keeps_no_turn(
+    make_desk: DeskFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    desk = await make_desk(config=NEVER_POLL)
+    await _opened(desk)
+    reads = _Reads(desk.stores, monkeypatch)
+    hub = StreamHub()
+    feeds = ConversationFeeds(desk.stores, hub, NEVER_POLL)
+    account, conversation = desk.account_id, desk.conversation_id
+    followers = [_Follower(feeds.follow(account, conversation, -1, follow=True)) for _ in range(3)]
+    await reads.reach(4)  # each one's catch-up read, and the shared poll's
+
+    try:
+        for n in range(30):
+            turn = await desk.say(f"Note {n}")
+            hub.notify_conversation(account, conversation)
+            assert {(await f.next()).turn.turn_id for f in followers} == {turn.turn_id}
+        kept = feeds.kept(account, conversation)
+    finally:
+        for follower in followers:
+            await follower.stop()
+
+    assert kept == 0
+
+
+async def test_a_slow_reader_is_kept_what_it_has_not_read_and_reads_it_without_the_store(
+    make_desk: DeskFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    desk = await make_desk(config=NEVER_POLL)
+    await _opened(desk)
+    reads = _Reads(desk.stores, monkeypatch)
+    hub = StreamHub()
+    feeds = ConversationFeeds(desk.stores, hub, NEVER_POLL)
+    account, conversation = desk.account_id, desk.conversation_id
+    fast = _Follower(feeds.follow(account, conversation, -1, follow=True))
+    slow = feeds.follow(account, conversation, -1, follow=True)
+    first = asyncio.ensure_future(anext(slow))
+    await reads.reach(3)
+    turns = []
+    try:
+        for n in range(5):
+            turns.append(await desk.say(f"Note {n}"))
+            hub.notify_conversation(account, conversation)
+            assert (await fast.next()).turn == turns[-1]
+        kept_for_the_slow_one = feeds.kept(account, conversation)
+        before = reads.count
+        read = [(await first).turn] + [(await anext(slow)).turn for _ in range(4)]
+        after_reading, parked = reads.count, asyncio.ensure_future(anext(slow))
+        await asyncio.sleep(0)  # it hands the last one over and waits for more
+        kept_after = feeds.kept(account, conversation)
+        parked.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await parked
+    finally:
+        await fast.stop()
+        with contextlib.suppress(asyncio.CancelledError, StopAsyncIteration):
+            await slow.aclose()
+
+    assert kept_for_the_slow_one == 5
+    assert read == turns and after_reading == before
+    assert kept_after == 0
+
+
+def test_a_refused_reader_is_not_counted_and_one_that_leaves_frees_its_place() -> None:
+    """The count both bounds (a turn's stream readers, a conversation's feed readers) use."""
+    count = FollowerCount(1, "full")
+
+    with count.counted(("acct_1", "conv_1")):
+        with pytest.raises(TooManyFollowers, match="full"), count.counted(("acct_1", "conv_1")):
+            pass
+        with count.counted(("acct_1", "conv_2")):
+            held = (count.reading(("acct_1", "conv_1")), count.reading(("acct_1", "conv_2")))
+
+    assert held == (1, 1)
+    assert count.reading(("acct_1", "conv_1")) == 0
+    with count.counted(("acct_1", "conv_1")):
+        assert count.reading(("acct_1", "conv_1")) == 1
+
+
 async def test_a_store_failure_reaches_every_follower_and_the_next_reader_starts_anew(
     make_desk: DeskFactory, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -452,6 +535,31 @@ async def test_no_follow_up_turn_is_promised_for_an_answer_the_case_records_noth
         await desk.runtime.load_turn(
             desk.account_id, follow_up_turn_id(desk.account_id, row.outbox_id, "answer")
         )
+
+
+async def test_no_follow_up_turn_is_promised_for_an_answer_no_callback_may_record(
+    desk: DeskHarness, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The answer's command is one only a click may run: the completed answer settles the row
+    alone, as promised."""
+    policy = desk.workflow.policy
+    monkeypatch.setattr(
+        desk.workflow,
+        "policy",
+        lambda kind: CommandPolicy.conservative() if kind == ANSWER else policy(kind),
+    )
+    click_turn, row = await _confirmed(desk)
+
+    promised = await desk.runtime.follow_up_turns(desk.account_id, click_turn)
+    await _answered(desk, row)
+
+    assert promised == ()
+    assert (await desk.stores.outbox.get(row.outbox_id)).status is OutboxStatus.COMPLETED
+    with pytest.raises(NotFound):
+        await desk.runtime.load_turn(
+            desk.account_id, follow_up_turn_id(desk.account_id, row.outbox_id, "answer")
+        )
+    assert await desk.runtime.follow_up_turns(desk.account_id, click_turn) == ()
 
 
 async def test_the_promised_follow_up_turn_is_the_one_written_when_the_row_is_answered(

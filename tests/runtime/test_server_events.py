@@ -21,6 +21,7 @@ from turnframe_runtime import (
     RecoveryOutcome,
     ServerEventRefused,
     TrustedOrigin,
+    TurnInProgress,
 )
 from turnframe_store import FaultPoint, NotFound, Timeout
 from turnframe_test import DeskHarness, ScriptedNarrator, act
@@ -119,6 +120,40 @@ async def test_an_event_may_name_its_own_locale(desk: DeskHarness) -> None:
     turn = await desk.runtime.server_event(event, signature=_signed(event))
 
     assert turn.locale == "de" and desk.receipt_codes(turn) == ["trip.name_set"]
+
+
+async def test_a_locale_an_event_named_leaves_the_conversations_locale_as_it_was(
+    desk: DeskHarness,
+) -> None:
+    await _opened(desk, "it")
+    named = _event("evt-de", locale="de")
+    await desk.runtime.server_event(named, signature=_signed(named))
+    told = _event("evt-after", arguments={"name": "Ada Lovelace"})
+
+    turn = await desk.runtime.server_event(told, signature=_signed(told))
+
+    assert turn.locale == "it" and desk.receipt_codes(turn) == ["trip.name_set"]
+
+
+async def test_an_event_reads_its_conversation_by_key_never_every_turn(
+    desk: DeskHarness, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Its reads do not grow with the conversation: none lists the conversation's turns."""
+    await _opened(desk, "it")
+    for n in range(3):
+        await desk.say(f"Still here {n}", locale="it")
+
+    async def every_turn(*args: Any) -> Any:
+        raise AssertionError("an event listed every turn of its conversation")
+
+    monkeypatch.setattr(desk.stores.conversations, "list_turns", every_turn)
+    event = _event()
+
+    turn = await desk.runtime.server_event(event, signature=_signed(event))
+    again = await desk.runtime.server_event(event, signature=_signed(event))
+
+    assert turn.locale == "it" and desk.receipt_codes(turn) == ["trip.name_set"]
+    assert again == turn
 
 
 async def test_the_same_event_again_is_the_same_turn_with_no_second_effect(
@@ -295,9 +330,10 @@ async def test_a_crash_between_the_journal_and_the_commit_is_finished_by_recover
     assert await desk.runtime.server_event(event, signature=_signed(event)) == turn
 
 
-async def test_a_commit_that_failed_is_finished_when_the_same_event_comes_again(
+async def test_a_commit_that_failed_is_finished_when_the_same_event_comes_a_lease_later(
     desk: DeskHarness,
 ) -> None:
+    """Sooner, the turn may still be running in another process: it is in progress."""
     await _opened(desk)
     event = _event()
     # The start bundle crosses the point first; the commit's journal completions next.
@@ -305,6 +341,11 @@ async def test_a_commit_that_failed_is_finished_when_the_same_event_comes_again(
     with pytest.raises(Timeout):
         await desk.runtime.server_event(event, signature=_signed(event))
     assert await desk.events() == []
+    desk.clock.advance(desk.config.timer_lease_ms - 1)
+    with pytest.raises(TurnInProgress):
+        await desk.runtime.server_event(event, signature=_signed(event))
+    assert await desk.events() == []
+    desk.clock.advance(1)
 
     turn = await desk.runtime.server_event(event, signature=_signed(event))
 

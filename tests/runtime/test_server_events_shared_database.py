@@ -1,10 +1,12 @@
 """Two runtimes on one SQL database, each with stores (and conversation locks) of its own, as two
 processes have: timers swept by both at once fire once each; the same event sent to both at once
-is one turn and one effect (the other meets the turn, or is told it is in progress)."""
+is one turn and one effect (the other meets the turn, or is told it is in progress); the same
+event sent to the second while the first runs it is in progress there, never finished twice."""
 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -12,7 +14,7 @@ import pytest
 from services import Database
 
 from turnframe_core import ServerEvent
-from turnframe_runtime import TrustedOrigin, TurnInProgress
+from turnframe_runtime import ConversationBusy, TrustedOrigin, TurnInProgress
 from turnframe_store import ManualClock
 from turnframe_test import DeskHarness
 
@@ -40,7 +42,7 @@ async def pair(database: Database) -> AsyncIterator[tuple[DeskHarness, DeskHarne
     first = DeskHarness(stores=await database.migrated(clock=clock), clock=clock, origins=[DESK])
     second = DeskHarness(stores=await database.stores(clock=clock), clock=clock, origins=[DESK])
     second.desk, second.directory, second.executor = first.desk, first.directory, first.executor
-    second.runtime = second._runtime()
+    second.restart()
     first.ready_trip()
     await first.say("Hello")
     try:
@@ -91,3 +93,39 @@ async def test_one_event_sent_to_two_runtimes_at_once_is_one_turn_and_one_effect
     assert await second.runtime.server_event(event) == await first.runtime.load_turn(
         ACCOUNT, told.turn_id
     )
+
+
+async def test_an_event_sent_again_to_another_runtime_while_the_first_runs_it_is_in_progress(
+    pair: tuple[DeskHarness, DeskHarness], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The second runtime cannot see the first's conversation lock on SQLite (on PostgreSQL it
+    waits for it, here briefly): the turn's marker is younger than a lease, so it is not
+    finished a second time beside the first."""
+    first, second = pair
+    second.config = dataclasses.replace(second.config, conversation_wait_ms=200)
+    second.restart()
+    event = _event("01")
+    held, release = asyncio.Event(), asyncio.Event()
+    execute = first.executor.execute
+
+    async def held_once(batch: Any) -> Any:
+        if not held.is_set():
+            held.set()
+            await release.wait()
+        return await execute(batch)
+
+    monkeypatch.setattr(first.executor, "execute", held_once)
+    running = asyncio.ensure_future(first.runtime.server_event(event))
+    await asyncio.wait_for(held.wait(), 15)
+    try:
+        with pytest.raises((TurnInProgress, ConversationBusy)):
+            await second.runtime.server_event(event)
+        [marker] = await second.stores.conversations.list_unfinished_turns(10)
+        untouched = first.executor.applied.copy()
+    finally:
+        release.set()
+    turn = await running
+
+    assert not marker.phase.is_terminal and not untouched
+    assert list(first.executor.applied.values()) == [1]
+    assert await second.runtime.server_event(event) == turn

@@ -65,7 +65,7 @@ def _second(desk: DeskHarness) -> DeskHarness:
         airline=desk.airline,
     )
     other.desk, other.directory, other.executor = desk.desk, desk.directory, desk.executor
-    other.runtime = other._runtime()
+    other.restart()
     return other
 
 

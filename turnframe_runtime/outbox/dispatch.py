@@ -32,14 +32,15 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any
 
 from turnframe_core import codes
 from turnframe_core.cases import CaseKey
-from turnframe_core.commands import ExternalCallback, origin_satisfies
+from turnframe_core.commands import CommandPolicy, ExternalCallback, origin_satisfies
 from turnframe_core.ids import derive_id
-from turnframe_core.workflow import Workflow
+from turnframe_core.workflow import CompiledCommand, Workflow
 from turnframe_runtime import observe
 from turnframe_runtime.accept import PreviousTurnUnfinished, accept_turn
 from turnframe_runtime.config import OutboxConfig
@@ -263,11 +264,16 @@ class OutboxDispatcher:
                 return True
             case = t.cases.get(request.case_ref.key)
             loaded = [case] if case else []
-            planned = self._answer_command(t, request, result, case)
+            recording = None if case is None else _recording(case.workflow, request, result)
+            if not _writes_turn(result, recording):
+                return True  # the row settles alone
+            planned = []
+            if case is not None and recording is not None:
+                planned = self._answer_command(t, case, recording)
             if planned:
                 user_turn, t.recorder.record = await accept_turn(tx, t.ctx, loaded)
                 await t.execution.admit(tx, None, planned, user_turn)
-            elif not completed:  # nothing records it on the case: the user is told it failed
+            else:  # nothing records it on the case: the user is told it failed
                 await self._tell(tx, t, codes.NOTICE_COMMAND_FAILED, loaded)
             return True
 
@@ -306,29 +312,24 @@ class OutboxDispatcher:
         return DispatchOutcome.FAILED
 
     def _answer_command(
-        self,
-        t: TurnState,
-        request: OutboxRequest,
-        result: SendCompleted | SendFailed,
-        case: CaseInView | None,
+        self, t: TurnState, case: CaseInView, recording: _Recording
     ) -> list[PlannedCommand]:
-        """The workflow's command that records the answer, with a verified callback origin (the
-        answer came back on the channel the row opened, for its idempotency key)."""
-        if case is None:
-            return []
-        workflow = case.workflow
-        command = workflow.external_answer(request, result)
-        if command is None:
-            return []
-        origin = _answer_origin(request)
-        policy = workflow.policy(command.command_type)
+        """The command that records the answer, planned in the follow-up turn with its verified
+        callback origin; none when its policy refuses an external callback (the refusal is
+        audited with the turn)."""
         envelope = envelope_for(
-            t.ctx.account_id, t.ctx.turn_id, _ANSWER_ACT, 0, case.case_ref, origin, command
+            t.ctx.account_id,
+            t.ctx.turn_id,
+            _ANSWER_ACT,
+            0,
+            case.case_ref,
+            recording.origin,
+            recording.command,
         )
-        if not origin_satisfies(origin, policy):
-            t.audit.decided(envelope, policy, False)
+        if not recording.allowed:
+            t.audit.decided(envelope, recording.policy, False)
             return []
-        return [PlannedCommand(_ANSWER_ACT, envelope, policy)]  # admitting records the decision
+        return [PlannedCommand(_ANSWER_ACT, envelope, recording.policy)]  # admitting records it
 
     async def answer_turn(self, row: OutboxEntry) -> str | None:
         """The id of the turn that answers `row` (purpose `answer`), or None when its answer
@@ -354,9 +355,12 @@ class OutboxDispatcher:
         except (KeyError, ValueError):  # a body no answer can be recorded from: poisoned, told
             return turn_id
         workflow = self.kernel.workflows.get(request.case_ref.workflow)
-        if workflow is None or not _records_completed(workflow, request):
-            return None
-        return turn_id
+        completed = SendCompleted(reference=request.outbox_id)
+        try:
+            recording = None if workflow is None else _recording(workflow, request, completed)
+        except Exception:  # a workflow that raises poisons the row: its answer turn tells that
+            return turn_id
+        return turn_id if _writes_turn(completed, recording) else None
 
     async def _tell(
         self, tx: Stores, t: TurnState, notice: str, loaded: Sequence[CaseInView] = ()
@@ -464,16 +468,36 @@ def _answer_origin(request: OutboxRequest) -> ExternalCallback:
     return ExternalCallback(callback_id=request.outbox_id, signature_verified=True)
 
 
-def _records_completed(workflow: Workflow, request: OutboxRequest) -> bool:
-    """Whether the workflow records a completed answer to `request` on its case with a command
-    an external callback may run (else a completed answer settles the row alone)."""
-    try:
-        command = workflow.external_answer(request, SendCompleted(reference=request.outbox_id))
-        if command is None:
-            return False
-        return origin_satisfies(_answer_origin(request), workflow.policy(command.command_type))
-    except Exception:  # a workflow that raises poisons the row: its answer turn tells that
-        return True
+@dataclass(frozen=True)
+class _Recording:
+    """The command a workflow records an answer with, its policy, and whether the answer's
+    origin (a verified callback on the row) may run it."""
+
+    command: CompiledCommand
+    policy: CommandPolicy
+    origin: ExternalCallback
+    allowed: bool
+
+
+def _recording(
+    workflow: Workflow, request: OutboxRequest, result: SendCompleted | SendFailed
+) -> _Recording | None:
+    """How the workflow records `result` on the request's case: None when it records nothing
+    (`external_answer` returns None). A workflow that raises raises here."""
+    command = workflow.external_answer(request, result)
+    if command is None:
+        return None
+    origin = _answer_origin(request)
+    policy = workflow.policy(command.command_type)
+    return _Recording(command, policy, origin, origin_satisfies(origin, policy))
+
+
+def _writes_turn(result: SendCompleted | SendFailed, recording: _Recording | None) -> bool:
+    """Whether a final answer writes the row's `answer` turn: a failed one always (the user is
+    told), a completed one only when its case records it with a command the answer's origin
+    may run (else the row settles alone). `_answer` writes by it and `answer_turn` promises
+    by it."""
+    return not isinstance(result, SendCompleted) or (recording is not None and recording.allowed)
 
 
 def _forget(task: asyncio.Future[Any]) -> None:

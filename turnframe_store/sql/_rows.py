@@ -28,6 +28,7 @@ from turnframe_store.records import (
     JournalEntry,
     OutboxEntry,
     PhaseMarker,
+    TimerRecord,
     UserTurnRecord,
 )
 
@@ -333,6 +334,39 @@ class Codec:
             "first_recorded_at": recorded_at,
             "recorded_at": recorded_at,
             "record": text,
+        }
+
+    # --- timers ---------------------------------------------------------------------------------
+
+    def timer(self, row: Row) -> TimerRecord:
+        return _reading(
+            "timer",
+            lambda: TimerRecord(
+                account_id=row["account_id"],
+                conversation_id=row["conversation_id"],
+                timer_id=row["timer_id"],
+                due_at=self.time_out(row["due_at"]),
+                event=row["event"],
+                status=row["status"],
+                worker_id=row["worker_id"],
+                claimed_at=self._opt_time_out(row["claimed_at"]),
+                fired_at=self._opt_time_out(row["fired_at"]),
+                created_at=self.time_out(row["created_at"]),
+            ),
+        )
+
+    def timer_params(self, record: TimerRecord) -> dict[str, Any]:
+        return {
+            "account_id": record.account_id,
+            "timer_id": record.timer_id,
+            "conversation_id": record.conversation_id,
+            "due_at": self.time_in(record.due_at),
+            "event": record.event,
+            "status": record.status.value,
+            "worker_id": record.worker_id,
+            "claimed_at": self._opt_time_in(record.claimed_at),
+            "fired_at": self._opt_time_in(record.fired_at),
+            "created_at": self.time_in(record.created_at),
         }
 
 

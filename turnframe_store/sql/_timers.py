@@ -18,7 +18,6 @@ from turnframe_store.roles.rules import Verdict
 from turnframe_store.roles.timers import TimerStore
 from turnframe_store.sql._backend import Result, Row, Statement
 from turnframe_store.sql._core import SqlCore, Step
-from turnframe_store.sql._rows import _reading
 from turnframe_store.sql._statements import Compiler, among, bind, values_of
 
 __all__ = ["SqlTimers", "TimerStatements"]
@@ -130,44 +129,10 @@ class SqlTimers(TimerStore):
     # --- rows -----------------------------------------------------------------------------------
 
     def _timer(self, row: Row) -> TimerRecord:
-        time_out = self._core.backend.time_out
-
-        def optional(value: Any) -> int | None:
-            return None if value is None else time_out(value)
-
-        return _reading(
-            "timer",
-            lambda: TimerRecord(
-                account_id=row["account_id"],
-                conversation_id=row["conversation_id"],
-                timer_id=row["timer_id"],
-                due_at=time_out(row["due_at"]),
-                event=row["event"],
-                status=row["status"],
-                worker_id=row["worker_id"],
-                claimed_at=optional(row["claimed_at"]),
-                fired_at=optional(row["fired_at"]),
-                created_at=time_out(row["created_at"]),
-            ),
-        )
+        return self._core.codec.timer(row)
 
     def _timers(self, rows: Sequence[Row]) -> tuple[TimerRecord, ...]:
         return tuple(self._timer(row) for row in rows)
-
-    def _params(self, record: TimerRecord) -> dict[str, Any]:
-        time_in = self._core.backend.time_in
-        return {
-            "account_id": record.account_id,
-            "timer_id": record.timer_id,
-            "conversation_id": record.conversation_id,
-            "due_at": time_in(record.due_at),
-            "event": record.event,
-            "status": record.status.value,
-            "worker_id": record.worker_id,
-            "claimed_at": None if record.claimed_at is None else time_in(record.claimed_at),
-            "fired_at": None if record.fired_at is None else time_in(record.fired_at),
-            "created_at": time_in(record.created_at),
-        }
 
     # --- reads ----------------------------------------------------------------------------------
 
@@ -204,11 +169,12 @@ class SqlTimers(TimerStore):
             raise Conflict("the timer moved under a concurrent writer")
 
         key = {"account_id": record.account_id, "timer_id": record.timer_id}
+        params = self._core.codec.timer_params(record)
         where = {"account_id": record.account_id, "conversation_id": record.conversation_id}
         _, timer = await self._core.write(
             [
                 Step(self._st.timer_conversation, where, conversation),
-                Step(self._st.timer_insert, self._params(record), stored, self._st.timer_get, key),
+                Step(self._st.timer_insert, params, stored, self._st.timer_get, key),
             ]
         )
         return timer  # type: ignore[no-any-return]
