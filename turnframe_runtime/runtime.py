@@ -291,6 +291,7 @@ class TurnRuntime:
         after_sequence: int = 0,
         *,
         follow: bool = True,
+        admitted: asyncio.Event | None = None,
     ) -> AsyncIterator[FeedItem]:
         """Every stored turn of the conversation after `after_sequence` (0: from the start), in
         commit order, each exactly as stored, turns without a reply skipped; from any process
@@ -298,7 +299,10 @@ class TurnRuntime:
         stops reading): a turn stored by this process arrives at once, one stored elsewhere
         within a poll interval; without, yields what is stored now. `TooManyFollowers` past
         `RuntimeConfig.feed_followers_per_conversation` readers in this process, before
-        anything is read; `NotFound` for a conversation this account does not have."""
+        anything is read; `NotFound` for a conversation this account does not have. `admitted`,
+        when given, is set once neither applies (the reader is counted and the conversation
+        found): a web layer answers then, though a quiet conversation's first item may come much
+        later."""
         if isinstance(after_sequence, bool) or not isinstance(after_sequence, int):
             raise TypeError("after_sequence is an int")
         if after_sequence < 0:
@@ -306,6 +310,8 @@ class TurnRuntime:
         feeds = self._kernel.feeds
         with feeds.counted(account_id, conversation_id):
             await self._kernel.stores.conversations.get_conversation(account_id, conversation_id)
+            if admitted is not None:
+                admitted.set()
             # closed with this one, so a reader that stops leaves the shared poll at once
             async with contextlib.aclosing(
                 feeds.follow(account_id, conversation_id, after_sequence - 1, follow=follow)

@@ -184,9 +184,9 @@ async def test_a_feed_reader_is_counted_once_and_read_once_per_connection(
     opened: list[bool] = []
     follow_conversation = runtime.follow_conversation
 
-    def counting(*args: Any, follow: bool = True) -> Any:
+    def counting(*args: Any, follow: bool = True, **options: Any) -> Any:
         opened.append(follow)
-        return follow_conversation(*args, follow=follow)
+        return follow_conversation(*args, follow=follow, **options)
 
     monkeypatch.setattr(runtime, "follow_conversation", counting)
     async with (
@@ -208,14 +208,14 @@ async def test_a_feed_reader_that_meets_too_many_readers_is_429_never_a_200_erro
     follow_conversation = runtime.follow_conversation
     occupants: list[Any] = []
 
-    async def crowded(*args: Any, follow: bool = True) -> AsyncIterator[Any]:
+    async def crowded(*args: Any, follow: bool = True, **options: Any) -> AsyncIterator[Any]:
         """Another reader takes the only place just as this one follows (the bound is 1)."""
         if follow and not occupants:
             occupant = follow_conversation(ACCOUNT, CONVERSATION)
             occupants.append((occupant, asyncio.ensure_future(anext(occupant))))
             while runtime.feed_followers(ACCOUNT, CONVERSATION) == 0:
                 await asyncio.sleep(0)
-        async for item in follow_conversation(*args, follow=follow):
+        async for item in follow_conversation(*args, follow=follow, **options):
             yield item
 
     monkeypatch.setattr(runtime, "follow_conversation", crowded)

@@ -305,8 +305,11 @@ class _Api:
         after = parse_last_event_id(
             request.headers.get("last-event-id") or request.query_params.get("after")
         )
+        admitted = asyncio.Event()
         items = await _admitted(
-            self.runtime.follow_conversation(account, cid, after), self._limits.keepalive_s
+            self.runtime.follow_conversation(account, cid, after, admitted=admitted),
+            self._limits.keepalive_s,
+            admitted,
         )
         frames = _feed_frames(items)
         return StreamingResponse(
@@ -452,17 +455,27 @@ async def _first(items: AsyncIterator[Any]) -> None:
         await _close(items)
 
 
-async def _admitted(items: AsyncIterator[T], wait_s: float) -> AsyncIterator[T]:
-    """`items`, once their first step was taken (a refusal raises here, before any answer) or
-    has run `wait_s` seconds: the same reader, counted once, its first step carried on.
+async def _admitted(
+    items: AsyncIterator[T], wait_s: float, admitted: asyncio.Event | None = None
+) -> AsyncIterator[T]:
+    """`items`, once their first step was taken (a refusal raises here, before any answer),
+    `admitted` was set, or `wait_s` seconds ran: the same reader, counted once, its first step
+    carried on.
 
     A reader's admission (too many readers, a conversation the account does not have) comes
-    before its first item: within `wait_s` it is answered with its status. A quiet
-    conversation's first item may come much later; the answer starts after `wait_s`, and its
-    keepalives hold the connection meanwhile."""
+    before its first item and before `admitted` is set: it is answered with its status. A quiet
+    conversation's first item may come much later; the answer starts once the reader was
+    admitted (or after `wait_s`), and its keepalives hold the connection meanwhile."""
     first = asyncio.ensure_future(anext(items))
+    waiting: set[asyncio.Task[Any]] = {first}
+    if admitted is not None:
+        waiting.add(asyncio.ensure_future(admitted.wait()))
     try:
-        await asyncio.wait({first}, timeout=wait_s)
+        try:
+            await asyncio.wait(waiting, timeout=wait_s, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for task in waiting - {first}:
+                await _cancelled(task)
         failure = None if not first.done() else first.exception()
         if failure is not None and not isinstance(failure, StopAsyncIteration):
             raise failure
