@@ -43,8 +43,10 @@ class RuntimeConfig:
     - `timer_lease_ms`: how long a worker's claim on a due timer lasts (`fire_due_events`);
       a timer whose worker died holding it is claimed again once the lease ran out, and its
       event meets the turn the first claim began (so a lease shorter than a turn takes only
-      costs a wasted wait, never a second effect). `timer_poll_ms`: how often `turnframe
-      worker` looks for due timers.
+      costs a wasted wait, never a second effect). It is also how old an unfinished event
+      turn must be before a repeat of its event finishes it (younger: `TurnInProgress`, since
+      another process may be running it). `timer_poll_ms`: how often `turnframe worker` looks
+      for due timers.
     - `guard`: how the wording guard reads free prose's languages (`GuardConfig`: ordinary
       words to add per language, the shortest text judged foreign, languages whose language
       check is off); its claim rules and value grounding always run.

@@ -163,6 +163,9 @@ class TurnRuntime:
         pre-execution cards, every command journaled); commit (the bundle, the events read back,
         follow-up cards); deliver. A click-only turn makes no model call, so it accepts and
         starts in one transaction; without a narrator the reply is delivered with the commit.
+        A `turn_id` of the form the server derives for its own turns (`is_derived_id`: outbox
+        follow-ups, event turns) is refused with `InvalidTurnInput` before anything is read, so
+        a user's turn can never take the place of a turn the server will write.
         """
         turn_input = judged(turn_input)
         async with self._kernel.lock(turn_input.account_id, turn_input.conversation_id):
@@ -232,7 +235,9 @@ class TurnRuntime:
         policy only a user's click satisfies shows the confirmation card instead), journaled,
         executed and committed with a receipt turn in the conversation's locale, without a
         model call. The same event again returns the same turn, with no second effect; its
-        key with another event is `IdempotencyKeyReused`. Every refusal writes nothing."""
+        key with another event is `IdempotencyKeyReused`; sent again while its turn is
+        unfinished and younger than `RuntimeConfig.timer_lease_ms` (another process may be
+        running it), `TurnInProgress`. Every refusal writes nothing."""
         event = judged_event(event)
         origin = verified_origin(self._kernel, event, signature)
         return await run_server_event(self._kernel, event, origin)
