@@ -54,6 +54,7 @@ from turnframe_runtime.errors import (
 from turnframe_runtime.reduce import ActResult, CaseInView, Plan, judge_commands
 from turnframe_runtime.server_turn import server_turn
 from turnframe_runtime.state import TurnState
+from turnframe_store.bundle import Stores
 from turnframe_store.errors import Conflict, NotFound
 
 if TYPE_CHECKING:
@@ -118,14 +119,20 @@ async def _run(kernel: Kernel, event: ServerEvent, origin: CommandOrigin) -> Ass
     account_id, conversation_id = event.account_id, event.conversation_id
     turn_id = event_turn_id(account_id, event.origin, event.idempotency_key)
     cause = f"event:{event.origin}:{event.content_digest()}"
-    conversations = kernel.stores.conversations
     async with kernel.lock(account_id, conversation_id):
-        # Keyed reads only: what a conversation's length does not change.
-        await conversations.get_conversation(account_id, conversation_id)  # NotFound
-        prior = await _prior(kernel, event, turn_id, cause)
-        if prior is not None:
-            return prior
-        locale = event.locale or await conversation_locale(kernel, account_id, conversation_id)
+        # Keyed reads only (what a conversation's length does not change), in one read
+        # transaction: an event commits as often as a click-only turn does.
+        async with kernel.stores.snapshot() as view:
+            conversations = view.conversations
+            await conversations.get_conversation(account_id, conversation_id)  # NotFound
+            began = await _began(view, account_id, turn_id)
+            locale = event.locale or await conversation_locale(
+                view, kernel.config.locales[0], account_id, conversation_id
+            )
+        if began:
+            prior = await _prior(kernel, event, turn_id, cause)
+            if prior is not None:
+                return prior
         for _ in range(2):
             t = server_turn(kernel, account_id, conversation_id, turn_id, cause, locale)
             case = await _case(kernel, t, event)
@@ -152,18 +159,29 @@ async def _run(kernel: Kernel, event: ServerEvent, origin: CommandOrigin) -> Ass
         return await commit_and_deliver(kernel, t, None, started, narrate=False)
 
 
-async def conversation_locale(kernel: Kernel, account_id: str, conversation_id: str) -> str:
+async def conversation_locale(
+    stores: Stores, default: str, account_id: str, conversation_id: str
+) -> str:
     """The conversation's locale: its last user turn's among its last `_LOCALE_WINDOW` replies
     (read newest first, so usually two reads), else the last reply's (a server turn speaks the
-    conversation's locale), else the first of `RuntimeConfig.locales`. A user turn without a
-    reply (it failed) is not read."""
-    conversations = kernel.stores.conversations
+    conversation's locale), else `default` (the first of `RuntimeConfig.locales`). A user turn
+    without a reply (it failed) is not read."""
+    conversations = stores.conversations
     recent = await conversations.recent_turns(account_id, conversation_id, _LOCALE_WINDOW)
     for reply in reversed(recent):
         said = await conversations.get_user_turn(account_id, reply.turn_id)
         if not said.input.is_server_turn:
             return said.input.locale
-    return recent[-1].locale if recent else kernel.config.locales[0]
+    return recent[-1].locale if recent else default
+
+
+async def _began(stores: Stores, account_id: str, turn_id: str) -> bool:
+    """Whether the event's turn was begun before (by this event or another with its key)."""
+    try:
+        await stores.conversations.get_user_turn(account_id, turn_id)
+    except NotFound:
+        return False
+    return True
 
 
 async def _prior(
