@@ -103,15 +103,17 @@ class Followers:
         task: asyncio.Task[AssistantTurn] | None = None,
         *,
         follow: bool = True,
+        admitted: asyncio.Event | None = None,
     ) -> AsyncIterator[StreamEvent]:
         """The log read from `after` on, until its terminal event; with `task` (the turn running
         here, read by the caller that started it, which is never refused nor counted), until
         the task ended, raising its failure when the log did not end; without `follow`, only
-        what is logged now."""
+        what is logged now. `admitted`, when given, is set when the reader first waits for the
+        log to grow: past every refusal (too many readers, a pruned log)."""
         key = (account_id, turn_id)
         counted = self._count.counted(key) if task is None else contextlib.nullcontext()
         with counted:
-            async for event in self._read(account_id, turn_id, after, task, follow):
+            async for event in self._read(account_id, turn_id, after, task, follow, admitted):
                 yield event
 
     async def _read(
@@ -121,6 +123,7 @@ class Followers:
         after: int,
         task: asyncio.Task[AssistantTurn] | None,
         follow: bool,
+        admitted: asyncio.Event | None = None,
     ) -> AsyncIterator[StreamEvent]:
         conversations = self._stores.conversations
         poll = self._config.stream_poll_ms / 1000
@@ -164,6 +167,8 @@ class Followers:
                         return  # the reader saw the end already (resumed after it)
                 if not follow:
                     return
+                if admitted is not None:
+                    admitted.set()  # nothing refused it: it waits for the log to grow
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(asyncio.shield(waiter), poll)
                 if not waiter.done():  # nothing woke it: the log is still; read it less often

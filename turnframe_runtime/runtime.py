@@ -270,14 +270,23 @@ class TurnRuntime:
         return await fire_due(self._kernel, self._timer_worker, limit)
 
     async def resume_stream(
-        self, account_id: str, turn_id: str, after_sequence: int = 0, *, follow: bool = True
+        self,
+        account_id: str,
+        turn_id: str,
+        after_sequence: int = 0,
+        *,
+        follow: bool = True,
+        admitted: asyncio.Event | None = None,
     ) -> AsyncIterator[StreamEvent]:
         """The turn's stream events after `after_sequence` (0: from the start), exactly as they
         were published, in order; from any process sharing the stores. With `follow`, waits for
         the events of a turn still running (or being recovered) until its `turn.completed` or
         `turn.failed`; without, yields what is logged now. `NotFound` for a turn this account
         does not have; `StreamExpired` for a finished turn whose log was pruned
-        (`RuntimeConfig.stream_retention_ms`)."""
+        (`RuntimeConfig.stream_retention_ms`); `TooManyFollowers` past
+        `RuntimeConfig.stream_followers_per_turn` readers in this process. `admitted`, when
+        given, is set once none of these applies and the reader waits for the log to grow (a
+        web layer answers then; a reader that has events gets them first)."""
         if isinstance(after_sequence, bool) or not isinstance(after_sequence, int):
             raise TypeError("after_sequence is an int")
         if after_sequence < -1:
@@ -285,7 +294,7 @@ class TurnRuntime:
         after_sequence = max(after_sequence, 0)  # -1 reads from the start too
         await self._kernel.stores.conversations.get_user_turn(account_id, turn_id)  # NotFound
         async for event in self._kernel.followers.follow(
-            account_id, turn_id, after_sequence, follow=follow
+            account_id, turn_id, after_sequence, follow=follow, admitted=admitted
         ):
             yield event
 

@@ -73,3 +73,42 @@ async def test_a_turn_that_waits_too_long_for_its_conversation_is_409_and_writes
     assert response.status_code == 409
     assert response.json()["code"] == codes.RUNTIME_CONVERSATION_BUSY
     assert await api.rows() == before
+
+
+@pytest.mark.unaudited  # the crashed turn is left for a recovery this test does not run
+async def test_a_resume_is_one_reader_and_one_beaten_to_the_last_place_is_429(
+    api: Api, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The resume route opens the runtime's reader once: a reader that another takes the only
+    place from just as it follows is refused with 429, never a 200 with an error frame."""
+    await _unfinished(api, "turn_held")
+    runtime = api.desk.runtime
+    resume_stream = runtime.resume_stream
+    opened: list[int] = []
+    occupants: list[Any] = []
+
+    async def crowded(*args: Any, **options: Any) -> Any:
+        opened.append(1)
+        if options.get("follow", True) and not occupants:
+            # another reader takes the only place just as this one follows (the bound is 1)
+            occupant = resume_stream(ACCOUNT, "turn_held", 0)
+            occupants.append((occupant, asyncio.ensure_future(anext(occupant))))
+            while not runtime.stream_followers(ACCOUNT, "turn_held"):
+                await asyncio.sleep(0)
+        async for event in resume_stream(*args, **options):
+            yield event
+
+    monkeypatch.setattr(runtime, "resume_stream", crowded)
+    before = await api.rows()
+    try:
+        response = await api.get("/turns/turn_held/events")
+    finally:
+        for occupant, reading in occupants:
+            reading.cancel()
+            await asyncio.gather(reading, return_exceptions=True)
+            await occupant.aclose()
+
+    assert response.status_code == 429, response.text
+    assert response.json()["code"] == codes.STREAM_TOO_MANY_FOLLOWERS
+    assert opened == [1]
+    assert await api.rows() == before

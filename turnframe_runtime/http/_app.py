@@ -246,10 +246,16 @@ class _Api:
         tail = await runtime.stores.conversations.stream_tail(account, turn_id)
         if tail is not None and is_terminal(tail) and tail.sequence <= after:
             return Response(status_code=204)
-        # The refusals (an unknown turn, a pruned log, too many followers) before answering:
-        # a running turn may log its next event much later, and keepalives hold the connection.
-        await _first(runtime.resume_stream(account, turn_id, after, follow=False))
-        return self._stream(account, turn_id, runtime.resume_stream(account, turn_id, after))
+        # One reader, answered once it was admitted or had its first event: the refusals (an
+        # unknown turn, a pruned log, too many readers) are statuses, never an error frame; a
+        # running turn may log its next event much later, and keepalives hold the connection.
+        admitted = asyncio.Event()
+        events = await _admitted(
+            runtime.resume_stream(account, turn_id, after, admitted=admitted),
+            self._limits.keepalive_s,
+            admitted,
+        )
+        return self._stream(account, turn_id, events)
 
     @_refusing
     async def turn(self, request: Request) -> Response:
@@ -443,16 +449,6 @@ async def _opened(events: AsyncIterator[StreamEvent]) -> list[StreamEvent]:
         return [await anext(events)]
     except StopAsyncIteration:
         return []
-
-
-async def _first(items: AsyncIterator[Any]) -> None:
-    """Read at most one item of `items` (raising its refusal), then close it (a reader that
-    counts toward a bound stops counting at once)."""
-    try:
-        async for _ in items:
-            break
-    finally:
-        await _close(items)
 
 
 async def _admitted(
