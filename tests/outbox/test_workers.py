@@ -11,12 +11,10 @@ to its row); the trips live in the shared travel desk's tables."""
 from __future__ import annotations
 
 import asyncio
-import os
 import random
 import shutil
 import signal
 import subprocess
-import sys
 import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
@@ -24,6 +22,7 @@ from pathlib import Path
 
 import psycopg
 import pytest
+from worker_processes import start_worker, stop_workers
 
 from turnframe_core import derive_id
 from turnframe_core.derive import derive_outbox_id
@@ -52,18 +51,8 @@ class Shared:
     log: Path
 
     def start_worker(self, **env: str) -> subprocess.Popen[bytes]:
-        command = [str(Path(sys.executable).parent / "turnframe"), "worker"]
-        command += ["--db", self.url, "--broker", self.broker_url, "--threads", "4"]
-        command += [
-            "--heartbeat-timeout-ms",
-            "2000",
-            "--app",
-            "turnframe_test.outbox_app:desk_runtime",
-        ]
-        with self.log.open("ab") as log:
-            worker = subprocess.Popen(
-                command, env={**os.environ, **WORKER_ENV, **env}, stdout=log, stderr=log
-            )
+        options = ("--threads", "4", "--heartbeat-timeout-ms", "2000")
+        worker = start_worker(self.url, self.broker_url, self.log, {**WORKER_ENV, **env}, *options)
         self.workers.append(worker)
         return worker
 
@@ -98,14 +87,7 @@ async def shared(postgres_url: str, redis_url: str, tmp_path: Path) -> AsyncIter
         try:
             yield state
         finally:
-            for worker in state.workers:
-                if worker.poll() is None:
-                    worker.send_signal(signal.SIGTERM)
-            for worker in state.workers:
-                try:
-                    worker.wait(timeout=15)
-                except subprocess.TimeoutExpired:
-                    worker.kill()
+            stop_workers(state.workers)
             await runtime.stores.aclose()
             await desk.aclose()
 

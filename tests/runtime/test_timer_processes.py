@@ -5,11 +5,7 @@ by idempotency key: one command applied, one receipt turn, the timer fired."""
 
 from __future__ import annotations
 
-import asyncio
-import os
-import signal
 import subprocess
-import sys
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
@@ -17,6 +13,7 @@ from pathlib import Path
 
 import psycopg
 import pytest
+from worker_processes import start_worker, stop_workers
 
 from turnframe_core import ServerEvent, TurnInput
 from turnframe_core.replay import TurnPhase
@@ -26,6 +23,7 @@ from turnframe_store.sql.url import parse_url
 from turnframe_test.outbox_app import EVENT_ORIGIN, desk_runtime
 from turnframe_test.postgres import PrivateDatabase
 from turnframe_test.sample.travel_pg import PostgresTripDesk
+from turnframe_test.waits import until
 
 pytestmark = pytest.mark.slow
 
@@ -42,13 +40,9 @@ class Shared:
     workers: list[subprocess.Popen[bytes]]
 
     def start_worker(self, **env: str) -> subprocess.Popen[bytes]:
-        command = [str(Path(sys.executable).parent / "turnframe"), "worker", "--db", self.url]
-        command += ["--broker", "stub://", "--threads", "1"]
-        command += ["--app", "turnframe_test.outbox_app:desk_runtime"]
-        with self.log.open("ab") as log:
-            worker = subprocess.Popen(
-                command, env={**os.environ, **RUNTIME_ENV, **env}, stdout=log, stderr=log
-            )
+        worker = start_worker(
+            self.url, "stub://", self.log, {**RUNTIME_ENV, **env}, "--threads", "1"
+        )
         self.workers.append(worker)
         return worker
 
@@ -67,25 +61,18 @@ async def shared(
         try:
             yield state
         finally:
-            for worker in state.workers:
-                if worker.poll() is None:
-                    worker.send_signal(signal.SIGTERM)
-            for worker in state.workers:
-                try:
-                    worker.wait(timeout=15)
-                except subprocess.TimeoutExpired:
-                    worker.kill()
+            stop_workers(state.workers)
             await runtime.stores.aclose()
             await desk.aclose()
 
 
 async def _until(check: Callable[[], Awaitable[bool]], timeout_s: float, log: Path) -> None:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if await check():
-            return
-        await asyncio.sleep(0.1)
-    raise AssertionError(f"timed out; workers said:\n{log.read_text(errors='replace')[-4000:]}")
+    """`waits.until`, and what the workers logged when it fails."""
+    try:
+        await until(check, check.__name__, timeout_s=timeout_s, every_s=0.1)
+    except AssertionError as failed:
+        said = log.read_text(errors="replace")[-4000:]
+        raise AssertionError(f"{failed}; workers said:\n{said}") from None
 
 
 async def test_a_worker_killed_mid_fire_is_finished_by_another_with_one_effect(
