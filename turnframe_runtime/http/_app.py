@@ -228,9 +228,9 @@ class _Api:
             answer = await self._turn_json(account, turn)
             answer.headers["x-turn-id"] = turn.turn_id
             return answer
-        events = aiter(runtime.stream_turn(turn_input, mode))
-        first = await _opened(events)  # a refusal raises here, before any event
-        return self._stream(account, turn_input.turn_id, _chained(first, events))
+        # A refusal raises here, before any event: the turn's first event says it was taken.
+        events = await _admitted(aiter(runtime.stream_turn(turn_input, mode)), None)
+        return self._stream(account, turn_input.turn_id, events)
 
     @_refusing
     async def turn_events(self, request: Request) -> Response:
@@ -443,20 +443,12 @@ def _wants_json(request: Request) -> bool:
 # --- reading the turn ---------------------------------------------------------------------------
 
 
-async def _opened(events: AsyncIterator[StreamEvent]) -> list[StreamEvent]:
-    """The first event (a refusal raises before it), or none when the stream is already over."""
-    try:
-        return [await anext(events)]
-    except StopAsyncIteration:
-        return []
-
-
 async def _admitted(
-    items: AsyncIterator[T], wait_s: float, admitted: asyncio.Event | None = None
+    items: AsyncIterator[T], wait_s: float | None, admitted: asyncio.Event | None = None
 ) -> AsyncIterator[T]:
     """`items`, once their first step was taken (a refusal raises here, before any answer),
-    `admitted` was set, or `wait_s` seconds ran: the same reader, counted once, its first step
-    carried on.
+    `admitted` was set, or `wait_s` seconds ran (None: the first step only): the same reader,
+    counted once, its first step carried on.
 
     A reader's admission (too many readers, a conversation the account does not have) comes
     before its first item and before `admitted` is set: it is answered with its status. A quiet
@@ -532,20 +524,6 @@ async def _ending_with_error(frames: AsyncGenerator[bytes, None]) -> AsyncIterat
         yield encode_frame(json.dumps({"code": code}), event="error")
     finally:
         await frames.aclose()
-
-
-async def _chained(
-    first: list[StreamEvent], events: AsyncIterator[StreamEvent]
-) -> AsyncIterator[StreamEvent]:
-    try:
-        for event in first:
-            yield event
-            if is_terminal(event):
-                return
-        async for event in events:
-            yield event
-    finally:
-        await _close(events)
 
 
 async def _completed(events: AsyncIterator[StreamEvent]) -> AssistantTurn:
