@@ -281,7 +281,7 @@ async def test_a_turn_another_runtime_stores_reaches_a_follower_by_polling(
     quick = dataclasses.replace(NEVER_POLL, stream_poll_ms=5, stream_poll_max_ms=20)
     desk = await make_desk(config=quick)
     # another process in effect: its own runtime (and hub) on the same stores
-    elsewhere = await make_desk(stores=desk.stores, clock=desk.clock, ids=desk.ids)
+    elsewhere = desk.another_process()
     await _opened(desk)
     reads = _Reads(desk.stores, monkeypatch)
 

@@ -71,11 +71,7 @@ async def test_a_timer_fired_by_a_worker_elsewhere_reaches_a_follower_by_polling
     desk.ready_trip()
     await desk.say("Hello")
     # the worker: another runtime (its own hub, so no in-process wake-up) on the same stores
-    worker: DeskHarness = await make_desk(
-        stores=desk.stores, clock=desk.clock, ids=desk.ids, origins=[BANK, DESK], config=quick
-    )
-    worker.desk, worker.directory, worker.executor = desk.desk, desk.directory, desk.executor
-    worker.restart()
+    worker = desk.another_process()
     timer_id = await desk.runtime.schedule_event(
         _event(desk, "desk", "deadline-1"), at_ms=desk.clock() + 60_000
     )

@@ -55,20 +55,6 @@ async def desk(make_desk: Any) -> DeskHarness:
     return desk
 
 
-def _second(desk: DeskHarness) -> DeskHarness:
-    """Another process on the same stores, domain and clock."""
-    other = DeskHarness(
-        stores=desk.stores,
-        clock=desk.clock,
-        origins=desk.origins,
-        config=desk.config,
-        airline=desk.airline,
-    )
-    other.desk, other.directory, other.executor = desk.desk, desk.directory, desk.executor
-    other.restart()
-    return other
-
-
 async def _told(desk: DeskHarness) -> list[Any]:
     """The server turns the events became."""
     turns = await desk.stores.conversations.list_turns(ACCOUNT, CONVERSATION)
@@ -156,7 +142,7 @@ async def test_a_signed_event_is_scheduled_and_fired_with_its_origins_authority(
 
 
 async def test_two_runtimes_firing_at_once_give_one_turn(desk: DeskHarness) -> None:
-    other = _second(desk)
+    other = desk.another_process()
     for day in ("01", "02", "03"):
         event = _event(f"remind-{day}", arguments={"travel_date": f"2027-05-{day}"})
         await desk.runtime.schedule_event(event, at_ms=desk.clock())
@@ -177,7 +163,7 @@ async def test_a_timer_whose_worker_died_is_fired_after_the_lease_with_one_effec
         await desk.runtime.fire_due_events()
     [marker] = await desk.stores.conversations.list_unfinished_turns(10)
     assert marker.phase is TurnPhase.EXECUTING
-    restarted = _second(desk)
+    restarted = desk.another_process()
 
     assert await restarted.runtime.fire_due_events() == 0  # its lease still holds it
     desk.clock.advance(LEASE_MS)
@@ -267,7 +253,7 @@ async def test_a_turn_still_moving_when_its_timer_is_claimed_again_waits_for_the
     # the first worker is alive after all: its turn's marker moves
     await desk.stores.conversations.set_phase(ACCOUNT, marker.turn_id, TurnPhase.COMMITTED)
     desk.clock.advance(1_000)
-    other = _second(desk)
+    other = desk.another_process()
 
     assert await other.runtime.fire_due_events() == 0  # claimed again, its turn left alone
     assert await desk.stores.conversations.list_unfinished_turns(10) != ()

@@ -81,6 +81,24 @@ class DeskHarness(Harness):
             origins=origins,
         )
 
+    def another_process(self) -> DeskHarness:
+        """A harness standing for another process on the same stores and travel desk: its own
+        runtime (its own stream hub, feed readers and in-process locks) over the same stores,
+        clock, ids, config, origins, airline and domain (the desk, directory and executor)."""
+        other = DeskHarness(
+            stores=self.stores,
+            account_id=self.account_id,
+            conversation_id=self.conversation_id,
+            config=self.config,
+            clock=self.clock,
+            ids=self.ids,
+            airline=self.airline,
+            origins=self.origins,
+        )
+        other.desk, other.directory, other.executor = self.desk, self.directory, self.executor
+        other.restart()
+        return other
+
     def trip(self, trip_id: str = "T-100", label: str = "Rome trip", **fields: Any) -> Trip:
         return self.desk.open_trip(
             self.account_id, trip_id, label, conversation_id=self.conversation_id, **fields
