@@ -33,9 +33,10 @@ class RuntimeConfig:
       `TooManyFollowers`. They share one reader of the store, so the bound is on memory and
       wake-ups, not on queries.
     - `stream_every_turn`: log the stream of every turn, `handle_turn`'s and the outbox's
-      follow-up turns too, so any turn can be followed and resumed (the default); False logs
-      only the turns `stream_turn` runs, and a turn nobody streams writes no log (on
-      PostgreSQL the log costs a fifth to a third of the turns per second: benchmarks/turn_pg.py).
+      follow-up turns too, so any turn can be followed and resumed. False (the default, decision
+      0028) logs only the turns `stream_turn` runs: a turn nobody streams writes no log (on
+      PostgreSQL the log costs a fifth to a third of the turns per second:
+      benchmarks/stream_log.py).
     - `narration`: how a narrator's prose is made (decision 0022). `"structured"` (the default):
       the narrator chooses moves and the server renders each through its own copy, so nothing a
       model wrote is shown. `"free"`: the narrator writes text, shown when an explicitly passed
@@ -61,7 +62,7 @@ class RuntimeConfig:
     stream_poll_max_ms: int = 5_000
     stream_followers_per_turn: int = 256
     feed_followers_per_conversation: int = 64
-    stream_every_turn: bool = True
+    stream_every_turn: bool = False
     narration: Literal["structured", "free"] = "structured"
     guard: GuardConfig = DEFAULT_GUARD
     timer_lease_ms: int = 60_000

@@ -16,7 +16,7 @@ from sqlalchemy.pool import NullPool
 
 from turnframe_core import UlidIdSource, codes
 from turnframe_core.audit_chain import verify_conversation
-from turnframe_runtime import AUDIT_QUESTIONS
+from turnframe_runtime import AUDIT_QUESTIONS, RuntimeConfig
 from turnframe_runtime.audit import read_chain
 from turnframe_store import MemoryStores, SqlStores
 from turnframe_store.sql.url import sync_url
@@ -24,6 +24,10 @@ from turnframe_test.understandings import act, question
 
 NAME = act("a1", "trip.set_name", "h1", "Grace Hopper", name="Grace Hopper")
 REBOOK = act("a1", "trip.request_rebooking", "h1", "Rebook my outbound", leg="outbound")
+
+#: The turns `desk.say` runs are nobody's stream: their logs, which these tests edit, are kept
+#: only when every turn is logged (decision 0028).
+LOG_EVERY_TURN = RuntimeConfig(stream_every_turn=True)
 
 
 async def _three_turns(desk: Any) -> list[Any]:
@@ -209,7 +213,8 @@ async def test_a_deleted_link_is_named(desk) -> None:
 
 
 @pytest.mark.unaudited
-async def test_a_streamed_block_that_differs_from_the_stored_one_is_named(desk) -> None:
+async def test_a_streamed_block_that_differs_from_the_stored_one_is_named(make_desk) -> None:
+    desk = await make_desk(config=LOG_EVERY_TURN)
     _named, asked, _clicked = await _three_turns(desk)
     forged = "sha256:" + "0" * 64
     stores = desk.stores
@@ -260,7 +265,10 @@ async def _edit_logged(
 
 
 @pytest.mark.unaudited
-async def test_a_logged_turn_completed_that_differs_from_the_stored_turn_is_named(desk) -> None:
+async def test_a_logged_turn_completed_that_differs_from_the_stored_turn_is_named(
+    make_desk,
+) -> None:
+    desk = await make_desk(config=LOG_EVERY_TURN)
     _named, asked, _clicked = await _three_turns(desk)
 
     def edit(data: dict[str, Any]) -> None:
@@ -274,7 +282,8 @@ async def test_a_logged_turn_completed_that_differs_from_the_stored_turn_is_name
 
 
 @pytest.mark.unaudited
-async def test_a_streamed_block_edited_with_its_hash_left_alone_is_named(desk) -> None:
+async def test_a_streamed_block_edited_with_its_hash_left_alone_is_named(make_desk) -> None:
+    desk = await make_desk(config=LOG_EVERY_TURN)
     """The audit hashes the streamed block again: what `resume_stream` would serve is the
     block, not the hash the event carries."""
     _named, asked, _clicked = await _three_turns(desk)

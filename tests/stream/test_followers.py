@@ -35,7 +35,8 @@ async def _collect(events: AsyncIterator[StreamEvent]) -> list[StreamEvent]:
 
 
 async def _crash(desk: DeskHarness) -> None:
-    """A turn whose process died mid-effect: its log holds progress and no end."""
+    """A turn whose process died mid-effect: its log (with `stream_every_turn`, since
+    `handle_turn` streams nothing) holds progress and no end."""
     _script_name(desk)
     desk.executor.arm_after_remote_request(ProcessCrash())
     with pytest.raises(ProcessCrash):
@@ -50,8 +51,10 @@ async def test_a_follower_whose_first_read_came_before_the_commit_reads_every_ev
     on from where it was and yields every event, the terminal one last."""
     desk.ready_trip()
     _script_name(desk)
-    turn = await desk.runtime.handle_turn(_name())
+    streamed = await _collect(desk.runtime.stream_turn(_name()))
+    turn = streamed[-1].turn  # type: ignore[union-attr]
     logged = await _collect(desk.runtime.resume_stream("acct_1", turn.turn_id))
+    assert logged == streamed
     conversations = desk.stores.conversations
     real = conversations.stream_events
     reads = 0
@@ -75,7 +78,7 @@ async def test_many_followers_of_a_turn_finished_elsewhere_each_end_with_its_ter
 ) -> None:
     """Readers on a runtime that shares no wake-ups with the one that finishes the turn (as in
     another process) poll the log while the turn commits: each reads the whole stream."""
-    config = RuntimeConfig(stream_poll_ms=1, stream_poll_max_ms=4)
+    config = RuntimeConfig(stream_poll_ms=1, stream_poll_max_ms=4, stream_every_turn=True)
     desk: DeskHarness = await make_desk(config=config)
     desk.ready_trip()
     await _crash(desk)
@@ -92,7 +95,8 @@ async def test_many_followers_of_a_turn_finished_elsewhere_each_end_with_its_ter
 
 
 async def test_a_pruned_log_is_expired_whether_followed_or_not(make_desk) -> None:
-    desk: DeskHarness = await make_desk(config=RuntimeConfig(stream_retention_ms=1_000))
+    config = RuntimeConfig(stream_retention_ms=1_000, stream_every_turn=True)
+    desk: DeskHarness = await make_desk(config=config)
     desk.ready_trip()
     _script_name(desk)
     turn = await desk.runtime.handle_turn(_name())
@@ -106,7 +110,7 @@ async def test_a_pruned_log_is_expired_whether_followed_or_not(make_desk) -> Non
 
 async def test_one_follower_past_the_bound_is_refused_before_it_reads(make_desk) -> None:
     desk: DeskHarness = await make_desk(
-        config=RuntimeConfig(stream_followers_per_turn=2, stream_poll_ms=5)
+        config=RuntimeConfig(stream_followers_per_turn=2, stream_poll_ms=5, stream_every_turn=True)
     )
     desk.ready_trip()
     await _crash(desk)  # unfinished: its followers wait
@@ -132,7 +136,7 @@ async def test_one_follower_past_the_bound_is_refused_before_it_reads(make_desk)
 async def test_a_follower_of_a_turn_nobody_runs_reads_less_and_less_often(make_desk) -> None:
     """With reads every millisecond at first, a follower of a still log backs off to its
     longest wait: over half a second it reads a few dozen times, not hundreds."""
-    desk: DeskHarness = await make_desk()
+    desk: DeskHarness = await make_desk(config=RuntimeConfig(stream_every_turn=True))
     desk.ready_trip()
     await _crash(desk)
     other: DeskHarness = await make_desk(

@@ -466,10 +466,12 @@ class _Held:
         raise AssertionError("unreachable")
 
 
-async def test_without_every_turn_only_streamed_turns_keep_a_log(make_desk) -> None:
-    """`stream_every_turn=False`: a turn nobody streams writes no log (and its recovery writes
-    none); a streamed turn keeps its log, and recovery carries it on."""
-    config = RuntimeConfig(locales=("en", "it"), stream_every_turn=False)
+async def test_by_default_only_streamed_turns_keep_a_log(make_desk) -> None:
+    """`stream_every_turn` is off by default (decision 0028): a turn nobody streams writes no
+    log (and its recovery writes none); a streamed turn keeps its log, and recovery carries it
+    on."""
+    config = RuntimeConfig(locales=("en", "it"))
+    assert config.stream_every_turn is False
     desk: DeskHarness = await make_desk(config=config)
     desk.ready_trip()
     _script_name(desk)
