@@ -8,7 +8,11 @@ not one cannot reach an exporter even by mistake.
 
 OpenTelemetry is optional (`pip install 'turnframe[otel]'`, the API only): the runtime calls the
 global OpenTelemetry API, which does nothing until the application installs an SDK and its
-exporters. Without the package every call here is a no-op.
+exporters. Without the package every call here is a no-op. With it but while the global providers
+are still the API's own (no SDK installed yet), the helpers do not call the API either: a span or
+a stage is one shared do-nothing context manager, no attributes are built, no instrument is
+touched. Each call looks at the global provider (one API call and an identity check), so spans
+and metrics start as soon as an application installs an SDK, before or after the runtime is made.
 """
 
 from __future__ import annotations
@@ -65,6 +69,45 @@ _counters: dict[str, Any] = {}
 _histograms: dict[str, Any] = {}
 _NOTHING = contextlib.nullcontext()
 
+#: the global tracer and meter providers last seen, and whether each records: judged again only
+#: when the global provider is another object
+_tracer_seen: tuple[Any, bool] = (None, False)
+_meter_seen: tuple[Any, bool] = (None, False)
+
+
+def _records(provider: Any) -> bool:
+    """Whether a global provider records: every provider but the API's own (its proxy, used
+    until an SDK is installed, and its no-op ones)."""
+    package = ".".join(type(provider).__module__.split(".")[:2])
+    return package not in ("opentelemetry.trace", "opentelemetry.metrics")
+
+
+def _tracing() -> bool:
+    """Whether spans go anywhere: an SDK (or another provider) is the global tracer provider."""
+    global _tracer_seen
+    if _tracer is None:
+        return False
+    provider = _trace.get_tracer_provider()
+    seen, recording = _tracer_seen
+    if provider is not seen:
+        recording = _records(provider)
+        _tracer_seen = (provider, recording)
+    return recording
+
+
+def _metering() -> bool:
+    """Whether metrics go anywhere: an SDK (or another provider) is the global meter provider."""
+    global _meter_seen
+    if _meter is None:
+        return False
+    provider = _metrics.get_meter_provider()
+    seen, recording = _meter_seen
+    if provider is not seen:
+        recording = _records(provider)
+        _meter_seen = (provider, recording)
+    return recording
+
+
 #: an id or a code: what an attribute, a label or a log field may hold
 _ID_OR_CODE = re.compile(r"^[A-Za-z0-9_.:\-]{1,200}$")
 
@@ -84,7 +127,7 @@ def _safe(values: Mapping[str, Any]) -> dict[str, Any]:
 
 def span(name: str, **attributes: Any) -> contextlib.AbstractContextManager[Any]:
     """A span `turnframe.<name>`, the current span's child, with id and code attributes."""
-    if _tracer is None:
+    if not _tracing():
         return _NOTHING
     return _span(f"turnframe.{name}", _safe(attributes))
 
@@ -108,7 +151,7 @@ def _span(name: str, attributes: dict[str, Any]) -> Iterator[Any]:
 def stage(letters: str, name: str, **attributes: Any) -> contextlib.AbstractContextManager[Any]:
     """One pipeline stage (DESIGN §5: `G understand`, `N commit` …): a span named by its letters
     and a duration in `turnframe.stage.duration_ms`."""
-    if _tracer is None:
+    if not (_tracing() or _metering()):
         return _NOTHING
     return _stage(letters, name, attributes)
 
@@ -125,7 +168,7 @@ def _stage(letters: str, name: str, attributes: dict[str, Any]) -> Iterator[None
 
 def annotate(**attributes: Any) -> None:
     """Add id and code attributes to the current span (a turn's id once it is known)."""
-    if _trace is not None:
+    if _tracing():
         current = _trace.get_current_span()
         if current.is_recording():
             current.set_attributes(_safe(attributes))
@@ -133,7 +176,7 @@ def annotate(**attributes: Any) -> None:
 
 def count(name: str, value: int = 1, **labels: Any) -> None:
     """Add to the counter `turnframe.<name>`; labels are codes and keys, never text."""
-    if _meter is None or value == 0:
+    if value == 0 or not _metering():
         return
     counter = _counters.get(name)
     if counter is None:
@@ -143,7 +186,7 @@ def count(name: str, value: int = 1, **labels: Any) -> None:
 
 def record_ms(name: str, milliseconds: float, **labels: Any) -> None:
     """Record a duration in the histogram `turnframe.<name>` (milliseconds)."""
-    if _meter is None:
+    if not _metering():
         return
     histogram = _histograms.get(name)
     if histogram is None:
@@ -189,7 +232,7 @@ def turn_failed(turn_id: str, replay_token: str | None, code: str) -> None:
 def turn_delivered(record: ReplayRecord, turn: AssistantTurn) -> None:
     """What a stored reply says about the safety properties, as counters (reference §7.1): side
     effects, claims, workflow, semantics and provider health, and the denominators."""
-    if _meter is not None:
+    if _metering():
         count("turn.delivered", status=turn.status.value)
         count("outbox.enqueued", len(record.outbox_ids))
         if record.claimed_interaction is not None:
