@@ -46,6 +46,7 @@ class LocalTripDesk(TransactionalExecutor):
         self.trip_table = f"{prefix}case_trip"
         self.applied_table = f"{prefix}case_applied"
         self._pg = stores.dialect == "postgresql"
+        self._copied: set[tuple[str, str]] = set()
 
     def _q(self, sql: str) -> str:
         return sql.replace("?", "%s") if self._pg else sql
@@ -73,10 +74,13 @@ class LocalTripDesk(TransactionalExecutor):
             )
 
     async def open_trips(self) -> None:
-        """Every trip of `desk`, as it is now, copied to `case_trip`."""
+        """Every trip of `desk` not copied before, as it is now, copied to `case_trip`."""
         async with self.stores.transaction() as tx:
             connection = await tx.driver_connection()  # type: ignore[attr-defined]
-            for trip in self.desk.trips.values():
+            for key, trip in self.desk.trips.items():
+                if key in self._copied:
+                    continue
+                self._copied.add(key)
                 await self._run(
                     connection,
                     f"INSERT INTO {self.trip_table} VALUES (?, ?, ?, ?)",
