@@ -224,3 +224,23 @@ async def test_on_memory_stores_a_transactional_executor_keeps_the_durable_point
     clicked = await desk.click(card, "opt_rebook")
 
     assert desk.receipt_codes(clicked) == ["trip.rebooking_sent"]  # through `execute`
+
+
+async def test_a_fault_after_the_commit_leaves_a_delivered_turn(databases: Databases) -> None:
+    """The read-back fault point fires once the bundle committed: the caller hears an error,
+    the turn is stored whole, and the same click with the same turn id gets its reply."""
+    desk, trips, commits = await _desk(databases.new())
+    stores = desk.stores
+    assert isinstance(stores, SqlStores)
+    card = await _card(desk)
+    revision, before = await _revision(trips, desk), len(commits)
+    stores.faults.arm(FaultPoint.AFTER_COMMIT_BEFORE_EVENT_READBACK)
+
+    with pytest.raises(Exception):  # noqa: B017 - the injected fault, after COMMIT
+        await desk.click(card, "opt_rebook", turn_id="turn_click")
+
+    assert stores.faults.armed() == ()
+    assert len(commits) - before == 1
+    again = await desk.click(card, "opt_rebook", turn_id="turn_click")
+    assert desk.receipt_codes(again) == ["trip.rebooking_sent"]
+    assert await _revision(trips, desk) == revision + 1  # applied once
