@@ -201,29 +201,38 @@ def card_key() -> Any:
     return CaseKey(workflow="trip", case_id="T-100")
 
 
-async def test_on_memory_stores_a_transactional_executor_keeps_the_durable_points() -> None:
-    desk = DeskHarness(stores=MemoryStores())
-    desk.ready_trip()
+async def test_a_transactional_executor_runs_in_the_turns_transaction_only_on_sql_stores(
+    desk: DeskHarness,
+) -> None:
+    """On `MemoryStores` (which cannot share a transaction with a driver connection) the click
+    goes through `execute` at today's durable points; on SQL stores through `execute_in`."""
     inner = desk.executor
+    directory = desk.directory
     assert isinstance(inner, Executor)
+    calls: list[str] = []
 
     class _Local(TransactionalExecutor):
         async def execute(self, batch: Any) -> ExecutionResult:
+            calls.append("execute")
             return await inner.execute(batch)
 
         async def execute_in(self, connection: Any, batch: Any) -> ExecutionResult:
-            raise AssertionError("never on memory stores")
+            calls.append("execute_in")
+            return await inner.execute(batch)
 
         async def load_in(self, connection: Any, account_id: str, case: Any) -> Any:
-            raise AssertionError("never on memory stores")
+            return await directory.load(account_id, case)
 
+    desk.ready_trip()
     desk.executor = _Local()
     desk.restart()
     card = await _card(desk)
+    del calls[:]
 
     clicked = await desk.click(card, "opt_rebook")
 
-    assert desk.receipt_codes(clicked) == ["trip.rebooking_sent"]  # through `execute`
+    assert desk.receipt_codes(clicked) == ["trip.rebooking_sent"]
+    assert calls == ["execute" if isinstance(desk.stores, MemoryStores) else "execute_in"]
 
 
 async def test_a_fault_after_the_commit_leaves_a_delivered_turn(databases: Databases) -> None:
