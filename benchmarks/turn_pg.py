@@ -8,6 +8,9 @@ Rows, measured in one run, in alternating rounds (the best round of each row is 
 - runtime, click-only: a click on a rebooking card through `TurnRuntime` on `SqlStores`
   (admission, claim, journal, executor, commit bundle with an outbox row, receipt read back,
   re-projection, the stored turn);
+- click, local executor: the same click with a `TransactionalExecutor` whose trip rows live in
+  the same database (`turnframe_test.sample.local_trip`): the whole turn in one transaction
+  (decision 0030), against the click floor;
 - floor, text and runtime, text: the same for a text turn with two acts and a question.
 Each row runs with 1 and with 4 client processes (each on its own conversations); the rate is
 all turns over the slowest client's time. Commits per turn are what PostgreSQL counts for a
@@ -39,10 +42,12 @@ from turnframe_store.sql.url import parse_url
 from turnframe_test import act, question, understanding
 from turnframe_test.postgres import PrivateDatabase
 from turnframe_test.sample.desk import DeskHarness
+from turnframe_test.sample.local_trip import LocalTripDesk
 
 ACCOUNT = "acct_1"
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
-KINDS = ("floor-click", "click", "floor-text", "text")
+KINDS = ("floor-click", "click", "local-click", "floor-text", "text")
+LABELS = {"local-click": "click, local executor"}
 
 
 def _ts(ms: int) -> datetime:
@@ -52,12 +57,31 @@ def _ts(ms: int) -> datetime:
 # --- the runtime ---------------------------------------------------------------------------------
 
 
-async def _desk(url: str) -> DeskHarness:
+async def _desk(url: str, local: bool = False) -> DeskHarness:
     stores = await SqlStores.connect(url, SqlConfig(pool_size=2, pool_min_size=1))
     # `--stream-log streamed`: turns nobody streams keep no stream log (the default logs all).
     every_turn = os.environ.get("TURNFRAME_BENCH_STREAM_LOG", "every") == "every"
     config = RuntimeConfig(locales=("en", "it"), stream_every_turn=every_turn)
-    return DeskHarness(stores=stores, ids=UlidIdSource(), config=config)
+    desk = DeskHarness(stores=stores, ids=UlidIdSource(), config=config)
+    if local:  # the trips in this database (`local_tables` made them): a local executor
+        desk.directory = desk.executor = LocalTripDesk(desk.desk, stores)
+        desk.restart()
+    return desk
+
+
+def _use_stores(desk: DeskHarness, stores: SqlStores) -> None:
+    desk.use_stores(stores)
+    if isinstance(desk.executor, LocalTripDesk):
+        desk.executor.stores = stores
+
+
+async def local_tables(url: str) -> None:
+    """The local executor's tables, once per database."""
+    stores = await SqlStores.connect(url)
+    try:
+        await LocalTripDesk(DeskHarness().desk, stores).create()
+    finally:
+        await stores.aclose()
 
 
 async def _prepare_clicks(desk: DeskHarness, tag: str, n: int) -> list[TurnInput]:
@@ -69,6 +93,8 @@ async def _prepare_clicks(desk: DeskHarness, tag: str, n: int) -> list[TurnInput
             ACCOUNT, f"T-{tag}c{i}", f"Trip {i}", conversation_id=conversation,
             name="Ada Lovelace", email="ada@example.com",
         )  # fmt: skip
+        if isinstance(desk.executor, LocalTripDesk):
+            await desk.executor.open_trips()
         desk.interpreter.then(
             understanding(act("a1", "trip.request_rebooking", "h1", "rebook", leg="outbound"))
         )
@@ -302,10 +328,12 @@ async def _client(kind: str, url: str, tag: str, n: int, docs: Documents | None,
             for i in range(n):
                 await _floor_turn(c, f"{tag}{'c' if click else 't'}{i}", docs, click)
             return time.perf_counter() - started
-    desk = await _desk(url)
+    desk = await _desk(url, local=kind == "local-click")
     try:
         inputs = (
-            await _prepare_clicks(desk, tag, n) if kind == "click" else _prepare_texts(desk, tag, n)
+            await _prepare_clicks(desk, tag, n)
+            if kind.endswith("click")
+            else _prepare_texts(desk, tag, n)
         )
         await asyncio.to_thread(go.wait)
         started = time.perf_counter()
@@ -353,11 +381,11 @@ async def commits_per_turn(db: PrivateDatabase, kind: str, n: int, docs: Documen
             for i in range(n):
                 await _floor_turn(c, f"{tag}{'c' if click else 't'}{i}", docs, click)
         return (await db.commits() - before) / n
-    desk = await _desk(url)
+    desk = await _desk(url, local=kind == "local-click")
     inputs = await _prepare_clicks(desk, tag, n) if click else _prepare_texts(desk, tag, n)
     await desk.stores.aclose()
     before = await db.commits()
-    desk.use_stores(await SqlStores.connect(url, SqlConfig(pool_size=2, pool_min_size=1)))
+    _use_stores(desk, await SqlStores.connect(url, SqlConfig(pool_size=2, pool_min_size=1)))
     for turn_input in inputs:
         await desk.runtime.handle_turn(turn_input)
     await desk.stores.aclose()
@@ -388,6 +416,7 @@ async def main() -> None:
         stores = await SqlStores.connect(db.url)
         await stores.migrate()
         await stores.aclose()
+        await local_tables(db.url)
         docs = await _documents(db.url, "docs")
         commits = {kind: await commits_per_turn(db, kind, 20, docs) for kind in KINDS}
         print(f"{'row':<22}{'clients':>8}{'turns/s':>10}{'x floor':>9}{'commits/turn':>14}")
@@ -402,8 +431,8 @@ async def main() -> None:
             for kind in KINDS:
                 floor = best[f"floor-{kind.split('-')[-1]}"]
                 print(
-                    f"{kind:<22}{clients:>8}{best[kind]:>10.0f}{best[kind] / floor:>9.2f}"
-                    f"{commits[kind]:>14.2f}"
+                    f"{LABELS.get(kind, kind):<22}{clients:>8}{best[kind]:>10.0f}"
+                    f"{best[kind] / floor:>9.2f}{commits[kind]:>14.2f}"
                 )
         print(f"({args.turns} turns per client per round, best of {args.rounds} rounds)")
 

@@ -7,7 +7,8 @@ is absent, exactly like one that does not exist.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+import contextlib
+from collections.abc import Iterable, Iterator, Mapping
 
 from turnframe_core.cases import CaseKey, CaseRef
 from turnframe_core.workflow import ViewInvariantViolation, Workflow, check_view
@@ -80,6 +81,16 @@ class CaseBook:
             in_view = await self.load(candidate.case, candidate.label)
             if in_view is not None:
                 self.handles[f"h{len(self.handles) + 1}"] = in_view
+
+    @contextlib.contextmanager
+    def through(self, directory: CaseDirectory) -> Iterator[None]:
+        """Loads in the block go through `directory` (a one-transaction turn reads its own
+        writes, decision 0030)."""
+        earlier, self._directory = self._directory, directory
+        try:
+            yield
+        finally:
+            self._directory = earlier
 
     async def refresh(self, key: CaseKey) -> CaseInView | None:
         """Load the case again (after a commit), keeping its label and its handle. Until the new

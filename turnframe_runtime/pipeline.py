@@ -26,8 +26,9 @@ from turnframe_core.stream import StreamMode
 from turnframe_core.turn import AssistantTurn, InvalidTurnInput, TurnInput
 from turnframe_runtime import observe
 from turnframe_runtime.accept import PreviousTurnUnfinished
-from turnframe_runtime.durable import accept, commit_and_deliver, loaded, understand_and_start
+from turnframe_runtime.durable import commit_and_deliver, loaded, understand_and_start
 from turnframe_runtime.errors import ConversationBusy, TurnInProgress
+from turnframe_runtime.local import accept  # the whole turn, for a click on a local executor
 
 if TYPE_CHECKING:
     from turnframe_runtime.kernel import Kernel

@@ -40,6 +40,7 @@ __all__ = [
     "ReviewRequest",
     "ReviewVerdict",
     "RevisionConflict",
+    "TransactionalExecutor",
     "TransitionRequest",
     "WorkflowExecutor",
     "as_executor",
@@ -166,6 +167,28 @@ class Executor(ABC):
         when it took effect, None when it did not and never will. Raise when it cannot tell yet;
         by default it never can (`OutcomeUntold`), so unknown outcomes stay unknown."""
         raise OutcomeUntold("this executor does not tell what became of a command")
+
+
+class TransactionalExecutor(Executor):
+    """An executor whose writes live in the store's own database (decision 0030). A click-only
+    turn without a narrator then runs in ONE store transaction: accepted, journaled, executed
+    through `execute_in` on that transaction's driver connection, committed and delivered
+    together, or (when anything raises) not at all. `execute` still runs a batch in a
+    transaction of its own (recovery, text turns, stores of another database).
+
+    Contract beyond `WorkflowExecutor`'s: `execute_in` writes only through `connection` (a
+    `psycopg.AsyncConnection` on PostgreSQL, an `aiosqlite.Connection` on SQLite), never begins,
+    commits or rolls back; the runtime runs it behind a savepoint, so a typed refusal undoes
+    its partial writes. `load_in` reads a case's state through the same connection (the reply
+    shows the state this transaction wrote; the directory still authorizes)."""
+
+    @abstractmethod
+    async def execute_in(self, connection: Any, batch: CommandBatch) -> ExecutionResult:
+        """Apply the batch inside the caller's open transaction on `connection`."""
+
+    @abstractmethod
+    async def load_in(self, connection: Any, account_id: str, case: CaseKey) -> LoadedCase:
+        """The case's state and revision as the open transaction on `connection` sees it."""
 
 
 class _StructuralExecutor(Executor):

@@ -1,6 +1,7 @@
 """A turn's durable points, counted by PostgreSQL itself (decision 0006): reads included, a
 click-only turn commits twice without a narrator and three times with one; a text turn three and
-four times. The issue's budget is three and four; exact counts keep a lost fold visible."""
+four times. The issue's budget is three and four; exact counts keep a lost fold visible. A click
+on a local executor (its writes in this database) commits once (decision 0030)."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from turnframe_runtime import TrustedOrigin
 from turnframe_store import ManualClock, SqlStores
 from turnframe_test import DeskHarness, ScriptedNarrator, act, question
 from turnframe_test.postgres import PrivateDatabase
+from turnframe_test.sample.local_trip import LocalTripDesk
 
 REBOOK = "trip.request_rebooking"
 
@@ -75,6 +77,29 @@ async def test_a_click_only_turn_commits_at_most_three_times(
 
         assert desk.receipt_codes(clicked) == ["trip.rebooking_sent"]  # it did the real work
         assert commits == expected <= 3
+
+
+async def test_a_click_on_a_local_executor_commits_once(postgres_url: str) -> None:
+    async with PrivateDatabase(postgres_url) as db:
+        desk, clock = await _desk(db, False)
+        trips = LocalTripDesk(desk.desk, desk.stores, clock_ms=clock)  # type: ignore[arg-type]
+        await trips.create()
+        await trips.open_trips()
+        desk.directory = trips
+        desk.executor = trips
+        desk.restart()
+        asked = await desk.say("Rebook", act("a1", REBOOK, "h1", "Rebook", leg="outbound"))
+        card: InteractionBlock = desk.card(asked)
+
+        async def click() -> AssistantTurn:
+            trips.stores = desk.stores  # type: ignore[assignment]
+            return await desk.click(card, "opt_rebook")
+
+        commits, clicked = await _commits_of(db, desk, clock, click)
+
+        assert desk.receipt_codes(clicked) == ["trip.rebooking_sent"]  # it did the real work
+        # accept, claim, journal, execute, commit and deliver: one transaction, one COMMIT
+        assert commits == 1
 
 
 @pytest.mark.parametrize(("narrated", "expected"), [(False, 3), (True, 4)])

@@ -21,7 +21,7 @@ import contextlib
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass, field
-from typing import Any, Final, NoReturn, TypeVar
+from typing import Any, Final, NoReturn, TypeVar, cast
 
 from turnframe_store._transaction import TransactionState
 from turnframe_store.clock import Clock
@@ -370,6 +370,7 @@ class _Prepending(Connection):
 
 _UNDO_POINT = Statement("undo_point", "SAVEPOINT tf_undo_point")
 _BACK_TO_UNDO_POINT = Statement("back_to_undo_point", "ROLLBACK TO SAVEPOINT tf_undo_point")
+_BEGUN = Statement("begun", "SELECT 1", ("one",))
 
 
 class TxCore(SqlCore):
@@ -416,6 +417,18 @@ class TxCore(SqlCore):
             "commit_in joins the caller's own transaction; inside Stores.transaction() use "
             "commits.commit"
         )
+
+    async def driver_connection(self) -> Any:
+        """The open transaction's own driver connection, begun, every statement queued for it
+        sent: an executor's writes through it commit with the transaction, or roll back."""
+        self._tx.usable()
+        connection = self._connection
+        if connection.queued or not getattr(connection.inner, "begun", True):
+            outcome = await connection.run(() if connection.queued else ((_BEGUN, {}),))
+            if outcome.error is not None:
+                self._tx.failure = outcome.error
+                raise outcome.error
+        return cast(Any, connection.inner).raw
 
     @contextlib.asynccontextmanager
     async def savepoint(self) -> AsyncIterator[None]:

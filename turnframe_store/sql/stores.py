@@ -85,6 +85,12 @@ class _InTransaction(InTransaction):
         async with self._core.savepoint():
             yield
 
+    async def driver_connection(self) -> Any:
+        """This transaction's own driver connection (`psycopg.AsyncConnection` on PostgreSQL,
+        `aiosqlite.Connection` on SQLite), for writes that commit with it (decision 0030): do
+        not begin, commit or roll back on it."""
+        return await self._core.driver_connection()
+
 
 class SqlStores(Stores):
     """Every store role on one SQL database.
