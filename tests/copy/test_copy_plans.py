@@ -35,16 +35,20 @@ def _outcome(render: Any, params: Mapping[str, Any]) -> tuple[str, str]:
 
 def _variants(copy: TemplateCopy, template_id: str) -> list[dict[str, Any]]:
     """The declared samples, and each with every parameter set in turn to each constant the
-    template holds, to a blank, a number, an amount and a date (so every branch is taken)."""
+    template holds, to a blank, text to fold, a number, an amount and a date (so every branch
+    is taken), or left out; and no parameters at all."""
     env: Any = copy._locale("en").env
     tree = env.parse(copy._shared.sources[template_id])
     names = sorted(meta.find_undeclared_variables(tree) - {"gettext"})
     constants = {node.value for node in tree.find_all(nodes.Const) if isinstance(node.value, str)}
     declared = copy._declared_samples().get(template_id) or [dict.fromkeys(names, "sample")]
     found = [as_params(sample) for sample in declared]
-    values = [*sorted(constants), "", "x y", 3, decimal.Decimal("12.50"), "2027-03-14"]
+    values = [*sorted(constants), "", "x y", "a\n  b ", 3, decimal.Decimal("12.50"), "2027-03-14"]
     for sample, name, value in itertools.product(declared, names, values):
         found.append(as_params({**sample, name: value}))
+        found.append({**sample, name: value})  # as a caller may pass it, not made data
+    for sample, name in itertools.product(declared, names):
+        found.append(as_params({key: v for key, v in sample.items() if key != name}))
     found.append({})
     return found
 
