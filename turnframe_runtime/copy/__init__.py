@@ -41,6 +41,7 @@ from turnframe_core.canonical import digest
 from turnframe_core.errors import TurnframeError
 from turnframe_core.replay import CopyRender
 from turnframe_runtime import observe
+from turnframe_runtime.copy._plan import Plan, plan
 
 __all__ = [
     "LIBRARY_COPY",
@@ -218,6 +219,8 @@ class _LocaleCopy:
     messages: dict[Any, Any]
     plurals: int
     catalog_digest: str
+    #: the function the i18n extension translates a message with
+    gettext: Callable[[str], str]
     #: compiled templates, by id (sources never change while a copy lives)
     templates: dict[str, Any] = field(default_factory=dict)
 
@@ -242,7 +245,9 @@ class _Shared:
     written_in: dict[str, str]
     versions: dict[str, str]
     envs: dict[str, _LocaleCopy] = field(default_factory=dict)
-    refs: dict[tuple[str, str], CopyRef] = field(default_factory=dict)
+    #: by (template id, served locale): the template's plan (None: jinja2 renders it) and the
+    #: reference its renderings carry
+    ready: dict[tuple[str, str], tuple[Plan | None, CopyRef]] = field(default_factory=dict)
     messages: dict[str, tuple[_Message, ...]] = field(default_factory=dict)
     negotiated: dict[tuple[str, frozenset[str]], str] = field(default_factory=dict)
     #: the catalogs' declared sample parameters (read once)
@@ -316,36 +321,57 @@ class TemplateCopy:
 
     def render(self, template_id: str, locale: str, params: Mapping[str, Any]) -> RenderedCopy:
         used = self.negotiate(locale)
-        if template_id not in self._shared.sources:
-            raise MissingCopy([CopyGap(used, template_id)])
+        ready = self._shared.ready.get((template_id, used))
+        if ready is None:
+            if template_id not in self._shared.sources:
+                raise MissingCopy([CopyGap(used, template_id)])
+            ready = self._ready(template_id, used)
+        found, ref = ready
+        values = dict(params)
+        text: str | None = None
+        if found is not None:
+            try:
+                text = found(values)
+            except Exception:  # jinja2 renders it, or raises what it always raised
+                text = None
+        if text is None:
+            text = self._rendered(template_id, used, values)
+        return RenderedCopy(_folded(text), ref)
+
+    def _ready(self, template_id: str, used: str) -> tuple[Plan | None, CopyRef]:
+        """What rendering `template_id` in the served locale `used` needs every time: its plan
+        (None: jinja2 renders it) and its reference."""
+        copy = self._locale(used)
+        ready = (
+            plan(copy.env, self._shared.sources[template_id], copy.gettext),
+            CopyRef(
+                template_id=template_id,
+                template_version=self._shared.versions[template_id],
+                locale=used,
+                catalog_digest=copy.catalog_digest,
+            ),
+        )
+        self._shared.ready[(template_id, used)] = ready
+        return ready
+
+    def _rendered(self, template_id: str, used: str, values: dict[str, Any]) -> str:
+        """The template rendered by jinja2 in its sandbox."""
         copy = self._locale(used)
         try:
             template = copy.templates.get(template_id)
             if template is None:
                 template = copy.templates[template_id] = copy.env.get_template(template_id)
-            text = template.render(dict(params))
+            text: str = template.render(values)
         except TemplateNotFound as exc:
             raise CopyRenderError(
                 f"template {template_id!r} includes {exc.name!r}, which no catalog holds"
             ) from exc
         except Exception as exc:  # a template's failure is the caller's to fall back from
             raise CopyRenderError(
-                f"template {template_id!r} cannot render with {sorted(params)}: "
+                f"template {template_id!r} cannot render with {sorted(values)}: "
                 f"{type(exc).__name__}"
             ) from exc
-        key = (template_id, used)
-        ref = self._shared.refs.get(key)
-        if ref is None:
-            ref = CopyRef(
-                template_id=template_id,
-                template_version=self._shared.versions[template_id],
-                locale=used,
-                catalog_digest=copy.catalog_digest,
-            )
-            self._shared.refs[key] = ref
-        # A template's own line breaks and indentation fold to single spaces; a no-break space
-        # babel writes (between an amount and its currency) stays.
-        return RenderedCopy(_ASCII_SPACE.sub(" ", text).strip(" "), ref)
+        return text
 
     def messages(self, template_id: str) -> tuple[_Message, ...]:
         """The gettext messages `template_id` uses (raises `TemplateSyntaxError` for a template
@@ -496,11 +522,14 @@ class TemplateCopy:
             auto_reload=False,
         )
         env.install_gettext_translations(translations, newstyle=True)  # type: ignore[attr-defined]
+        # what the i18n extension translates with (`InternationalizationExtension._install`)
+        gettext_function = getattr(translations, "ugettext", None) or translations.gettext
         env.filters.update(_filters(locale))
         return _LocaleCopy(
             env=env,
             messages=messages,
             plurals=plurals,
+            gettext=gettext_function,
             catalog_digest=digest(
                 {"locale": locale, "messages": sorted(_printable(messages).items())}
             ),
@@ -514,6 +543,17 @@ class TemplateCopy:
 
 
 _ASCII_SPACE = re.compile(r"[ \t\r\n\f\v]+")
+
+
+def _folded(text: str) -> str:
+    """A template's own line breaks and indentation folded to single spaces, and no space at
+    either end; a no-break space babel writes (between an amount and its currency) stays. (A
+    text with nothing to fold, the usual sentence, skips the pattern: a control character is
+    never printable, so a text that is, without two spaces in a row, has nothing to fold.)"""
+    if "  " in text or not text.isprintable():
+        text = _ASCII_SPACE.sub(" ", text)
+    return text.strip(" ")
+
 
 #: the start check's verdicts, for every copy of the process: by the sources every template
 #: reaches, template, locale, catalog and samples (the same inputs render the same way)
@@ -578,20 +618,33 @@ def _printable(messages: Mapping[Any, Any]) -> dict[str, str]:
 
 
 def _filters(locale: str) -> dict[str, Callable[..., str]]:
-    """Filters a template formats values with, in the locale it renders in."""
+    """Filters a template formats values with, in the locale it renders in. Numbers, amounts
+    and percentages are formatted once per distinct value (`_remembered`): babel's formatting is
+    a pure function of the exact decimal (its digits and exponent, kept by its text), the
+    currency and the decimal context, and it costs several times a whole sentence."""
     where = Locale.parse(locale.replace("-", "_"))
 
     # Never rounded: a card states the amount it confirms, digit for digit.
+    @_remembered
+    def formatted_number(value: decimal.Decimal) -> str:
+        return format_decimal(value, locale=where, decimal_quantization=False)
+
+    @_remembered
+    def formatted_money(value: decimal.Decimal, currency: str) -> str:
+        return format_currency(value, currency, locale=where, decimal_quantization=False)
+
+    @_remembered
+    def formatted_percent(value: decimal.Decimal) -> str:
+        return format_percent(value, locale=where)
+
     def number(value: Any) -> str:
-        return format_decimal(_decimal(value), locale=where, decimal_quantization=False)
+        return formatted_number(_exact(value), _context())
 
     def money(value: Any, currency: str) -> str:
-        return format_currency(
-            _decimal(value), str(currency), locale=where, decimal_quantization=False
-        )
+        return formatted_money(_exact(value), _context(), str(currency))
 
     def percent(value: Any) -> str:
-        return format_percent(_decimal(value), locale=where)
+        return formatted_percent(_exact(value), _context())
 
     def date(value: Any, format: str = "medium") -> str:
         return format_date(_date(value), format=format, locale=where)
@@ -614,6 +667,32 @@ def _filters(locale: str) -> dict[str, Callable[..., str]]:
         "date": date,
         "datetime": datetime,
     }
+
+
+#: how many distinct values each formatting filter of a locale remembers
+_FORMATTED_VALUES = 1024
+
+
+def _remembered(format: Callable[..., str]) -> Callable[..., str]:
+    """`format` of a number (and, for money, a currency) remembered by the number's exact text
+    (`_exact`), the decimal context (`_context`) and the currency's text."""
+
+    @functools.lru_cache(maxsize=_FORMATTED_VALUES)
+    def remembered(text: str, context: tuple[int, str | None], *args: str) -> str:
+        return format(decimal.Decimal(text), *args)
+
+    return remembered
+
+
+def _exact(value: Any) -> str:
+    """The number as text that gives back the same Decimal: digits, exponent and sign."""
+    return str(_decimal(value))
+
+
+def _context() -> tuple[int, str | None]:
+    """What babel's decimal arithmetic depends on in the thread's decimal context."""
+    context = decimal.getcontext()
+    return context.prec, context.rounding
 
 
 def _decimal(value: Any) -> decimal.Decimal:
