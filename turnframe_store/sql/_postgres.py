@@ -166,7 +166,7 @@ class _PgConnection(Connection):
         kept = self.at_commit
         statements: list[tuple[Statement, Params, Any]] = []
         if kept is not None:
-            if kept.head is not None:
+            if kept.head is not None and kept.tail:  # (a savepoint may have undone them all)
                 statements.append((kept.head, {}, None))
             statements.extend(kept.tail)
             self.at_commit = AtCommit()

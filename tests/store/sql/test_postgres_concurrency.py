@@ -438,6 +438,48 @@ async def test_the_event_lock_is_taken_with_commit_and_orders_the_commits(
     assert 0 < sequences[0] < sequences[1]
 
 
+async def test_a_commit_that_cannot_order_its_events_writes_nothing(database: Database) -> None:
+    """The order is given in the last pipeline, with COMMIT: when it fails there (the event lock
+    not free within the statement timeout), the transaction's error is typed and nothing of it
+    remains, its other writes included."""
+    await database.migrated()
+    impatient = replace(database, config=replace(database.config, statement_timeout_ms=200))
+    stores = await impatient.stores()
+    await stores.conversations.ensure_conversation(A, "conv_1")
+    async with await _raw(database) as holder, holder.transaction():
+        await holder.execute(
+            "SELECT pg_advisory_xact_lock(%s, hashtext(%s))",
+            (EVENT_LOCK_CLASS, database.config.schema),
+        )
+        with pytest.raises(Timeout):
+            async with stores.transaction() as tx:
+                await tx.interactions.insert(_card("int_1"))
+                await tx.events.append(A, [_event("evt_1")])
+
+    assert await _count(database, "SELECT count(*) FROM tf_domain_event") == 0
+    assert await _count(database, "SELECT count(*) FROM tf_interaction") == 0
+    (event,) = await stores.events.append(A, [_event("evt_1")])  # the store is usable after
+    assert (event.sequence or 0) > 0
+
+
+async def test_a_stored_event_id_in_a_transaction_is_a_conflict_at_once_and_dooms_it(
+    database: Database,
+) -> None:
+    """The insert still meets a stored event id in its own pipeline: the call fails with the
+    typed error, the transaction is doomed, and nothing of it remains."""
+    stores = await database.migrated()
+    await stores.conversations.ensure_conversation(A, "conv_1")
+    (stored,) = await stores.events.append(A, [_event("evt_1")])
+    with pytest.raises(Conflict):
+        async with stores.transaction() as tx:
+            await tx.interactions.insert(_card("int_1"))
+            with pytest.raises(Conflict):
+                await tx.events.append(A, [_event("evt_1")])
+
+    assert await _count(database, "SELECT count(*) FROM tf_interaction") == 0
+    assert await stores.events.get_by_ids(A, ["evt_1"]) == (stored,)
+
+
 async def test_two_stream_appenders_racing_for_one_sequence_leave_one_log_and_a_conflict(
     database: Database,
 ) -> None:
