@@ -432,8 +432,10 @@ class TxCore(SqlCore):
                 self._connection.later(_RELEASE_UNDO_POINT)
             return values
         except _Readbacks:
-            if several:  # undone and released in front of the eager batch, in its pipeline
-                self._connection.later(_BACK_TO_UNDO_POINT)
+            if several:
+                outcome = await self._connection.inner.run([(_BACK_TO_UNDO_POINT, {})])
+                if outcome.error is not None:
+                    raise outcome.error from None
                 self._connection.later(_RELEASE_UNDO_POINT)
             return await self._apply_eagerly(connection, steps)
 
@@ -484,6 +486,8 @@ class TxCore(SqlCore):
         if connection.queued and connection.queued[-1].sql == f"SAVEPOINT {name}":
             connection.queued.pop()
         else:
+            # a release still queued is of an undo point set inside this savepoint: gone with it
+            connection.queued = [s for s in connection.queued if s is not _RELEASE_UNDO_POINT]
             outcome = await connection.inner.run(
                 [(Statement("rollback_to", f"ROLLBACK TO SAVEPOINT {name}"), {})]
             )

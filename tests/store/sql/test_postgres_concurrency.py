@@ -480,6 +480,30 @@ async def test_a_stored_event_id_in_a_transaction_is_a_conflict_at_once_and_doom
     assert await stores.events.get_by_ids(A, ["evt_1"]) == (stored,)
 
 
+async def test_a_bundle_undone_by_its_savepoint_leaves_the_transaction_usable(
+    database: Database,
+) -> None:
+    """A bundle's batch stands behind an undo savepoint, released with the next batch; when an
+    outer savepoint is rolled back first, that release (and the bundle's event order kept for
+    COMMIT) goes with it: the transaction goes on, commits, and holds none of the bundle."""
+    stores = await database.migrated()
+    record = await _turn_executing(stores)
+
+    class Undo(Exception):
+        pass
+
+    async with stores.transaction() as tx:
+        with pytest.raises(Undo):
+            async with tx.savepoint():
+                await tx.commits.commit(_bundle("a", record))
+                raise Undo()
+        await tx.interactions.insert(_card("int_2", blocking=False))
+
+    assert await _count(database, "SELECT count(*) FROM tf_domain_event") == 0
+    assert await _count(database, "SELECT count(*) FROM tf_outbox") == 0
+    assert await _count(database, "SELECT count(*) FROM tf_interaction") == 2
+
+
 async def test_two_stream_appenders_racing_for_one_sequence_leave_one_log_and_a_conflict(
     database: Database,
 ) -> None:
