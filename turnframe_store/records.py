@@ -593,7 +593,8 @@ def stream_event_problems(events: Iterable[StreamEvent], turn_id: str | None = N
 
 class CommitResult(_Record):
     """What a commit assigned: the journal's answer to each admission (in order), the events
-    as the ledger stored them (sequences assigned), the cards it invalidated."""
+    as the ledger stored them (sequences assigned; inside an open transaction a store may leave
+    them unset until COMMIT, decision 0027), the cards it invalidated."""
 
     admissions: tuple[JournalAdmission, ...] = ()
     events: tuple[DomainEvent, ...] = ()

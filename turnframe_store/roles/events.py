@@ -88,8 +88,10 @@ class EventLedgerWriter(Role, ABC):
         self, account_id: str, events: Sequence[DomainEvent]
     ) -> tuple[DomainEvent, ...]:
         """Append in the given order; return the events with their sequences (unique and
-        increasing store-wide). A duplicate event id (stored or within the batch) is `Conflict`
-        with nothing appended."""
+        increasing store-wide, following commit order). Inside an open `Stores.transaction()` a
+        store may return them without one (`None`: PostgreSQL assigns it at commit, decision
+        0027). A duplicate event id (stored or within the batch) is `Conflict` with nothing
+        appended."""
         batch = tuple(events)
         rules.text(account_id)
         for event in batch:

@@ -5,8 +5,9 @@ psycopg is imported only when PostgreSQL is used:
 
 - `_postgres.PostgresBackend`: psycopg 3 connections from a pool, in autocommit mode with
   explicit transactions. A write sends BEGIN and its statements in one pipeline (one round trip),
-  then COMMIT on its own, so a connection lost during COMMIT (`Timeout`) is told apart from one
-  lost before it (`Unavailable`).
+  then the statements kept for commit (`AtCommit`) and COMMIT in one last pipeline, so a
+  connection lost in that pipeline (`Timeout`: it may have landed) is told apart from one lost
+  before it (`Unavailable`).
 - `_sqlite.SqliteBackend`: aiosqlite in WAL mode; one writer connection used by one task at a time
   (`BEGIN IMMEDIATE` also keeps other processes out), and a read connection beside it.
 
@@ -31,6 +32,7 @@ from typing import Any
 from turnframe_store.errors import ForeignEventLoop, StoreError
 
 __all__ = [
+    "AtCommit",
     "Backend",
     "Batch",
     "Connection",
@@ -93,8 +95,22 @@ class Hooks:
     before_commit: Callable[[int], Awaitable[None]] | None = None
 
 
+@dataclass
+class AtCommit:
+    """What a write transaction sends with its COMMIT, in its last pipeline (PostgreSQL): `head`
+    once, first (the event-order lock), then `tail` in order, each result handed to its
+    receiver once the transaction committed. A lock taken there is held only while the server
+    runs that pipeline, never across a round trip to the client."""
+
+    head: Statement | None = None
+    tail: list[tuple[Statement, Params, Callable[[Result], None]]] = field(default_factory=list)
+
+
 class Connection(ABC):
     """One connection, inside a read or a write transaction."""
+
+    #: the statements sent with COMMIT (a PostgreSQL write transaction; else None)
+    at_commit: AtCommit | None = None
 
     @abstractmethod
     async def run(

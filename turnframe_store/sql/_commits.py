@@ -63,7 +63,8 @@ class SqlCommits(CommitStore):
         """The bundle in one transaction; fault points fire after the stage they name, inside
         the transaction (as memory's do). With `enlisted` (a caller's driver connection inside
         its own open transaction) the bundle joins that transaction."""
-        writer = _BundleSteps(self._roles, self._core, bundle)
+        ordered: dict[str, DomainEvent] | None = {} if enlisted is None else None
+        writer = _BundleSteps(self._roles, self._core, bundle, ordered)
         commit_rules.write_bundle(bundle, writer)
         if enlisted is None:
             values = await self._core.write(writer.steps)
@@ -74,6 +75,8 @@ class SqlCommits(CommitStore):
                 raise writer.deferred[0]
             self._core.defer(writer.deferred[0])
         events = self._roles.events.stored(values[slice(*writer.event_steps)])
+        if ordered:
+            events = self._roles.events.committed(events, ordered)
         invalidated = [ids for at in writer.invalidation_steps for ids in values[at]]
         admissions = tuple(values[at] for at in writer.admission_steps)
         return CommitResult(admissions=admissions, events=events, invalidated=tuple(invalidated))
@@ -92,8 +95,16 @@ class _SqlRoles:
 class _BundleSteps:
     """Collects each item's steps, noting where the event and invalidation values will be."""
 
-    def __init__(self, roles: _SqlRoles, core: SqlCore, bundle: CommitBundle) -> None:
+    def __init__(
+        self,
+        roles: _SqlRoles,
+        core: SqlCore,
+        bundle: CommitBundle,
+        ordered: dict[str, DomainEvent] | None,
+    ) -> None:
         self.roles = roles
+        #: the events as committed, once their transaction committed (see `SqlEvents`)
+        self.ordered = ordered
         self.faults = core.faults
         self.account_id = bundle.account_id
         self.turn_id = bundle.turn_id
@@ -122,7 +133,7 @@ class _BundleSteps:
 
     def append(self, events: tuple[DomainEvent, ...]) -> None:
         start = len(self.steps)
-        self.steps.extend(self.roles.events.append_steps(events))
+        self.steps.extend(self.roles.events.append_steps(events, self.ordered))
         self.event_steps = (start, len(self.steps))
 
     def finish(self, settled: InteractionFinish) -> None:

@@ -10,6 +10,9 @@
   on the state as of its own step (never what later steps made of its row), so the first failing
   step is the one reported, as in memory. A step whose statement the database refuses aborts the
   transaction; the steps before it are judged afterwards on their own results.
+- A statement that must run at commit (`Step.at_commit`: the event order, taken under a lock)
+  is kept on the connection once its step was judged, and sent with COMMIT in the
+  transaction's last pipeline (`_backend.AtCommit`).
 - A write that depends on what a step read (which rows to insert) is that step's judge's
   answer, `Then`: sent after the batch was judged, in the same transaction, as one statement
   run once per row.
@@ -30,6 +33,7 @@ from turnframe_store.faults import FaultPlan
 from turnframe_store.roles import rules
 from turnframe_store.roles.rules import Verdict
 from turnframe_store.sql._backend import (
+    AtCommit,
     Backend,
     Batch,
     Connection,
@@ -83,6 +87,11 @@ class Step:
     judge: Judge = _accept
     read: Statement | None = None
     read_params: dict[str, Any] = field(default_factory=dict)
+    #: statements sent with COMMIT once the step was judged: `(lock, [(statement, params,
+    #: receiver)])`, the lock sent once per transaction before all of them (`AtCommit`)
+    at_commit: tuple[Statement, list[tuple[Statement, Params, Callable[[Result], None]]]] | None = (
+        None
+    )
 
 
 @dataclass(frozen=True)
@@ -219,6 +228,7 @@ class SqlCore:
         if stop is not None:
             raise _Aborted(steps, outcome, readbacks=False)
         values = await self._judge(steps, results, None, readbacks=False)
+        _keep_for_commit(connection, steps)
         return await _then(connection, values)
 
     async def _apply_eagerly(self, connection: Connection, steps: Sequence[Step]) -> list[Any]:
@@ -235,6 +245,7 @@ class SqlCore:
         if outcome.failed_at is not None:
             raise _Aborted(steps, outcome)
         values = await self._judge(steps, outcome.results, None)
+        _keep_for_commit(connection, steps)
         return await _then(connection, values)
 
     @staticmethod
@@ -324,6 +335,19 @@ class SqlCore:
         raise AssertionError("an eager batch never asks for its read-backs")
 
 
+def _keep_for_commit(connection: Connection, steps: Sequence[Step]) -> None:
+    """Keep the judged steps' statements for the transaction's COMMIT (`Step.at_commit`)."""
+    for step in steps:
+        if step.at_commit is None:
+            continue
+        kept = connection.at_commit
+        if kept is None:
+            raise RuntimeError("a statement for COMMIT outside a write transaction of ours")
+        head, tail = step.at_commit
+        kept.head = head
+        kept.tail.extend(tail)
+
+
 async def _then(connection: Connection, values: list[Any]) -> list[Any]:
     """Run the writes the judges answered with (`Then`), in step order; each gives its value."""
     for at, value in enumerate(values):
@@ -347,6 +371,7 @@ class _Prepending(Connection):
     def __init__(self, inner: Connection) -> None:
         self.inner = inner
         self.queued: list[Statement] = []
+        self.at_commit: AtCommit | None = inner.at_commit
 
     def later(self, statement: Statement) -> None:
         self.queued.append(statement)
@@ -370,6 +395,7 @@ class _Prepending(Connection):
 
 _UNDO_POINT = Statement("undo_point", "SAVEPOINT tf_undo_point")
 _BACK_TO_UNDO_POINT = Statement("back_to_undo_point", "ROLLBACK TO SAVEPOINT tf_undo_point")
+_RELEASE_UNDO_POINT = Statement("release_undo_point", "RELEASE SAVEPOINT tf_undo_point")
 _BEGUN = Statement("begun", "SELECT 1", ("one",))
 
 
@@ -393,19 +419,25 @@ class TxCore(SqlCore):
 
     async def apply(self, connection: Connection, steps: Sequence[Step]) -> list[Any]:
         """As `SqlCore.apply`, inside the open transaction: a batch of several statements goes
-        behind a savepoint (sent with it), so asking for its read-backs can undo it alone."""
+        behind a savepoint (sent with it), so asking for its read-backs can undo it alone; once
+        the batch stands, the savepoint is released with the next batch (or ends with COMMIT),
+        so later writes never run in a subtransaction of it."""
         if _EAGER.get() or not any(s.read is not None and s.statement for s in steps):
             return await self._apply_eagerly(connection, steps)
         several = sum(1 for s in steps if s.statement is not None) > 1
         if several:
             self._connection.later(_UNDO_POINT)
         try:
-            return await self._apply_optimistically(connection, steps)
+            values = await self._apply_optimistically(connection, steps)
+            if several:
+                self._connection.later(_RELEASE_UNDO_POINT)
+            return values
         except _Readbacks:
             if several:
                 outcome = await self._connection.inner.run([(_BACK_TO_UNDO_POINT, {})])
                 if outcome.error is not None:
                     raise outcome.error from None
+                self._connection.later(_RELEASE_UNDO_POINT)
             return await self._apply_eagerly(connection, steps)
 
     def later(self, statement: Statement) -> None:
@@ -440,9 +472,13 @@ class TxCore(SqlCore):
         name = f"tf_sp_{self._savepoints}"
         connection = self._connection
         connection.later(Statement("savepoint", f"SAVEPOINT {name}"))
+        # what the savepoint undoes is not ordered at commit either
+        kept = connection.at_commit.tail if connection.at_commit is not None else []
+        depth = len(kept)
         try:
             yield
         except BaseException as exc:
+            del kept[depth:]
             try:
                 await self._roll_back_to(name)
             except StoreError:
@@ -453,6 +489,7 @@ class TxCore(SqlCore):
         if tx.failure is not None:
             failure = tx.failure
             await self._roll_back_to(name)
+            del kept[depth:]
             raise Conflict("the savepoint was rolled back: a call in it failed") from failure
         if connection.queued and connection.queued[-1].sql == f"SAVEPOINT {name}":
             connection.queued.pop()  # nothing was sent inside it
@@ -462,6 +499,8 @@ class TxCore(SqlCore):
         if connection.queued and connection.queued[-1].sql == f"SAVEPOINT {name}":
             connection.queued.pop()
         else:
+            # a release still queued is of an undo point set inside this savepoint: gone with it
+            connection.queued = [s for s in connection.queued if s is not _RELEASE_UNDO_POINT]
             outcome = await connection.inner.run(
                 [(Statement("rollback_to", f"ROLLBACK TO SAVEPOINT {name}"), {})]
             )

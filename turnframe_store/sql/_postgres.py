@@ -17,6 +17,7 @@ from turnframe_store.bundle import OutboxWakeups
 from turnframe_store.errors import Busy, Unavailable
 from turnframe_store.sql import errors
 from turnframe_store.sql._backend import (
+    AtCommit,
     Backend,
     Batch,
     Connection,
@@ -98,6 +99,7 @@ class _PgConnection(Connection):
         self.tainted = False
         self._prepare: bool | None = None if prepare else False
         self._begin = begin
+        self.at_commit = AtCommit() if transaction else None
 
     def taint(self) -> None:
         self.tainted = True
@@ -154,6 +156,50 @@ class _PgConnection(Connection):
         failed_at = next((n for n, c in enumerate(cursors) if c.pgresult is None), 0)
         done = [await _result(c, s) for c, (s, _) in zip(cursors[:failed_at], batch, strict=False)]
         return Batch(done, failed_at, errors.from_postgres(failure))
+
+    async def commit(self) -> None:
+        """COMMIT, with the statements kept for it (`at_commit`) in front of it in one pipeline;
+        then each receiver gets its statement's result. A failure anywhere in that pipeline may
+        have come after COMMIT landed (a lost connection: `Timeout`), unless the server refused
+        a statement (then its error: nothing was written)."""
+        connection = self.raw
+        kept = self.at_commit
+        statements: list[tuple[Statement, Params, Any]] = []
+        if kept is not None:
+            if kept.head is not None and kept.tail:  # (a savepoint may have undone them all)
+                statements.append((kept.head, {}, None))
+            statements.extend(kept.tail)
+            self.at_commit = AtCommit()
+        if not statements:
+            try:
+                await connection.execute("COMMIT", prepare=False)
+            except psycopg.Error as exc:
+                raise errors.from_postgres(exc, committing=True) from None
+            return
+        cursors: list[psycopg.AsyncCursor[Any]] = []
+        failure: psycopg.Error | None = None
+        try:
+            async with connection.pipeline() as pipeline:
+                try:
+                    for statement, params, _ in statements:
+                        cursor = connection.cursor()
+                        cursors.append(cursor)
+                        await self._execute(cursor, statement, params)
+                    await connection.execute("COMMIT", prepare=False)
+                    await pipeline.sync()
+                except psycopg.Error as exc:
+                    failure = exc
+        except psycopg.Error as exc:
+            failure = failure or exc
+        except BaseException:
+            self.taint()
+            raise
+        if failure is not None:
+            self.taint()  # `_release` rolls back what the server did not commit
+            raise errors.from_postgres(failure, committing=True) from None
+        for cursor, (statement, _, receive) in zip(cursors, statements, strict=True):
+            if receive is not None:
+                receive(await _result(cursor, statement))
 
     async def _execute(
         self, cursor: psycopg.AsyncCursor[Any], statement: Statement, params: Params | Many
@@ -304,10 +350,7 @@ class PostgresBackend(Backend):
                         await raw.execute("ROLLBACK", prepare=False)
                 raise
             if connection.begun:
-                try:
-                    await raw.execute("COMMIT", prepare=False)
-                except psycopg.Error as exc:
-                    raise errors.from_postgres(exc, committing=True) from None
+                await connection.commit()
         finally:
             await self._release(connection)
 

@@ -219,7 +219,8 @@ class Codec:
                 event_type=row["event_type"],
                 payload=json.loads(row["payload"]),
                 occurred_at=self.time_out(row["occurred_at"]),
-                sequence=row["sequence"],
+                # a provisional sequence (negative) is no sequence yet: see `_events`
+                sequence=row["sequence"] if row["sequence"] > 0 else None,
             ),
         )
 

@@ -46,6 +46,7 @@ from turnframe_store import (
     Unavailable,
     UserTurnRecord,
 )
+from turnframe_store.sql._statements import EVENT_LOCK_CLASS
 from turnframe_store.sql.url import parse_url
 from turnframe_test.postgres import blocked_behind
 
@@ -347,28 +348,160 @@ async def test_four_claimers_share_a_thousand_outbox_rows_without_overlap_or_lef
 async def test_event_sequences_follow_commit_order_when_appends_overlap(
     database: Database,
 ) -> None:
+    """Decision 0027: the first writer inserts its event and stays open, idle; the second
+    appends and commits meanwhile without waiting on it (no lock is held across the open
+    transaction); a reader paging by sequence sees the second, then, once the first commits,
+    the first after it: the first's sequence was given at its commit, so nothing is skipped."""
     first = await database.migrated()
     second = await database.stores()
+    reader = await database.stores()
     held, release = asyncio.Event(), asyncio.Event()
-    holder: list[int] = []
 
     async def hold(pid: int) -> None:
-        holder.append(pid)
         held.set()
         await release.wait()
 
     first.hooks.before_commit = _once(hold)
     early = asyncio.create_task(first.events.append(A, [_event("evt_early")]))
-    await held.wait()
-    late = asyncio.create_task(second.events.append(A, [_event("evt_late")]))
-    # the second writer waits on the first: it cannot take a sequence while that one is open
-    await blocked_behind(database.url, holder[0])
-    release.set()
-    (early_event,), (late_event,) = await asyncio.gather(early, late)
+    await held.wait()  # evt_early is inserted; its transaction is open and idle
+    try:
+        # it must not wait on the open transaction (a deadlock guard, not a timing)
+        (late_event,) = await asyncio.wait_for(second.events.append(A, [_event("evt_late")]), 30)
+        page = await reader.events.read_from(A, EventCursor.START, 10)
+        assert [e.event_id for e in page.events] == ["evt_late"]
+    finally:
+        release.set()
+    (early_event,) = await early
 
-    assert (early_event.sequence or 0) < (late_event.sequence or 0)
-    page = await second.events.read_from(A, EventCursor.START, 10)
-    assert [e.event_id for e in page.events] == ["evt_early", "evt_late"]
+    assert (late_event.sequence or 0) < (early_event.sequence or 0)  # commit order
+    after = await reader.events.read_from(A, page.next_cursor, 10)
+    assert [e.event_id for e in after.events] == ["evt_early"]  # never skipped
+    whole = await reader.events.read_from(A, EventCursor.START, 10)
+    assert [(e.event_id, e.sequence) for e in whole.events] == [
+        ("evt_late", late_event.sequence),
+        ("evt_early", early_event.sequence),
+    ]
+
+
+async def test_an_open_transaction_holding_events_blocks_no_other_event_writer(
+    database: Database,
+) -> None:
+    """A turn's transaction (`stores.transaction()`) commits its bundle's events and stays open
+    (composing its reply): another transaction's events commit meanwhile, and a reader paging
+    by sequence later finds the turn's events after them. Inside the open transaction the
+    committed events have no sequence yet; after it, the ledger gives each its place."""
+    first = await database.migrated()
+    second = await database.stores()
+    reader = await database.stores()
+    async with first.transaction() as tx:
+        (inside,) = await tx.events.append(A, [_event("evt_turn")])
+        assert inside.sequence is None  # ordered at commit
+        (read_inside,) = await tx.events.get_by_ids(A, ["evt_turn"])
+        assert read_inside == inside
+        (other,) = await asyncio.wait_for(second.events.append(A, [_event("evt_other")]), 30)
+        page = await reader.events.read_from(A, EventCursor.START, 10)
+        assert [e.event_id for e in page.events] == ["evt_other"]
+    after = await reader.events.read_from(A, page.next_cursor, 10)
+    assert [e.event_id for e in after.events] == ["evt_turn"]
+    (stored,) = await reader.events.get_by_ids(A, ["evt_turn"])
+    assert (other.sequence or 0) < (stored.sequence or 0)
+    assert stored.model_copy(update={"sequence": None}) == inside
+
+
+async def test_the_event_lock_is_taken_with_commit_and_orders_the_commits(
+    database: Database,
+) -> None:
+    """The lock still orders commits: while another session holds the schema's event lock, a
+    transaction writes its events without waiting and waits only in its last pipeline (with
+    COMMIT); it takes its sequence once the holder lets go."""
+    stores = await database.migrated()
+    key = "SELECT pg_advisory_xact_lock(%s, hashtext(%s))"
+    async with await _raw(database) as holder:
+        await holder.execute("BEGIN")
+        await holder.execute(key, (EVENT_LOCK_CLASS, database.config.schema))
+        written = asyncio.Event()
+
+        async def turn() -> None:
+            async with stores.transaction() as tx:
+                await tx.events.append(A, [_event("evt_a"), _event("evt_b")])
+                written.set()  # inserted while the lock is held elsewhere
+
+        task = asyncio.create_task(turn())
+        await asyncio.wait_for(written.wait(), 30)
+        await blocked_behind(database.url, holder.info.backend_pid)  # waits at its commit
+        assert not task.done()
+        await holder.execute("ROLLBACK")
+        await task
+    page = await stores.events.read_from(A, EventCursor.START, 10)
+    assert [e.event_id for e in page.events] == ["evt_a", "evt_b"]
+    sequences = [e.sequence or 0 for e in page.events]
+    assert 0 < sequences[0] < sequences[1]
+
+
+async def test_a_commit_that_cannot_order_its_events_writes_nothing(database: Database) -> None:
+    """The order is given in the last pipeline, with COMMIT: when it fails there (the event lock
+    not free within the statement timeout), the transaction's error is typed and nothing of it
+    remains, its other writes included."""
+    await database.migrated()
+    impatient = replace(database, config=replace(database.config, statement_timeout_ms=200))
+    stores = await impatient.stores()
+    await stores.conversations.ensure_conversation(A, "conv_1")
+    async with await _raw(database) as holder, holder.transaction():
+        await holder.execute(
+            "SELECT pg_advisory_xact_lock(%s, hashtext(%s))",
+            (EVENT_LOCK_CLASS, database.config.schema),
+        )
+        with pytest.raises(Timeout):
+            async with stores.transaction() as tx:
+                await tx.interactions.insert(_card("int_1"))
+                await tx.events.append(A, [_event("evt_1")])
+
+    assert await _count(database, "SELECT count(*) FROM tf_domain_event") == 0
+    assert await _count(database, "SELECT count(*) FROM tf_interaction") == 0
+    (event,) = await stores.events.append(A, [_event("evt_1")])  # the store is usable after
+    assert (event.sequence or 0) > 0
+
+
+async def test_a_stored_event_id_in_a_transaction_is_a_conflict_at_once_and_dooms_it(
+    database: Database,
+) -> None:
+    """The insert still meets a stored event id in its own pipeline: the call fails with the
+    typed error, the transaction is doomed, and nothing of it remains."""
+    stores = await database.migrated()
+    await stores.conversations.ensure_conversation(A, "conv_1")
+    (stored,) = await stores.events.append(A, [_event("evt_1")])
+    with pytest.raises(Conflict):
+        async with stores.transaction() as tx:
+            await tx.interactions.insert(_card("int_1"))
+            with pytest.raises(Conflict):
+                await tx.events.append(A, [_event("evt_1")])
+
+    assert await _count(database, "SELECT count(*) FROM tf_interaction") == 0
+    assert await stores.events.get_by_ids(A, ["evt_1"]) == (stored,)
+
+
+async def test_a_bundle_undone_by_its_savepoint_leaves_the_transaction_usable(
+    database: Database,
+) -> None:
+    """A bundle's batch stands behind an undo savepoint, released with the next batch; when an
+    outer savepoint is rolled back first, that release (and the bundle's event order kept for
+    COMMIT) goes with it: the transaction goes on, commits, and holds none of the bundle."""
+    stores = await database.migrated()
+    record = await _turn_executing(stores)
+
+    class Undo(Exception):
+        pass
+
+    async with stores.transaction() as tx:
+        with pytest.raises(Undo):
+            async with tx.savepoint():
+                await tx.commits.commit(_bundle("a", record))
+                raise Undo()
+        await tx.interactions.insert(_card("int_2", blocking=False))
+
+    assert await _count(database, "SELECT count(*) FROM tf_domain_event") == 0
+    assert await _count(database, "SELECT count(*) FROM tf_outbox") == 0
+    assert await _count(database, "SELECT count(*) FROM tf_interaction") == 2
 
 
 async def test_two_stream_appenders_racing_for_one_sequence_leave_one_log_and_a_conflict(
@@ -427,7 +560,8 @@ async def test_event_appends_in_another_schema_do_not_wait_for_the_event_lock(
         release.set()
         await early
 
-    assert elsewhere.sequence == 1
+    # its own ledger's first event (the provisional draw at insert takes one value: 0027)
+    assert elsewhere.sequence == 2
 
 
 # --- the index the adapter relies on ------------------------------------------------------------
