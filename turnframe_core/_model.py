@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from collections.abc import Callable, Mapping
+from typing import Annotated, Any, Self, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -11,13 +12,43 @@ __all__ = [
     "FrozenModel",
     "Millis",
     "NonEmptyStr",
+    "Remembering",
     "Revision",
     "Whole",
     "without_unset_additions",
 ]
 
+_T = TypeVar("_T")
+#: the `__dict__` key of `Remembering.cached` (a leading underscore: pydantic's iteration, repr and
+#: serialization skip it)
+_CACHE = "_turnframe_cached"
 
-class FrozenModel(BaseModel):
+
+class Remembering(BaseModel):
+    """A model that may remember values derived from its fields (`cached`); immutable
+    subclasses only (internal)."""
+
+    def model_copy(self, *, update: Mapping[str, Any] | None = None, deep: bool = False) -> Self:
+        """A copy, without what `cached` remembered of this instance (an update changes it)."""
+        copied = super().model_copy(update=update, deep=deep)
+        copied.__dict__.pop(_CACHE, None)
+        return copied
+
+    def cached(self, name: str, compute: Callable[[], _T]) -> _T:
+        """`compute()`, remembered on this instance under `name`: for a value derived from the
+        fields only (a digest, canonical bytes), which a frozen instance cannot change. The
+        memory lives in the instance's `__dict__` under a private key, so it is neither a field
+        nor serialized nor compared; `model_copy` drops it."""
+        memory: dict[str, Any] | None = self.__dict__.get(_CACHE)
+        if memory is None:
+            memory = self.__dict__[_CACHE] = {}
+        elif name in memory:
+            return memory[name]  # type: ignore[no-any-return]
+        value = memory[name] = compute()
+        return value
+
+
+class FrozenModel(Remembering):
     """Immutable, closed model: unknown keys are refused, instances cannot be mutated."""
 
     model_config = ConfigDict(
