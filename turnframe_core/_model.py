@@ -34,6 +34,19 @@ class Remembering(BaseModel):
         copied.__dict__.pop(_CACHE, None)
         return copied
 
+    @classmethod
+    def from_valid(cls, **fields: Any) -> Self:
+        """An instance of these fields without validating them again (internal): only for values
+        that already passed the same field types (taken from a validated instance whose fields
+        carry at least these constraints); never for anything a caller or a stored row gave.
+        Every field must be given."""
+        instance = cls.__new__(cls)
+        object.__setattr__(instance, "__dict__", fields)
+        object.__setattr__(instance, "__pydantic_fields_set__", set(fields))
+        object.__setattr__(instance, "__pydantic_extra__", None)
+        object.__setattr__(instance, "__pydantic_private__", None)
+        return instance
+
     def cached(self, name: str, compute: Callable[[], _T]) -> _T:
         """`compute()`, remembered on this instance under `name`: for a value derived from the
         fields only (a digest, canonical bytes), which a frozen instance cannot change. The
