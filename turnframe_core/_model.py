@@ -22,6 +22,8 @@ _T = TypeVar("_T")
 #: the `__dict__` key of `Remembering.cached` (a leading underscore: pydantic's iteration, repr and
 #: serialization skip it)
 _CACHE = "_turnframe_cached"
+#: the `cached` name `mark_checked` sets (not a name a caller of `cached` uses)
+_CHECKED = "\x00checked"
 
 
 class Remembering(BaseModel):
@@ -46,6 +48,19 @@ class Remembering(BaseModel):
         object.__setattr__(instance, "__pydantic_extra__", None)
         object.__setattr__(instance, "__pydantic_private__", None)
         return instance
+
+    def checked(self) -> bool:
+        """Whether this instance's own rules (its `mode="after"` validators) already passed.
+        Pydantic runs those validators again each time a validated instance is placed in
+        another model (a turn in a bundle and in a stream event, an envelope in a batch); a
+        validator that ends in `mark_checked` starts with this and skips the repeat. A copy
+        (`model_copy`), `model_construct` and `from_valid` are unmarked, so they are checked."""
+        memory = self.__dict__.get(_CACHE)
+        return memory is not None and _CHECKED in memory
+
+    def mark_checked(self) -> None:
+        """Record that this instance's own rules passed (call it last in the validator)."""
+        self.cached(_CHECKED, lambda: True)
 
     def cached(self, name: str, compute: Callable[[], _T]) -> _T:
         """`compute()`, remembered on this instance under `name`: for a value derived from the
