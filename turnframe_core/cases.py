@@ -32,7 +32,11 @@ class CaseRef(FrozenModel):
 
     @property
     def key(self) -> CaseKey:
-        return CaseKey(workflow=self.workflow, case_id=self.case_id)
+        """The case without its revision: built once per reference, from fields that passed the
+        same types (a turn asks a reference for its key about ten times)."""
+        return self.cached(
+            "key", lambda: CaseKey.from_valid(workflow=self.workflow, case_id=self.case_id)
+        )
 
     def at(self, revision: int) -> CaseRef:
         return CaseRef(workflow=self.workflow, case_id=self.case_id, expected_revision=revision)

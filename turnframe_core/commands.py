@@ -345,6 +345,8 @@ class CommandEnvelope(FrozenModel):
     def _key_matches(self, info: ValidationInfo) -> CommandEnvelope:
         if info.context is not None and info.context.get("derived_key") is _DERIVED:
             return self  # built by `build`, which derived the key from these very fields
+        if self.checked():
+            return self  # this very instance passed already (placed in a batch, a journal entry)
         expected = derive_idempotency_key(
             account_id=self.account_id,
             turn_id=self.turn_id,
@@ -355,6 +357,7 @@ class CommandEnvelope(FrozenModel):
         )
         if self.idempotency_key != expected:
             raise IdempotencyKeyMismatch("idempotency_key is not derived from this command")
+        self.mark_checked()
         return self
 
     @classmethod
@@ -390,7 +393,9 @@ class CommandEnvelope(FrozenModel):
             command_type=envelope.command_type,
             payload=envelope.payload,
         )
-        return envelope.model_copy(update={"idempotency_key": key})
+        built = envelope.model_copy(update={"idempotency_key": key})
+        built.mark_checked()  # its key was derived from these very fields just now
+        return built
 
     def same_command(self, other: CommandEnvelope) -> bool:
         """Same case, type and payload: what a reused idempotency key must also match."""

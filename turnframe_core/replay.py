@@ -324,8 +324,10 @@ class ReplayRecord(FrozenModel):
         )
 
     def digest(self) -> str:
-        """Digest of this record's canonical JSON (what the next record of the chain stores)."""
-        return digest(self)
+        """Digest of this record's canonical JSON (what the next record of the chain stores),
+        computed once per instance: the record is frozen, and the chain link of a final record
+        and the next turn's `previous_digest` both ask for it."""
+        return self.cached("digest", lambda: digest(self))
 
     def advanced(self, phase: TurnPhase, *, at: int, **changes: Any) -> ReplayRecord:
         """This record at a later phase (phases never go back, except into `failed`)."""

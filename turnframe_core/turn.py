@@ -352,6 +352,8 @@ class AssistantTurn(FrozenModel):
 
     @model_validator(mode="after")
     def _structure(self) -> AssistantTurn:
+        if self.checked():
+            return self  # this very instance passed already (placed in a bundle, an event)
         if self.replay_token != derive_replay_token(self.turn_id):
             raise ValueError("replay_token is not derived from turn_id")
         if (self.completed_at is None) != (self.status is TurnStatus.STREAMING):
@@ -393,6 +395,7 @@ class AssistantTurn(FrozenModel):
                         f"blocks[{index}] ({block.kind}) was rendered from server copy but says "
                         "a model wrote it, though no model chose its moves (author: 'server')"
                     )
+        self.mark_checked()
         return self
 
     @classmethod

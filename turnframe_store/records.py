@@ -12,8 +12,9 @@ from collections.abc import Iterable
 from enum import StrEnum
 from typing import Annotated, Any, ClassVar, Final, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import ConfigDict, Field, model_validator
 
+from turnframe_core._model import Remembering
 from turnframe_core.canonical import CanonicalJsonError, Digest, canonical_json
 from turnframe_core.cases import CaseKey, CaseRef, WorkflowKey
 from turnframe_core.commands import CommandEnvelope, CommandOrigin
@@ -72,7 +73,7 @@ Millis = Annotated[int, Field(ge=0)]
 NonEmptyStr = Annotated[str, Field(min_length=1)]
 
 
-class _Record(BaseModel):
+class _Record(Remembering):
     model_config = ConfigDict(frozen=True, extra="forbid", validate_default=True)
 
 

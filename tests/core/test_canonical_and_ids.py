@@ -231,3 +231,31 @@ def test_an_origin_is_named_by_the_rule_an_events_origin_is_judged_by(name):
     else:
         named = True
     assert named == is_origin_name(name) == _valid(OriginName, name)
+
+
+@pytest.mark.parametrize("n", range(200))
+def test_a_derived_id_is_the_first_130_bits_of_its_hash_in_base32(n):
+    """The table that writes the last two characters gives what encoding 17 bytes gives."""
+    import base64
+    import hashlib
+
+    from turnframe_core.canonical import canonical_bytes
+
+    inputs = {"n": n, "text": "é" * (n % 7)}
+    material = b"turnframe.test\x00" + canonical_bytes(inputs)
+    reference = base64.b32encode(hashlib.sha256(material).digest()[:17]).decode().lower()[:26]
+    assert derive_id("blk", "turnframe.test", inputs) == f"blk_{reference}"
+
+
+def test_a_case_references_key_is_built_once_and_equals_a_validated_key():
+    from turnframe_core.cases import CaseKey, CaseRef
+
+    ref = CaseRef(workflow="trip", case_id="T-1", expected_revision=2)
+    validated = CaseKey(workflow="trip", case_id="T-1")
+    assert ref.key is ref.key
+    assert ref.key == validated and hash(ref.key) == hash(validated)
+    assert ref.key.model_dump_json() == validated.model_dump_json()
+    assert ref.at(3).key == validated
+    # the key of an invalid case is never built: the reference itself is refused
+    with pytest.raises(ValidationError):
+        CaseRef(workflow="Trip!", case_id="T-1", expected_revision=2)

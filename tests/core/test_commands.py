@@ -164,3 +164,26 @@ def test_a_per_case_batch_targets_a_single_case():
         CommandBatch(
             batch_id="bat_1", scope=PerCommand(), envelopes=(a, envelope(command_id="cmd_3"))
         )
+
+
+def test_an_envelope_is_checked_once_and_a_forged_copy_again(monkeypatch):
+    """A built envelope placed in a batch does not derive its key again; a copy whose command
+    changed, or one built by `model_construct` with a chosen key, is still refused."""
+    import turnframe_core.commands as commands
+
+    built = envelope()
+    derived = []
+    real = commands.derive_idempotency_key
+    monkeypatch.setattr(
+        commands, "derive_idempotency_key", lambda **kw: derived.append(1) or real(**kw)
+    )
+    CommandBatch(batch_id="bat_1", scope=PerCase(), envelopes=(built,))
+    assert derived == []
+    forged = built.model_copy(update={"command_type": "trip.other"})
+    with pytest.raises(IdempotencyKeyMismatch):
+        CommandBatch(batch_id="bat_1", scope=PerCase(), envelopes=(forged,))
+    chosen = CommandEnvelope.model_construct(
+        **{**dict(built), "idempotency_key": "sha256:" + "1" * 64}
+    )
+    with pytest.raises(IdempotencyKeyMismatch):
+        CommandBatch(batch_id="bat_1", scope=PerCase(), envelopes=(chosen,))

@@ -87,3 +87,20 @@ def test_outcomes_publish_only_from_the_commit_on():
         TurnPhase.COMPOSED,
         TurnPhase.DELIVERED,
     ]
+
+
+def test_a_records_digest_is_remembered_and_a_changed_copy_digests_afresh():
+    from turnframe_core.canonical import digest
+
+    record = _record("turn_1")
+    first = record.digest()
+    assert record.digest() == first == digest(record.model_dump(mode="json"))
+    # the remembered digest is no field: dumps, equality and iteration are as before
+    assert record.model_dump() == _record("turn_1").model_dump()
+    assert record == _record("turn_1") and dict(record) == dict(_record("turn_1"))
+    assert "_turnframe" not in repr(record) and "_turnframe" not in record.model_dump_json()
+    changed = record.model_copy(update={"event_ids": ("evt_forged",)})
+    assert changed.digest() != first
+    assert changed.digest() == digest(changed.model_dump(mode="json"))
+    deep = record.model_copy(update={"failure_code": "x"}, deep=True)
+    assert deep.digest() == digest(deep.model_dump(mode="json")) != first

@@ -143,3 +143,30 @@ def test_a_client_answer_cannot_smuggle_extra_fields():
                 "action": {"kind": "confirm_commands", "command_ids": ["cmd_evil"]},
             }
         )
+
+
+def test_a_turn_is_checked_once_and_a_copy_or_an_unvalidated_turn_again():
+    """A validated turn placed in another model is not checked again; a turn whose structure
+    was changed by `model_copy`, or built by `model_construct`, is still refused there."""
+    from turnframe_core.stream import TurnCompleted
+
+    turn = _turn([receipt_block(), _notice(), _transition()])
+    assert turn.checked()
+    assert AssistantTurn.model_validate(turn) is turn
+    TurnCompleted(turn_id="turn_1", sequence=2, at=30, turn=turn)
+    assert turn.model_dump() == _turn([receipt_block(), _notice(), _transition()]).model_dump()
+    assert (
+        turn.to_stored_json()
+        == AssistantTurn.from_stored_json(turn.to_stored_json()).to_stored_json()
+    )
+    broken = turn.model_copy(update={"blocks": (_notice("same"), _notice("same"))})
+    assert not broken.checked()
+    with pytest.raises(ValidationError, match="repeats a block_id"):
+        AssistantTurn.model_validate(broken)
+    with pytest.raises(ValidationError, match="repeats a block_id"):
+        TurnCompleted(turn_id="turn_1", sequence=2, at=30, turn=broken)
+    unchecked = AssistantTurn.model_construct(
+        **{**dict(turn), "blocks": (_transition(), _card(), _notice())}
+    )
+    with pytest.raises(ValidationError, match="out of the documented block order"):
+        TurnCompleted(turn_id="turn_1", sequence=2, at=30, turn=unchecked)

@@ -276,3 +276,26 @@ def test_the_package_exports_exactly_its_public_api() -> None:
 
     assert all(hasattr(turnframe_store, name) for name in exported)
     assert not any(name.startswith("_") for name in exported)
+
+
+def test_a_bundles_stream_entries_are_judged_once_and_a_changed_copy_afresh():
+    """The commit check and the write share one serialization of a bundle's stream events; a
+    copy with other events is judged again (so an invalid copy is still refused)."""
+    from turnframe_core.stream import TurnFailed
+    from turnframe_store.errors import InvalidRecord
+    from turnframe_store.records import CommitBundle
+    from turnframe_store.roles.commits import _stream_entries, bundle_keys
+
+    failed = TurnFailed(turn_id="turn_1", sequence=1, at=1, code="x")
+    bundle = CommitBundle(
+        account_id="acct_1",
+        conversation_id="conv_1",
+        turn_id="turn_1",
+        stream_events=(failed,),
+    )
+    bundle_keys(bundle)
+    assert _stream_entries(bundle) is _stream_entries(bundle)
+    assert [e.sequence for e in _stream_entries(bundle)] == [1]
+    forged = bundle.model_copy(update={"stream_events": (failed, failed)})
+    with pytest.raises(InvalidRecord):
+        bundle_keys(forged)

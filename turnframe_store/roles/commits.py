@@ -45,7 +45,13 @@ def bundle_keys(bundle: CommitBundle) -> None:
     for invalidation in bundle.invalidations:
         case(invalidation)
     if bundle.stream_events:
-        stream_entries(bundle.stream_events)
+        _stream_entries(bundle)
+
+
+def _stream_entries(bundle: CommitBundle) -> tuple[StreamEntry, ...]:
+    """`stream_entries` of the bundle's stream events, serialized once per bundle: the check
+    before a commit and the write inside it use the same entries."""
+    return bundle.cached("stream_entries", lambda: stream_entries(bundle.stream_events))
 
 
 class BundleWriter(Protocol):
@@ -119,7 +125,7 @@ def write_bundle(bundle: CommitBundle, writer: BundleWriter) -> None:
     if bundle.phase is not None:
         writer.set_phase(bundle.phase)
     if bundle.stream_events:
-        writer.stream(stream_entries(bundle.stream_events))
+        writer.stream(_stream_entries(bundle))
 
 
 class CommitStore(Role, ABC):
