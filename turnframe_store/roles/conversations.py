@@ -106,29 +106,10 @@ class StreamEntry:
     text: str
 
 
-#: The last batch judged (a tuple, held so its identity stays its own) and its entries: a commit
-#: judges its bundle's events before it writes anything (`bundle_keys`), then writes them
-#: (`write_bundle`); the second call reuses the first's JSON instead of serializing every event
-#: again. The events are frozen, so the same tuple has the same entries.
-_last_judged: tuple[tuple[StreamEvent, ...], tuple[StreamEntry, ...]] | None = None
-
-
 def stream_entries(events: Sequence[StreamEvent]) -> tuple[StreamEntry, ...]:
     """The entries a batch of stream events is logged as, judged on its own: a non-empty list of
     one turn's events, sequences running on by one from 1 up to `MAX_INTEGER`, times up to
-    `MAX_MILLIS`, a terminal event only last, each with a JSON form. Else `InvalidRecord`.
-    Each event is serialized once: judging the same tuple again returns the same entries."""
-    global _last_judged
-    last = _last_judged
-    if last is not None and last[0] is events:
-        return last[1]
-    entries = _judged_entries(events)
-    if isinstance(events, tuple):
-        _last_judged = (events, entries)
-    return entries
-
-
-def _judged_entries(events: Sequence[StreamEvent]) -> tuple[StreamEntry, ...]:
+    `MAX_MILLIS`, a terminal event only last, each with a JSON form. Else `InvalidRecord`."""
     listed = tuple(events)
     if not listed:
         raise InvalidRecord("no stream events to append")
