@@ -10,7 +10,7 @@ Rows, measured in one run, in alternating rounds (the best round of each row is 
   re-projection, the stored turn);
 - click, local executor: the same click with a `TransactionalExecutor` whose trip rows live in
   the same database (`turnframe_test.sample.local_trip`): the whole turn in one transaction
-  (decision 0030), against the click floor;
+  (decision 0029), against the click floor;
 - floor, text and runtime, text: the same for a text turn with two acts and a question.
 Each row runs with 1 and with 4 client processes (each on its own conversations); the rate is
 all turns over the slowest client's time. Commits per turn are what PostgreSQL counts for a
@@ -59,8 +59,8 @@ def _ts(ms: int) -> datetime:
 
 async def _desk(url: str, local: bool = False) -> DeskHarness:
     stores = await SqlStores.connect(url, SqlConfig(pool_size=2, pool_min_size=1))
-    # `--stream-log streamed`: turns nobody streams keep no stream log (the default logs all).
-    every_turn = os.environ.get("TURNFRAME_BENCH_STREAM_LOG", "every") == "every"
+    # `--stream-log every`: turns nobody streams keep a stream log too (the default keeps none).
+    every_turn = os.environ.get("TURNFRAME_BENCH_STREAM_LOG", "streamed") == "every"
     config = RuntimeConfig(locales=("en", "it"), stream_every_turn=every_turn)
     desk = DeskHarness(stores=stores, ids=UlidIdSource(), config=config)
     if local:  # the trips in this database (`local_tables` made them): a local executor
@@ -406,9 +406,10 @@ async def main() -> None:
     parser.add_argument(
         "--stream-log",
         choices=("every", "streamed"),
-        default="every",
-        help="RuntimeConfig.stream_every_turn: log every turn's stream (default), or only "
-        "streamed turns' (these turns are not streamed, so they log nothing)",
+        default="streamed",
+        help="RuntimeConfig.stream_every_turn: log only streamed turns' streams (the library's "
+        "default since decision 0028; these turns are not streamed, so they log nothing), or "
+        "every turn's (the default before it)",
     )
     args = parser.parse_args()
     os.environ["TURNFRAME_BENCH_STREAM_LOG"] = args.stream_log  # the client processes read it

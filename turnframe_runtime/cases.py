@@ -85,7 +85,7 @@ class CaseBook:
     @contextlib.contextmanager
     def through(self, directory: CaseDirectory) -> Iterator[None]:
         """Loads in the block go through `directory` (a one-transaction turn reads its own
-        writes, decision 0030)."""
+        writes, decision 0029)."""
         earlier, self._directory = self._directory, directory
         try:
             yield

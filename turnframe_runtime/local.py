@@ -1,4 +1,4 @@
-"""One transaction for a click on a local executor (decision 0030).
+"""One transaction for a click on a local executor (decision 0029).
 
 When the executor's writes live in the store's own database (a `TransactionalExecutor` on
 stores that can share their transaction, `SqlStores`), a click-only turn without a narrator

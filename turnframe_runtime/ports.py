@@ -170,7 +170,7 @@ class Executor(ABC):
 
 
 class TransactionalExecutor(Executor):
-    """An executor whose writes live in the store's own database (decision 0030). A click-only
+    """An executor whose writes live in the store's own database (decision 0029). A click-only
     turn without a narrator then runs in ONE store transaction: accepted, journaled, executed
     through `execute_in` on that transaction's driver connection, committed and delivered
     together, or (when anything raises) not at all. `execute` still runs a batch in a

@@ -1,7 +1,7 @@
 """A turn's durable points, counted by PostgreSQL itself (decision 0006): reads included, a
 click-only turn commits twice without a narrator and three times with one; a text turn three and
 four times. The issue's budget is three and four; exact counts keep a lost fold visible. A click
-on a local executor (its writes in this database) commits once (decision 0030)."""
+on a local executor (its writes in this database) commits once (decision 0029)."""
 
 from __future__ import annotations
 

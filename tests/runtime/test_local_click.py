@@ -1,4 +1,4 @@
-"""One transaction for a click on a local executor (decision 0030): a `TransactionalExecutor`
+"""One transaction for a click on a local executor (decision 0029): a `TransactionalExecutor`
 whose case rows live in the store's own database. A click-only turn without a narrator commits
 once; whatever raises before that COMMIT leaves nothing at all (neither a domain row nor a tf_*
 row), and the same click sent again then succeeds, once."""

@@ -87,7 +87,7 @@ class _InTransaction(InTransaction):
 
     async def driver_connection(self) -> Any:
         """This transaction's own driver connection (`psycopg.AsyncConnection` on PostgreSQL,
-        `aiosqlite.Connection` on SQLite), for writes that commit with it (decision 0030): do
+        `aiosqlite.Connection` on SQLite), for writes that commit with it (decision 0029): do
         not begin, commit or roll back on it."""
         return await self._core.driver_connection()
 

@@ -1,4 +1,4 @@
-"""The travel desk with its trips in the store's own database (decision 0030): a
+"""The travel desk with its trips in the store's own database (decision 0029): a
 `TransactionalExecutor` whose case rows live beside the tf_* tables, on PostgreSQL or SQLite.
 
     local = LocalTripDesk(desk.desk, stores)      # the harness's trips, copied to SQL
