@@ -11,7 +11,8 @@ PACKAGES = ("turnframe_core", "turnframe_store", "turnframe_runtime", "turnframe
 #: Third-party distributions each package may import (beyond stdlib and the turnframe packages
 #: its rule allows).
 THIRD_PARTY = {
-    "turnframe_core": {"pydantic", "pydantic_core", "typing_extensions"},
+    # orjson: canonical JSON's accelerator only (decision 0030; see the test below)
+    "turnframe_core": {"pydantic", "pydantic_core", "typing_extensions", "orjson"},
     "turnframe_store": {
         "pydantic",
         "pydantic_core",
@@ -112,6 +113,18 @@ def violations(package: str, root: Path = ROOT) -> list[str]:
 
 def test_core_imports_nothing_but_stdlib_and_pydantic():
     assert violations("turnframe_core") == []
+
+
+def test_only_canonical_json_imports_its_accelerator():
+    """Decision 0030: orjson is the one exception to core's "pydantic and stdlib", and only the
+    canonical encoder, which checks it against the reference encoder, may use it."""
+    users = sorted(
+        str(path.relative_to(ROOT))
+        for package in PACKAGES
+        for path in (ROOT / package).rglob("*.py")
+        if any(module.split(".")[0] == "orjson" for module, _ in imports_of(path))
+    )
+    assert users == ["turnframe_core/canonical.py"]
 
 
 def test_the_store_imports_only_core():
