@@ -11,7 +11,12 @@ import pytest
 from services import Database, Databases
 
 from turnframe_core import AssistantTurn, InteractionBlock
-from turnframe_runtime import ExecutionResult, Executor, TransactionalExecutor
+from turnframe_runtime import (
+    ExecutionRejected,
+    ExecutionResult,
+    Executor,
+    TransactionalExecutor,
+)
 from turnframe_store import FaultPoint, ManualClock, MemoryStores, SqlStores
 from turnframe_test import DeskHarness, act
 from turnframe_test.sample.local_trip import LocalTripDesk
@@ -39,6 +44,20 @@ class _Failing(LocalTripDesk):
         if self.armed:
             self.armed = False
             raise RuntimeError("the executor broke after writing")
+        return result
+
+
+class _RefusingAfterWriting(LocalTripDesk):
+    """Writes the batch (trip row and applied rows), then refuses it, while armed: the refusal
+    must undo these writes and only these."""
+
+    armed = False
+
+    async def execute_in(self, connection: Any, batch: Any) -> ExecutionResult:
+        result = await super().execute_in(connection, batch)
+        if self.armed:
+            self.armed = False
+            raise ExecutionRejected("trip.locked", "This trip is locked by the travel desk.")
         return result
 
 
@@ -170,29 +189,50 @@ async def test_a_fault_inside_the_one_transaction_leaves_no_trace(
     assert await _revision(trips, desk) == revision + 1  # applied once
 
 
-async def test_a_typed_refusal_undoes_only_the_executors_writes(databases: Databases) -> None:
-    desk, trips, commits = await _desk(databases.new())
+async def test_a_refusal_after_the_executors_writes_undoes_them_and_the_turn_commits(
+    databases: Databases,
+) -> None:
+    desk, trips, commits = await _desk(databases.new(), kind=_RefusingAfterWriting)
+    assert isinstance(trips, _RefusingAfterWriting)
     card = await _card(desk)
     stores = desk.stores
     assert isinstance(stores, SqlStores)
-    async with stores.transaction() as tx:  # the desk locks the trip meanwhile
-        connection = await tx.driver_connection()  # type: ignore[attr-defined]
-        state = await trips.load_in(connection, desk.account_id, card_key())
-        assert state.state is not None
-        locked = {**state.state, "locked": True}
-        import json
-
-        await connection.execute(
-            trips._q(f"UPDATE {trips.trip_table} SET state = ?"), (json.dumps(locked),)
-        )
+    domain_before = {k: v for k, v in (await _rows(stores)).items() if "case_" in k}
     before, revision = len(commits), await _revision(trips, desk)
+    trips.armed = True
 
     clicked = await desk.click(card, "opt_rebook")
 
-    assert len(commits) - before == 1
+    assert not trips.armed  # it wrote, then refused
+    assert len(commits) - before == 1  # the turn itself committed: its refusal is told
     assert desk.receipt_codes(clicked) == []
-    assert "trip.locked" in str(clicked.model_dump())
-    assert await _revision(trips, desk) == revision
+    assert "trip.locked" in str(clicked.model_dump())  # the refusal is told
+    assert await _revision(trips, desk) == revision  # the executor's writes were undone
+    assert {k: v for k, v in (await _rows(stores)).items() if "case_" in k} == domain_before
+
+
+async def test_the_sample_local_executor_refuses_a_batch_whose_trip_moved_since_it_read_it(
+    databases: Databases,
+) -> None:
+    """The compare-and-swap counts its row: a trip moved after the executor read it (another
+    conversation's turn) is a revision conflict, never a change that did not happen."""
+    desk, trips, _ = await _desk(databases.new())
+    card = await _card(desk)
+    revision = await _revision(trips, desk)
+    run = trips._run
+
+    async def moved_meanwhile(connection: Any, sql: str, *params: Any) -> list[Any]:
+        if sql.startswith(f"UPDATE {trips.trip_table}"):  # another writer got there first
+            await run(connection, f"UPDATE {trips.trip_table} SET revision = revision + 1")
+        return await run(connection, sql, *params)
+
+    trips._run = moved_meanwhile  # type: ignore[method-assign]
+
+    clicked = await desk.click(card, "opt_rebook")
+
+    assert desk.receipt_codes(clicked) == []  # no rebooking claimed: it did not happen
+    assert "trip.rebooking_sent" not in str(clicked.model_dump())
+    assert await _revision(trips, desk) == revision  # the refusal undid the other write too
 
 
 def card_key() -> Any:

@@ -166,8 +166,29 @@ class LocalTripDesk(TransactionalExecutor):
         done: list[DomainEvent] = []
         for envelope in envelopes:
             apply_trip_command(state, envelope.command_type, envelope.payload)
-            event = trip_event(envelope, new_revision, self.clock_ms())
-            done.append(event)
+            done.append(trip_event(envelope, new_revision, self.clock_ms()))
+        # The compare-and-swap first, and its row counted: a concurrent batch that moved the trip
+        # since the read above (another conversation, or a text turn's `execute`) leaves it
+        # unmoved, and this batch is a revision conflict, never a change that did not happen.
+        moved = await self._run(
+            connection,
+            f"UPDATE {self.trip_table} SET state = ?, revision = ? WHERE account_id = ?"
+            " AND trip_id = ? AND revision = ? RETURNING revision",
+            json.dumps(state),
+            new_revision,
+            account,
+            trip_id,
+            revision,
+        )
+        if not moved:
+            now = await self._run(
+                connection,
+                f"SELECT revision FROM {self.trip_table} WHERE account_id = ? AND trip_id = ?",
+                account,
+                trip_id,
+            )
+            raise RevisionConflict(int(now[0][0]) if now else revision)
+        for envelope, event in zip(envelopes, done, strict=True):
             await self._run(
                 connection,
                 f"INSERT INTO {self.applied_table} VALUES (?, ?, ?, ?)",
@@ -176,16 +197,6 @@ class LocalTripDesk(TransactionalExecutor):
                 new_revision,
                 json.dumps([json.loads(event.model_dump_json())]),
             )
-        await self._run(
-            connection,
-            f"UPDATE {self.trip_table} SET state = ?, revision = ? WHERE account_id = ?"
-            " AND trip_id = ? AND revision = ?",
-            json.dumps(state),
-            new_revision,
-            account,
-            trip_id,
-            revision,
-        )
         return ExecutionResult(new_revision=new_revision, events=tuple(done))
 
 
