@@ -69,10 +69,23 @@ _counters: dict[str, Any] = {}
 _histograms: dict[str, Any] = {}
 _NOTHING = contextlib.nullcontext()
 
-#: the global tracer and meter providers last seen, and whether each records: judged again only
-#: when the global provider is another object
-_tracer_seen: tuple[Any, bool] = (None, False)
-_meter_seen: tuple[Any, bool] = (None, False)
+
+class _Judged:
+    """A global provider (the tracer's or the meter's) and whether it records, judged once per
+    provider object: an SDK installed later is seen at the next call."""
+
+    def __init__(self) -> None:
+        self.seen: tuple[Any, bool] = (None, False)
+
+    def records(self, provider: Any) -> bool:
+        seen, recording = self.seen
+        if provider is not seen:
+            recording = _records(provider)
+            self.seen = (provider, recording)
+        return recording
+
+
+_traces, _metrics_judged = _Judged(), _Judged()
 
 
 def _records(provider: Any) -> bool:
@@ -84,28 +97,12 @@ def _records(provider: Any) -> bool:
 
 def _tracing() -> bool:
     """Whether spans go anywhere: an SDK (or another provider) is the global tracer provider."""
-    global _tracer_seen
-    if _tracer is None:
-        return False
-    provider = _trace.get_tracer_provider()
-    seen, recording = _tracer_seen
-    if provider is not seen:
-        recording = _records(provider)
-        _tracer_seen = (provider, recording)
-    return recording
+    return _tracer is not None and _traces.records(_trace.get_tracer_provider())
 
 
 def _metering() -> bool:
     """Whether metrics go anywhere: an SDK (or another provider) is the global meter provider."""
-    global _meter_seen
-    if _meter is None:
-        return False
-    provider = _metrics.get_meter_provider()
-    seen, recording = _meter_seen
-    if provider is not seen:
-        recording = _records(provider)
-        _meter_seen = (provider, recording)
-    return recording
+    return _meter is not None and _metrics_judged.records(_metrics.get_meter_provider())
 
 
 #: an id or a code: what an attribute, a label or a log field may hold
