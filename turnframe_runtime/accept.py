@@ -21,10 +21,18 @@ from turnframe_store.bundle import Stores
 from turnframe_store.errors import NotFound
 from turnframe_store.records import UserTurnRecord
 
-__all__ = ["PreviousTurnUnfinished", "accept_turn", "prior_reply"]
+__all__ = ["PreviousTurnUnfinished", "accept_turn", "prior_reply", "raced_reply"]
 
 _IN_PROGRESS = "this turn was accepted before and has no reply yet"
 _FAILED = "this turn failed before any effect; send the request again with a new turn id"
+
+
+async def raced_reply(stores: Stores, account_id: str, request: TurnInput) -> AssistantTurn | None:
+    """After a `Conflict` at accept: a request with the same turn id may have raced this one
+    past the prior-reply check; its reply when there is one (`prior_reply`), else None."""
+    if request.turn_id is None:
+        return None
+    return await prior_reply(stores, account_id, request.turn_id, request)
 
 
 async def prior_reply(

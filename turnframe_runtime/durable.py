@@ -29,7 +29,7 @@ from turnframe_core.stream import StreamMode
 from turnframe_core.turn import AssistantTurn, TurnInput
 from turnframe_core.understanding import Understanding
 from turnframe_runtime import observe
-from turnframe_runtime.accept import accept_turn, prior_reply
+from turnframe_runtime.accept import accept_turn, prior_reply, raced_reply
 from turnframe_runtime.card_answer import (
     Admitted,
     AnsweredBefore,
@@ -108,13 +108,9 @@ async def accept(kernel: Kernel, t: TurnState, turn_input: TurnInput) -> Assista
             await tx.commits.commit(t.recorder.accepted(user_turn, "understand"))  # A/B
             return accepted
     except Conflict:
-        # A request with the same turn id may have raced this one past the prior-reply check.
-        if turn_input.turn_id is not None:
-            prior = await prior_reply(
-                kernel.stores, t.ctx.account_id, turn_input.turn_id, turn_input
-            )
-            if prior is not None:
-                return prior
+        prior = await raced_reply(kernel.stores, t.ctx.account_id, turn_input)
+        if prior is not None:
+            return prior
         raise
 
 

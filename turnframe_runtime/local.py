@@ -26,7 +26,7 @@ from turnframe_core.replay import FailedOutcome
 from turnframe_core.turn import AssistantTurn, TurnInput
 from turnframe_core.understanding import Understanding
 from turnframe_runtime import durable
-from turnframe_runtime.accept import accept_turn, prior_reply
+from turnframe_runtime.accept import accept_turn, prior_reply, raced_reply
 from turnframe_runtime.card_answer import admit_card_answer
 from turnframe_runtime.durable import Accepted
 from turnframe_runtime.ports import (
@@ -81,13 +81,9 @@ async def accept(kernel: Kernel, t: TurnState, turn_input: TurnInput) -> Assista
             with t.cases.through(_ReadingIn(kernel.directory, executor, tx)):
                 return await _whole_turn(kernel, tx, t, executor)
     except Conflict:
-        # A request with the same turn id may have raced this one past the prior-reply check.
-        if turn_input.turn_id is not None:
-            prior = await prior_reply(
-                kernel.stores, t.ctx.account_id, turn_input.turn_id, turn_input
-            )
-            if prior is not None:
-                return prior
+        prior = await raced_reply(kernel.stores, t.ctx.account_id, turn_input)
+        if prior is not None:
+            return prior
         raise
 
 
