@@ -127,11 +127,11 @@ async def _measure(prepare: Turns, n: int) -> tuple[float, dict[str, float]]:
     return wall, buckets(profile)
 
 
-# --- memory ----------------------------------------------------------------------------------
+# --- the turns (memory or PostgreSQL) ------------------------------------------------------
 
 
-def _memory(kind: str) -> Turns:
-    desk = DeskHarness()
+def _turns(kind: str, desk: DeskHarness) -> Turns:
+    """Prepares `n` turns of `kind` on `desk` (untimed) and returns what runs them."""
     rounds = iter(range(1_000_000))
 
     async def prepare(n: int, tag: str) -> Callable[[], Awaitable[None]]:
@@ -230,24 +230,6 @@ async def _pg_desk(url: str) -> DeskHarness:
     )
 
 
-def _postgres(kind: str, desk: DeskHarness) -> Turns:
-    rounds = iter(range(1_000_000))
-
-    async def prepare(n: int, tag: str) -> Callable[[], Awaitable[None]]:
-        tag = f"{tag}{next(rounds)}"
-        inputs = await (
-            turn_pg._prepare_clicks(desk, tag, n) if kind == "click" else _texts(desk, tag, n)
-        )
-
-        async def run() -> None:
-            for turn_input in inputs:
-                await desk.runtime.handle_turn(turn_input)
-
-        return run
-
-    return prepare
-
-
 async def _count_pg(
     db: PrivateDatabase, kind: str, n: int, docs: turn_pg.Documents
 ) -> dict[str, float]:
@@ -270,7 +252,7 @@ async def _count_pg(
             trace.uninstall()
     else:
         desk = await _pg_desk(db.url)
-        prepare = _postgres(kind, desk)
+        prepare = _turns(kind, desk)
         run = await prepare(n, "cnt")
         await desk.stores.aclose()
         trace.install()
@@ -318,7 +300,7 @@ async def main() -> None:
     rows: dict[str, tuple[float, dict[str, float]]] = {}
     if "memory" in stores:
         for kind in ("click", "text"):
-            rows[f"memory {kind}"] = await _measure(_memory(kind), args.turns)
+            rows[f"memory {kind}"] = await _measure(_turns(kind, DeskHarness()), args.turns)
     counts: dict[str, dict[str, float]] = {}
     if "postgresql" in stores:
         async with PrivateDatabase(args.url) as db:
@@ -329,7 +311,7 @@ async def main() -> None:
             for kind in ("click", "text"):
                 desk = await _pg_desk(db.url)
                 try:
-                    rows[f"postgresql {kind}"] = await _measure(_postgres(kind, desk), args.turns)
+                    rows[f"postgresql {kind}"] = await _measure(_turns(kind, desk), args.turns)
                 finally:
                     await desk.stores.aclose()
             for kind in ("floor-click", "click", "floor-text", "text"):
