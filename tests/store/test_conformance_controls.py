@@ -738,6 +738,24 @@ class UnleasedReconciliation(MemoryOutbox):
         return await engine.read(read)
 
 
+class CountsEveryClaim(MemoryOutbox):
+    """claimed_count counts every dispatching row, whoever claimed it."""
+
+    async def _claimed_count(self, worker_id: str) -> int:
+        t = self.engine.t
+        return await self.engine.read(lambda: len(t.outbox_dispatching))
+
+
+class LeaseFromClaim(MemoryOutbox):
+    """begin_dispatch leaves the claim's lease running from the claim, not the attempt."""
+
+    async def _begin_dispatch(self, outbox_id: str, attempt: int, now: int) -> OutboxEntry:
+        taken = self.row(outbox_id).claim_taken_at
+        began = await super()._begin_dispatch(outbox_id, attempt, now)
+        engine = self.engine
+        return await engine.write(lambda undo: self.move_row(undo, began, claim_taken_at=taken))
+
+
 class InclusiveReaper(MemoryOutbox):
     """release_expired_claims also releases claims taken exactly at the limit."""
 
@@ -1397,6 +1415,16 @@ CONTROLS: dict[str, tuple[str, type[Any], str]] = {
         "outbox",
         UnleasedReconciliation,
         "check_unknown_outcomes_are_leased_to_one_reconciler_at_a_time",
+    ),
+    "counts_every_claim": (
+        "outbox",
+        CountsEveryClaim,
+        "check_a_workers_claims_in_flight_are_counted",
+    ),
+    "lease_from_claim": (
+        "outbox",
+        LeaseFromClaim,
+        "check_a_begun_attempt_holds_its_claim_a_lease_from_its_start",
     ),
     "inclusive_reaper": (
         "outbox",

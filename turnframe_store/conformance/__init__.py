@@ -55,7 +55,9 @@ from turnframe_store.conformance.ordering import (
     check_store_errors_carry_their_stable_codes,
 )
 from turnframe_store.conformance.outbox import (
+    check_a_begun_attempt_holds_its_claim_a_lease_from_its_start,
     check_a_rescheduled_outbox_row_waits_until_it_is_due,
+    check_a_workers_claims_in_flight_are_counted,
     check_an_attempt_begins_once,
     check_an_outbox_row_is_claimed_by_one_worker_only,
     check_an_unused_claim_is_handed_back_without_counting_an_attempt,
@@ -179,6 +181,8 @@ __all__ = [
     "check_an_unused_claim_is_handed_back_without_counting_an_attempt",
     "check_an_attempt_begins_once",
     "check_the_reaper_records_that_a_begun_attempt_never_answered",
+    "check_a_workers_claims_in_flight_are_counted",
+    "check_a_begun_attempt_holds_its_claim_a_lease_from_its_start",
     "check_only_the_claims_own_attempt_settles_it",
     "check_unknown_outcomes_are_leased_to_one_reconciler_at_a_time",
     "check_the_reaper_releases_expired_claims",

@@ -234,6 +234,44 @@ async def check_an_attempt_begins_once(stores: Stores) -> None:
 
 
 @check
+async def check_a_workers_claims_in_flight_are_counted(stores: Stores) -> None:
+    outbox = stores.outbox
+    for n in range(1, 7):
+        await outbox.enqueue(build.outbox_row(f"obx_{n}", created_at=T0 + n))
+    equal(await outbox.claimed_count("worker-1"), 0, "claims before any claim")
+    await outbox.claim_due(T0, 4, "worker-1")
+    await outbox.claim_due(T0, 1, "worker-2")
+    equal(await outbox.claimed_count("worker-1"), 4, "worker-1's claims")
+    equal(await outbox.claimed_count("worker-2"), 1, "worker-2's claim")
+    await outbox.mark_completed("obx_1", 1)
+    await outbox.mark_outcome_unknown("obx_2", attempt=1)
+    await outbox.unclaim("obx_3", "worker-1")
+    equal(await outbox.claimed_count("worker-1"), 1, "claims once settled, unknown, handed back")
+    await outbox.release_expired_claims(T0 + 1)
+    equal(await outbox.claimed_count("worker-1"), 0, "claims once reaped")
+    equal(await outbox.claimed_count("worker-2"), 0, "another worker's reaped claim")
+    await refused(InvalidRecord, outbox.claimed_count(""), "an empty worker id")
+
+
+@check
+async def check_a_begun_attempt_holds_its_claim_a_lease_from_its_start(stores: Stores) -> None:
+    outbox = stores.outbox
+    for n in (1, 2):
+        await outbox.enqueue(build.outbox_row(f"obx_{n}", created_at=T0 + n))
+    await outbox.claim_due(T0, 2, "worker-1")
+    began = await outbox.begin_dispatch("obx_1", 1, T0 + 30)
+    equal(began.claim_taken_at, T0 + 30, "the claim's lease, from the attempt's start")
+    equal(await outbox.release_expired_claims(T0 + 20), 1, "the claim that never began, reaped")
+    held = await outbox.get("obx_1")
+    equal(
+        (held.status, held.claim_worker_id, held.attempt_count),
+        (OutboxStatus.DISPATCHING, "worker-1", 1),
+        "the attempt that began after waiting in the broker",
+    )
+    equal(await outbox.release_expired_claims(T0 + 31), 1, "the same attempt, past its lease")
+
+
+@check
 async def check_the_reaper_records_that_a_begun_attempt_never_answered(stores: Stores) -> None:
     outbox = stores.outbox
     for n in (1, 2):

@@ -62,6 +62,12 @@ class MemoryOutbox(MemoryRole, OutboxStore):
             lambda: sum(1 for row in t.outbox.values() if not row.status.is_terminal)
         )
 
+    async def _claimed_count(self, worker_id: str) -> int:
+        t = self.engine.t
+        return await self.engine.read(
+            lambda: sum(1 for i in t.outbox_dispatching if t.outbox[i].claim_worker_id == worker_id)
+        )
+
     async def _enqueue(self, entry: OutboxEntry) -> OutboxEntry:
         return await self.engine.write(lambda undo: self.enqueue_in(undo, entry))
 
@@ -101,7 +107,7 @@ class MemoryOutbox(MemoryRole, OutboxStore):
         def write(undo: UndoLog) -> OutboxEntry:
             row = self.row(outbox_id)
             outbox_rules.begin_dispatch_row(row, attempt)
-            return self.move_row(undo, row, dispatch_started_at=now)
+            return self.move_row(undo, row, dispatch_started_at=now, claim_taken_at=now)
 
         return await self.engine.write(write)
 

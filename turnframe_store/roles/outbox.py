@@ -183,6 +183,13 @@ class OutboxReader(Role, ABC):
         outbox's backlog, for lag alerts and for tests that wait for it to drain."""
         return await self._pending_count()
 
+    async def claimed_count(self, worker_id: str) -> int:
+        """How many rows are dispatching under `worker_id`'s claim: the claims a relay holds in
+        flight (published, not yet settled, handed back or reaped), which bounds how many more
+        it claims."""
+        rules.worker(worker_id)
+        return await self._claimed_count(worker_id)
+
     @abstractmethod
     async def _get(self, outbox_id: str) -> OutboxEntry: ...
 
@@ -191,6 +198,9 @@ class OutboxReader(Role, ABC):
 
     @abstractmethod
     async def _pending_count(self) -> int: ...
+
+    @abstractmethod
+    async def _claimed_count(self, worker_id: str) -> int: ...
 
 
 class OutboxWriter(Role, ABC):
@@ -213,7 +223,9 @@ class OutboxWriter(Role, ABC):
         return await self._claim_due(moment, most, worker_id)
 
     async def begin_dispatch(self, outbox_id: str, attempt: int, now: int) -> OutboxEntry:
-        """An actor begins the claim's attempt `attempt` (dispatch_started_at = now). A row not
+        """An actor begins the claim's attempt `attempt` (dispatch_started_at = now; the claim's
+        lease runs again from now, so a claim that waited in the broker is not reaped while its
+        attempt runs). A row not
         dispatching that attempt, or whose attempt began already (a redelivered message: the
         attempt may have reached the destination), is `Conflict`."""
         rules.text(outbox_id)

@@ -35,6 +35,7 @@ class OutboxStatements:
     outbox_unclaim: Statement
     outbox_reconcile: Statement
     outbox_open: Statement
+    outbox_claimed: Statement
     outbox_begin: Statement
 
     @classmethod
@@ -132,6 +133,13 @@ class OutboxStatements:
                     among(outbox.c.status, outbox_rules.OPEN_OUTBOX)
                 ),
             ),
+            outbox_claimed=c(
+                "outbox_claimed",
+                sa.select(sa.func.count().label("claimed_rows")).where(
+                    outbox.c.status == OutboxStatus.DISPATCHING.value,
+                    outbox.c.claim_worker_id == bind("worker_id"),
+                ),
+            ),
             outbox_insert=c("outbox_insert", sa.insert(outbox).values(values_of(outbox))),
             outbox_get=c("outbox_get", sa.select(outbox).where(row_key)),
             outbox_of_command=c(
@@ -222,7 +230,7 @@ class OutboxStatements:
                     outbox.c.attempt_count == bind("attempt", sa.Integer),
                     outbox.c.dispatch_started_at.is_(None),
                 )
-                .values(dispatch_started_at=now)
+                .values(dispatch_started_at=now, claim_taken_at=now)
                 .returning(*outbox.c),
             ),
         )
@@ -335,6 +343,10 @@ class SqlOutbox(OutboxStore):
     async def _pending_count(self) -> int:
         rows = await self._core.fetch(self._st.outbox_open, {})
         return int(rows[0]["open_rows"])
+
+    async def _claimed_count(self, worker_id: str) -> int:
+        rows = await self._core.fetch(self._st.outbox_claimed, {"worker_id": worker_id})
+        return int(rows[0]["claimed_rows"])
 
     async def _reschedule(self, outbox_id: str, at: int) -> OutboxEntry:
         return await self._move(
