@@ -100,6 +100,12 @@ class OutboxConfig:
       the row to pending.
     - `poll_ms`: the relay's longest wait between claims (PostgreSQL wakes it sooner with
       LISTEN/NOTIFY); `batch_size`: rows claimed at a time.
+    - `max_in_flight`: the most claims one relay holds at once (published and not yet settled,
+      handed back or reaped). A claim waits in the broker until a worker thread takes it, and
+      its lease runs meanwhile: a relay that claimed every due row would have most of them
+      reaped and published again before a thread reached them, flooding the broker with stale
+      messages. None: twice the worker's consuming threads (`OutboxWorker`), or `batch_size`
+      for a relay whose worker does not consume.
     """
 
     backoff_initial_ms: int = 1_000
@@ -110,9 +116,12 @@ class OutboxConfig:
     claim_lease_ms: int = 60_000
     poll_ms: int = 1_000
     batch_size: int = 100
+    max_in_flight: int | None = None
 
     def __post_init__(self) -> None:
-        _at_least_one(self, *(f.name for f in fields(self)))
+        _at_least_one(self, *(f.name for f in fields(self) if f.name != "max_in_flight"))
+        if self.max_in_flight is not None:
+            _at_least_one(self, "max_in_flight")
         if self.claim_lease_ms <= self.send_timeout_ms:
             raise ValueError(
                 "OutboxConfig.claim_lease_ms exceeds send_timeout_ms (else every slow send is "

@@ -11,6 +11,7 @@ to its row); the trips live in the shared travel desk's tables."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import random
 import shutil
 import signal
@@ -22,11 +23,13 @@ from pathlib import Path
 
 import psycopg
 import pytest
+import redis
 from worker_processes import start_worker, stop_workers
 
 from turnframe_core import derive_id
 from turnframe_core.derive import derive_outbox_id
 from turnframe_runtime import TurnRuntime, connect_broker
+from turnframe_runtime.outbox.worker import OUTBOX_QUEUE
 from turnframe_store import OutboxEntry, OutboxStatus
 from turnframe_store.sql.url import parse_url
 from turnframe_test.domains.travel_pg import PostgresTripDesk
@@ -37,6 +40,9 @@ from turnframe_test.postgres import PrivateDatabase
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("redis")]
 
 ACCOUNT = "acct_w"
+#: the claims both workers' relays hold at most (twice each worker's 4 threads)
+IN_FLIGHT = 2 * 2 * 4
+QUEUE = f"dramatiq:{OUTBOX_QUEUE}"
 WORKER_ENV = {"TURNFRAME_TEST_OUTBOX": "claim_lease_ms=3000,poll_ms=200,send_timeout_ms=2000"}
 
 
@@ -176,13 +182,38 @@ async def _assert_exactly_once(shared: Shared, count: int) -> dict[str, int]:
     return counts
 
 
+async def _queued_peak(broker_url: str, stop: asyncio.Event) -> int:
+    """The most messages seen waiting in the outbox queue, sampled until `stop`."""
+    client = redis.Redis.from_url(broker_url)
+    peak = 0
+    try:
+        while not stop.is_set():
+            peak = max(peak, int(await asyncio.to_thread(client.llen, QUEUE)))
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(stop.wait(), 0.1)
+    finally:
+        client.close()
+    return peak
+
+
 async def test_two_workers_carry_out_1000_commands_each_exactly_once(shared: Shared) -> None:
     await _trips_and_rows(shared, 1_000, 100)
+    stop = asyncio.Event()
+    sampling = asyncio.create_task(_queued_peak(shared.broker_url, stop))
     shared.start_worker()
     shared.start_worker()
-    assert await shared.drained(240), f"{await shared.open_rows()} rows still open"
+    drained = await shared.drained(240)
+    stop.set()
+    peak = await sampling
+    attempts = await shared.scalar("SELECT max(attempt_count) FROM tf_outbox")
+    print(f"queued at most {peak} messages; the most attempts of a row: {attempts}")
+    assert drained, f"{await shared.open_rows()} rows still open"
     counts = await _assert_exactly_once(shared, 1_000)
     assert counts["airline requests"] == 1_000  # nobody died: nothing was even sent twice
+    # Each relay holds at most twice its 4 threads' claims: the broker never floods with
+    # claims reaped (and published again) before a thread reached them. Unbounded, two starved
+    # workers queued 8,000 messages for these 1,000 rows and settled none for minutes.
+    assert peak <= 2 * IN_FLIGHT, f"{peak} messages queued"
 
 
 async def test_workers_killed_mid_dispatch_lose_and_double_nothing(shared: Shared) -> None:

@@ -7,8 +7,13 @@ Rules (DESIGN §7):
   back (not counted as an attempt). A relay that dies between the two leaves a claim the
   reaper returns to pending once its lease ran out.
 - Unknown outcomes due for reconciliation are leased and handed to the reconcile actor.
+- A relay holds at most `max_in_flight` claims (rows dispatching under its claim): a claim's
+  lease runs while its message waits in the broker, so claiming more than the workers can
+  start within a lease only has claims reaped and published again, and the broker floods with
+  stale messages that starve the live ones.
 - Between rounds the relay waits for the store's wakeup (PostgreSQL: LISTEN/NOTIFY on insert)
-  or at most `poll_ms`.
+  or at most `poll_ms`; a relay at its bound waits instead for `settled()` (an attempt of this
+  process ended) or at most `poll_ms`.
 """
 
 from __future__ import annotations
@@ -49,6 +54,9 @@ class RelayRound:
     handed_back: int = 0
     reaped: int = 0
     reconciling: int = 0
+    #: the relay held `max_in_flight` claims when the round ended (it claims more once some
+    #: settle)
+    full: bool = False
 
 
 class Relay:
@@ -63,6 +71,7 @@ class Relay:
         config: OutboxConfig | None = None,
         clock: Callable[[], int],
         worker_id: str | None = None,
+        max_in_flight: int | None = None,
     ) -> None:
         self._stores = stores
         self._publish = publish
@@ -70,22 +79,41 @@ class Relay:
         self.config = config or OutboxConfig()
         self._clock = clock
         self.worker_id = worker_id or relay_worker_id()
+        #: None: unbounded (a relay driven round by round, as tests do)
+        self.max_in_flight = max_in_flight or self.config.max_in_flight
         self._last_reap = 0
+        self._settled = asyncio.Event()
+
+    def settled(self) -> None:
+        """An attempt ended in this process: a relay at its bound may claim again. Call on the
+        relay's event loop (`loop.call_soon_threadsafe(relay.settled)` from another thread)."""
+        self._settled.set()
+
+    async def _room(self) -> int:
+        """How many rows this round may still claim (`batch_size` at most)."""
+        if self.max_in_flight is None:
+            return self.config.batch_size
+        held = await self._stores.outbox.claimed_count(self.worker_id)
+        return max(0, min(self.config.batch_size, self.max_in_flight - held))
 
     async def round(self) -> RelayRound:
         """Claim and publish every due row (in batches), reap when a reap is due, and lease the
         reconciliations due."""
         published = handed_back = reaped = reconciling = 0
+        full = False
         now = self._clock()
         if now - self._last_reap >= self.config.claim_lease_ms // 4:
             reaped = await self._stores.outbox.release_expired_claims(
                 now - self.config.claim_lease_ms
             )
             self._last_reap = now
+        self._settled.clear()  # what settles from here on is seen by the next count
         while True:
-            rows = await self._stores.outbox.claim_due(
-                self._clock(), self.config.batch_size, self.worker_id
-            )
+            room = await self._room()
+            if room == 0:
+                full = True
+                break
+            rows = await self._stores.outbox.claim_due(self._clock(), room, self.worker_id)
             taken = list(await self._publish(rows)) if rows else []
             taken += [False] * (len(rows) - len(taken))
             for row, sent in zip(rows, taken, strict=True):
@@ -95,7 +123,7 @@ class Relay:
                 handed_back += 1
                 with contextlib.suppress(Exception):
                     await self._stores.outbox.unclaim(row.outbox_id, self.worker_id)
-            if handed_back or len(rows) < self.config.batch_size:
+            if handed_back or len(rows) < room:
                 break
         now = self._clock()
         due = await self._stores.outbox.claim_reconciliations(
@@ -103,7 +131,7 @@ class Relay:
         )
         if due:
             reconciling = sum(1 for sent in await self._reconcile(due) if sent)
-        return RelayRound(published, handed_back, reaped, reconciling)
+        return RelayRound(published, handed_back, reaped, reconciling, full)
 
     async def run(self, stop: asyncio.Event) -> None:
         """Rounds until `stop` is set. A round that fails (the database away) is logged and
@@ -120,8 +148,21 @@ class Relay:
                     done = RelayRound()
                 if stop.is_set():
                     break
+                if done.full:  # new rows cannot be claimed now: wait for room (or the stop)
+                    await _first(self._settled, stop, self.config.poll_ms / 1000)
+                    continue
                 if done.published >= self.config.batch_size:
                     continue  # more may be due at once
                 # Not cancelled midway (a LISTEN connection is left clean): a stop waits at most
                 # one poll interval.
                 await wakeups.wait(self.config.poll_ms / 1000)
+
+
+async def _first(one: asyncio.Event, other: asyncio.Event, timeout_s: float) -> None:
+    """Wait until either event is set, or `timeout_s` passed."""
+    waits = {asyncio.ensure_future(one.wait()), asyncio.ensure_future(other.wait())}
+    try:
+        await asyncio.wait(waits, timeout=timeout_s, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        for wait in waits:
+            wait.cancel()

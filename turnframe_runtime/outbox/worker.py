@@ -105,6 +105,7 @@ class OutboxWorker:
         self._worker: dramatiq.Worker | None = None
         self._stop = asyncio.Event()
         self._relay_task: asyncio.Task[None] | None = None
+        self._running_relay: Relay | None = None
         broker.declare_queue(OUTBOX_QUEUE)
         for name, body in (
             (DISPATCH_ACTOR, self._dispatch_sync),
@@ -120,12 +121,19 @@ class OutboxWorker:
         return self._dispatcher.config
 
     def relay(self) -> Relay:
+        """A relay publishing to this worker's broker. It holds at most `max_in_flight` claims:
+        the config's, else twice this worker's consuming threads (a relay whose worker does not
+        consume: `batch_size`)."""
+        bound = self.config.max_in_flight or (
+            2 * self._threads if self._consume else self.config.batch_size
+        )
         return Relay(
             self._dispatcher.kernel.stores,
             self.publish,
             self.publish_reconcile,
             config=self.config,
             clock=self._dispatcher.kernel.clock,
+            max_in_flight=bound,
         )
 
     # --- publishing ------------------------------------------------------------------------------
@@ -183,6 +191,11 @@ class OutboxWorker:
             # dramatiq logs what an actor raises, message and traceback: it gets the failure's
             # code (or type) alone, never a message that may quote a user or a secret.
             raise AttemptFailed(codes.code_of(failure)) from None
+        finally:  # this thread can take another message: the relay may claim one more
+            relay = self._running_relay
+            if relay is not None:
+                with contextlib.suppress(RuntimeError):  # the loop closed meanwhile
+                    loop.call_soon_threadsafe(relay.settled)
 
     def _dispatch_sync(self, outbox_id: str, attempt: int) -> None:
         self._run(self._dispatcher.dispatch(outbox_id, attempt))
@@ -226,7 +239,11 @@ class OutboxWorker:
                 except Exception as failure:
                     observe.failure(_log, "outbox.stream_prune_failed", failure)
 
-        await asyncio.gather(self.relay().run(self._stop), sweep())
+        relay = self._running_relay = self.relay()
+        try:
+            await asyncio.gather(relay.run(self._stop), sweep())
+        finally:
+            self._running_relay = None
 
     async def drain(self, timeout_s: float = 30.0) -> bool:
         """Wait until the outbox holds no open row (or `timeout_s` passed); True when drained.
