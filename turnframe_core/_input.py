@@ -20,8 +20,8 @@ from pydantic import (
 )
 
 from turnframe_core import codes
-from turnframe_core._model import FrozenModel
 from turnframe_core.errors import TurnframeError
+from turnframe_core.model import FrozenModel
 
 __all__ = ["LOCALE_PATTERN", "MAX_LOCALE_CHARS", "InputModel", "InvalidTurnInput", "LocaleTag"]
 

@@ -15,9 +15,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from turnframe_core import codes
-from turnframe_core._model import FrozenModel, Millis, NonEmptyStr, Whole
 from turnframe_core.canonical import Digest, digest
 from turnframe_core.ids import AccountId, ConversationId, TurnId
+from turnframe_core.model import FrozenModel, Millis, NonEmptyStr, Whole
 from turnframe_core.replay import ReplayRecord, verify_chain
 
 __all__ = ["ChainFinding", "ChainLink", "verify_conversation", "verify_links"]

@@ -30,13 +30,6 @@ from pydantic import (
 )
 
 from turnframe_core import codes
-from turnframe_core._model import (
-    FrozenModel,
-    Millis,
-    NonEmptyStr,
-    Revision,
-    without_unset_additions,
-)
 from turnframe_core.canonical import Digest
 from turnframe_core.derive import derive_block_id, derive_receipt_id
 from turnframe_core.errors import TurnframeError
@@ -52,6 +45,13 @@ from turnframe_core.interactions import (
 from turnframe_core.limits import (
     MAX_MODEL_OUTPUT_CHARS,
     json_value_problem,
+)
+from turnframe_core.model import (
+    FrozenModel,
+    Millis,
+    NonEmptyStr,
+    Revision,
+    without_unset_additions,
 )
 from turnframe_core.moves import Move
 

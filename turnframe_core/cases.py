@@ -6,7 +6,7 @@ from typing import Annotated
 
 from pydantic import StringConstraints
 
-from turnframe_core._model import FrozenModel, Revision
+from turnframe_core.model import FrozenModel, Revision
 
 __all__ = ["CaseKey", "CaseRef", "CaseId", "WorkflowKey"]
 

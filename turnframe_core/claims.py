@@ -19,10 +19,10 @@ from collections.abc import Iterable
 from typing import Any, Literal
 
 from turnframe_core import codes
-from turnframe_core._model import FrozenModel
 from turnframe_core.blocks import AnswerBlock, InteractionBlock, ReceiptBlock, TransitionBlock
 from turnframe_core.errors import TurnframeError
 from turnframe_core.facts import InteractionAvailable, OperationalOutcome
+from turnframe_core.model import FrozenModel
 
 __all__ = ["ClaimGuardViolation", "ClaimViolation", "check_claims", "ensure_claims"]
 

@@ -12,7 +12,6 @@ from typing import Annotated, Any, Literal
 from pydantic import Field, ValidationInfo, model_validator
 
 from turnframe_core import codes
-from turnframe_core._model import FrozenModel, NonEmptyStr
 from turnframe_core.canonical import Digest, digest
 from turnframe_core.cases import CaseRef
 from turnframe_core.errors import TurnframeError
@@ -23,6 +22,7 @@ from turnframe_core.interactions import (
     InteractionKind,
     ResolutionChannel,
 )
+from turnframe_core.model import FrozenModel, NonEmptyStr
 
 __all__ = [
     "AtomicityScope",

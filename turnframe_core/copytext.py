@@ -13,8 +13,8 @@ from typing import Any
 
 from pydantic import Field, model_validator
 
-from turnframe_core._model import FrozenModel, NonEmptyStr
 from turnframe_core.canonical import canonical_json
+from turnframe_core.model import FrozenModel, NonEmptyStr
 
 __all__ = ["Localized", "plain"]
 

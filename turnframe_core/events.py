@@ -8,10 +8,10 @@ from typing import Any
 
 from pydantic import Field
 
-from turnframe_core._model import FrozenModel, Millis, NonEmptyStr, Revision
 from turnframe_core.canonical import digest
 from turnframe_core.cases import CaseId, CaseKey, WorkflowKey
 from turnframe_core.ids import AccountId, CommandId, EventId
+from turnframe_core.model import FrozenModel, Millis, NonEmptyStr, Revision
 
 __all__ = ["DomainEvent", "ReceiptSeverity", "ReceiptSpec", "event_digest"]
 

@@ -23,7 +23,6 @@ from typing import Any, Final, Protocol, TypeAlias, runtime_checkable
 from pydantic import TypeAdapter, ValidationError
 
 from turnframe_core import codes
-from turnframe_core._model import FrozenModel, Millis
 from turnframe_core.blocks import (
     MODEL_KINDS,
     STORED_CONTEXT,
@@ -44,6 +43,7 @@ from turnframe_core.derive import derive_block_id, derive_receipt_id
 from turnframe_core.errors import TurnframeError
 from turnframe_core.ids import TurnId
 from turnframe_core.interactions import Interaction
+from turnframe_core.model import FrozenModel, Millis
 from turnframe_core.stream import (
     BlockCompleted,
     BlockDelta,

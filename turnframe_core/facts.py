@@ -12,10 +12,10 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field
 
-from turnframe_core._model import FrozenModel, NonEmptyStr
 from turnframe_core.cases import CaseRef
 from turnframe_core.ids import EventId, InteractionId, OptionId, ReceiptId
 from turnframe_core.interactions import InteractionKind
+from turnframe_core.model import FrozenModel, NonEmptyStr
 
 __all__ = [
     "ActAwaitingConfirmation",

@@ -14,12 +14,12 @@ from pydantic import Field, model_validator
 
 from turnframe_core import codes
 from turnframe_core._input import InputModel
-from turnframe_core._model import FrozenModel, Millis, NonEmptyStr, Revision
 from turnframe_core.canonical import Digest, digest
 from turnframe_core.cases import CaseRef
 from turnframe_core.copytext import Localized
 from turnframe_core.errors import TurnframeError
 from turnframe_core.ids import AccountId, CommandId, ConversationId, InteractionId, OptionId, TurnId
+from turnframe_core.model import FrozenModel, Millis, NonEmptyStr, Revision
 from turnframe_core.understanding import Constraint, ProposedAct
 
 __all__ = [

@@ -20,9 +20,9 @@ from typing import Any, Final, Literal
 from pydantic import model_validator
 
 from turnframe_core import codes
-from turnframe_core._model import FrozenModel, NonEmptyStr, Whole
 from turnframe_core.errors import TurnframeError
 from turnframe_core.limits import MAX_MODEL_OUTPUT_CHARS, json_value_problem
+from turnframe_core.model import FrozenModel, NonEmptyStr, Whole
 
 __all__ = [
     "MAX_MOVES",

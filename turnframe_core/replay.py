@@ -14,14 +14,6 @@ from typing import Annotated, Any, Literal
 from pydantic import Field, SerializerFunctionWrapHandler, model_serializer, model_validator
 
 from turnframe_core import codes
-from turnframe_core._model import (
-    FrozenModel,
-    Millis,
-    NonEmptyStr,
-    Revision,
-    Whole,
-    without_unset_additions,
-)
 from turnframe_core.blocks import CopyRef
 from turnframe_core.canonical import Digest, digest
 from turnframe_core.cases import CaseRef
@@ -37,6 +29,14 @@ from turnframe_core.ids import (
     OutboxId,
     ReplayToken,
     TurnId,
+)
+from turnframe_core.model import (
+    FrozenModel,
+    Millis,
+    NonEmptyStr,
+    Revision,
+    Whole,
+    without_unset_additions,
 )
 from turnframe_core.turn import TurnInput
 from turnframe_core.understanding import Problem

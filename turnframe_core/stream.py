@@ -22,10 +22,10 @@ from typing import Annotated, Any, Final, Literal
 
 from pydantic import Field, TypeAdapter
 
-from turnframe_core._model import FrozenModel, Millis, NonEmptyStr
 from turnframe_core.blocks import MODEL_KINDS, STORED_CONTEXT, ResponseBlock
 from turnframe_core.canonical import Digest, digest
 from turnframe_core.ids import TurnId
+from turnframe_core.model import FrozenModel, Millis, NonEmptyStr
 from turnframe_core.replay import TurnPhase
 from turnframe_core.turn import AssistantTurn
 

@@ -30,7 +30,6 @@ from pydantic import (
 
 from turnframe_core import codes
 from turnframe_core._input import InputModel, InvalidTurnInput, LocaleTag
-from turnframe_core._model import FrozenModel, Millis, NonEmptyStr, Whole
 from turnframe_core.blocks import (
     STORED_CONTEXT,
     BlockKind,
@@ -52,6 +51,7 @@ from turnframe_core.ids import (
     TurnId,
 )
 from turnframe_core.interactions import InteractionResponse
+from turnframe_core.model import FrozenModel, Millis, NonEmptyStr, Whole
 
 __all__ = [
     "SERVER_TURN_ORIGIN",

@@ -31,12 +31,12 @@ from typing import Annotated, Any, Literal
 from pydantic import Field, JsonValue, StringConstraints, field_validator, model_validator
 
 from turnframe_core import codes
-from turnframe_core._model import FrozenModel, NonEmptyStr
 from turnframe_core.canonical import CanonicalJsonError, canonical_json, digest
 from turnframe_core.cases import WorkflowKey
 from turnframe_core.errors import TurnframeError
 from turnframe_core.ids import InteractionId, OptionId
 from turnframe_core.limits import MAX_JSON_DEPTH, json_value_problem
+from turnframe_core.model import FrozenModel, NonEmptyStr
 
 __all__ = [
     "ActId",

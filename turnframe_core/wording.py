@@ -39,10 +39,10 @@ from typing import Any, Final
 from pydantic import Field
 
 from turnframe_core import codes
-from turnframe_core._model import FrozenModel, NonEmptyStr
 from turnframe_core.blocks import InteractionBlock, NoticeBlock, ReceiptBlock
 from turnframe_core.events import ReceiptSeverity
 from turnframe_core.ids import PREFIXES
+from turnframe_core.model import FrozenModel, NonEmptyStr
 
 __all__ = [
     "DEFAULT_GUARD",

@@ -24,7 +24,6 @@ from typing import Annotated, Any, Protocol, runtime_checkable
 from pydantic import Field, StringConstraints, model_validator
 
 from turnframe_core import codes
-from turnframe_core._model import FrozenModel, NonEmptyStr
 from turnframe_core.blocks import NoticeSeverity
 from turnframe_core.canonical import Digest, canonical_json
 from turnframe_core.cases import CaseRef
@@ -33,6 +32,7 @@ from turnframe_core.copytext import Localized
 from turnframe_core.errors import TurnframeError
 from turnframe_core.events import DomainEvent, ReceiptSpec
 from turnframe_core.interactions import InteractionKind, InteractionPayload
+from turnframe_core.model import FrozenModel, NonEmptyStr
 from turnframe_core.understanding import ValueRule
 from turnframe_core.wording import ClaimClass
 

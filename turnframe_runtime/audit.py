@@ -20,12 +20,12 @@ from typing import Any
 from pydantic import Field
 
 from turnframe_core import codes
-from turnframe_core._model import FrozenModel, NonEmptyStr
 from turnframe_core.audit_chain import ChainFinding, ChainLink, verify_conversation
 from turnframe_core.blocks import ReceiptBlock
 from turnframe_core.canonical import digest
 from turnframe_core.events import DomainEvent, event_digest
 from turnframe_core.interactions import Interaction
+from turnframe_core.model import FrozenModel, NonEmptyStr
 from turnframe_core.replay import CommittedOutcome, ReplayRecord
 from turnframe_core.stream import (
     BlockCompleted,

@@ -69,9 +69,16 @@ __all__ = [
     "Started",
     "accept",
     "accept_and_start",
+    "card_answered_before",
+    "cards_answered_late",
     "commit_and_deliver",
+    "composer_for",
     "fail_before_effects",
+    "follow_up_for",
     "loaded",
+    "plan_turn",
+    "raise_turn_cards",
+    "start_turn",
     "understand_and_start",
 ]
 
@@ -103,8 +110,8 @@ async def accept(kernel: Kernel, t: TurnState, turn_input: TurnInput) -> Assista
             user_turn, t.recorder.record = await accept_turn(tx, t.ctx, t.cases.cases.values())
             accepted = Accepted(answer)
             if turn_input.is_click_only:  # J-L and M's journal, with the user turn
-                planned = _plan(t, accepted.admitted, Understanding())
-                return Accepted(answer, await _start(kernel, tx, t, planned, user_turn))
+                planned = plan_turn(t, accepted.admitted, Understanding())
+                return Accepted(answer, await start_turn(kernel, tx, t, planned, user_turn))
             await tx.commits.commit(t.recorder.accepted(user_turn, "understand"))  # A/B
             return accepted
     except Conflict:
@@ -136,13 +143,13 @@ async def understand_and_start(kernel: Kernel, t: TurnState, accepted: Accepted)
         if understood.trusted:
             t.audit.understanding = understanding
         with observe.stage("J-K", "reduce"):
-            planned = _plan(t, admitted, understanding, heard)  # J/K
+            planned = plan_turn(t, admitted, understanding, heard)  # J/K
         if not planned.writes_anything:
             return Started(planned, noticed=planned.heard + planned.noticed)
         starting = True
         with observe.stage("L", "start"):
             async with t.events.transaction(kernel.stores) as tx:
-                return await _start(kernel, tx, t, planned)
+                return await start_turn(kernel, tx, t, planned)
     except BaseException as failure:
         if not (starting and isinstance(failure, Timeout)):
             await fail_before_effects(kernel, t, failure)
@@ -158,7 +165,7 @@ async def accept_and_start(
     stored before raises `Conflict`; either way nothing is written."""
     async with t.events.transaction(kernel.stores) as tx:
         user_turn, t.recorder.record = await accept_turn(tx, t.ctx, loaded)
-        return await _start(kernel, tx, t, planned, user_turn)
+        return await start_turn(kernel, tx, t, planned, user_turn)
 
 
 async def commit_and_deliver(
@@ -174,15 +181,17 @@ async def commit_and_deliver(
     composing calls a model, so the reply is stored after the commit. The commit stands
     whatever fails after it."""
     fold = kernel.narrator is None or not narrate
-    follow_up = _follow_up(t, started, answer)
+    follow_up = follow_up_for(t, started, answer)
     after_commit: BaseException | None = None
     assistant: AssistantTurn | None = None
     try:
         with observe.stage("M", "execute"):
             ran = await t.execution.run(started.commands)  # M
-        answered = _answered_before(started, answer)
+        answered = card_answered_before(started, answer)
         with observe.stage("O", "re-project"):
-            refreshed, unrefreshed = await follow_up.refresh(_answered_late(started, answer))  # O
+            refreshed, unrefreshed = await follow_up.refresh(
+                cards_answered_late(started, answer)
+            )  # O
         with observe.stage("N-P", "commit"):
             async with t.events.transaction(kernel.stores) as tx:
                 committed = await t.execution.commit(
@@ -191,7 +200,7 @@ async def commit_and_deliver(
                 settled = not any(isinstance(e.outcome, OutcomeUnknown) for e in committed.executed)
                 mark = t.events.mark()  # the reply's events go back with its savepoint
                 try:
-                    result = await _raise_cards(
+                    result = await raise_turn_cards(
                         tx,
                         t,
                         started,
@@ -204,7 +213,9 @@ async def commit_and_deliver(
                     )
                     if fold:
                         async with tx.savepoint():
-                            assistant = await _composer(kernel, t, narrate=narrate).compose(result)
+                            assistant = await composer_for(kernel, t, narrate=narrate).compose(
+                                result
+                            )
                             await t.recorder.deliver(tx, assistant, settled=settled)
                 except BaseException as failure:
                     after_commit = failure
@@ -220,13 +231,13 @@ async def commit_and_deliver(
     if assistant is None:
         try:
             with observe.stage("Q-T", "compose"):
-                assistant = await _composer(kernel, t).compose(result)  # Q-T
+                assistant = await composer_for(kernel, t).compose(result)  # Q-T
         except (StoreError, ClaimGuardViolation):
             raise
         except Exception as failure:  # a model port misbehaved past what narration contains
             now = kernel.clock()
             t.audit.attempt(Purpose.NARRATE, kernel.narrator, now, now, failure)
-            fallback = _composer(kernel, t, narrate=False)  # the reply from server copy
+            fallback = composer_for(kernel, t, narrate=False)  # the reply from server copy
             assistant = await fallback.compose(result)
         with observe.stage("U-V", "deliver"):
             async with t.events.transaction(kernel.stores) as tx:  # durable point 4: U/V
@@ -235,9 +246,10 @@ async def commit_and_deliver(
 
 
 # --- the steps between the durable points ----------------------------------------------------
+# Public for the one other way of running them: `local` runs the same steps in one transaction.
 
 
-def _plan(
+def plan_turn(
     t: TurnState,
     admitted: Admitted | None,
     understanding: Understanding,
@@ -275,7 +287,7 @@ def _plan(
     return Planned(understanding, card_plan, plan, raised, heard, reported)
 
 
-async def _start(
+async def start_turn(
     kernel: Kernel,
     stores: Stores,
     t: TurnState,
@@ -316,7 +328,7 @@ async def _start(
     return Started(planned, claim, shown, deferred, commands, said)
 
 
-def _answered_before(started: Started, answer: CardAnswer | None) -> Interaction | None:
+def card_answered_before(started: Started, answer: CardAnswer | None) -> Interaction | None:
     """The card this turn answered after another answer had won it."""
     if isinstance(answer, AnsweredBefore):
         return answer.card
@@ -325,7 +337,7 @@ def _answered_before(started: Started, answer: CardAnswer | None) -> Interaction
     return None
 
 
-def _answered_late(started: Started, answer: CardAnswer | None) -> list[Interaction]:
+def cards_answered_late(started: Started, answer: CardAnswer | None) -> list[Interaction]:
     """Cards the user answered after they closed: their cases are shown as they are now."""
     late = [answer.card] if isinstance(answer, AnsweredBefore | Closed) else []
     if isinstance(started.claim, AnsweredBefore):
@@ -333,7 +345,7 @@ def _answered_late(started: Started, answer: CardAnswer | None) -> list[Interact
     return late
 
 
-def _follow_up(t: TurnState, started: Started, answer: CardAnswer | None) -> FollowUp:
+def follow_up_for(t: TurnState, started: Started, answer: CardAnswer | None) -> FollowUp:
     touched = {c.case_ref.key for c in started.shown}
     touched |= {c.envelope.case_ref.key for c in started.commands}
     if isinstance(answer, Admitted):
@@ -341,7 +353,7 @@ def _follow_up(t: TurnState, started: Started, answer: CardAnswer | None) -> Fol
     return FollowUp(t.ctx, t.cases, t.factory, t.tell, t.audit, list(started.shown), touched)
 
 
-async def _raise_cards(
+async def raise_turn_cards(
     stores: Stores,
     t: TurnState,
     started: Started,
@@ -379,7 +391,7 @@ async def _raise_cards(
     )
 
 
-def _composer(kernel: Kernel, t: TurnState, *, narrate: bool = True) -> Composer:
+def composer_for(kernel: Kernel, t: TurnState, *, narrate: bool = True) -> Composer:
     return kernel.composer(t.ctx, t.copy, t.audit, narrate=narrate)
 
 

@@ -94,17 +94,17 @@ async def _whole_turn(
     without a narrator), every write in `tx` and every case read through it."""
     answer = await admit_card_answer(tx, t.cases, t.ctx)  # C
     user_turn, t.recorder.record = await accept_turn(tx, t.ctx, t.cases.cases.values())
-    planned = durable._plan(t, Accepted(answer).admitted, Understanding())  # J/K
-    started = await durable._start(kernel, tx, t, planned, user_turn)  # L, M's journal
-    follow_up = durable._follow_up(t, started, answer)
+    planned = durable.plan_turn(t, Accepted(answer).admitted, Understanding())  # J/K
+    started = await durable.start_turn(kernel, tx, t, planned, user_turn)  # L, M's journal
+    follow_up = durable.follow_up_for(t, started, answer)
     enlisted = _Enlisted(executor, tx)
     ran = await replace(t.execution, executor=enlisted).run(started.commands)  # M
     enlisted.raise_failure(ran.executed)
-    answered = durable._answered_before(started, answer)
-    late = durable._answered_late(started, answer)
+    answered = durable.card_answered_before(started, answer)
+    late = durable.cards_answered_late(started, answer)
     refreshed, unrefreshed = await follow_up.refresh(late)  # O
     committed = await t.execution.commit(tx, started.claimed, ran.executed, record=False)  # N
-    result = await durable._raise_cards(
+    result = await durable.raise_turn_cards(
         tx,
         t,
         started,
@@ -115,7 +115,7 @@ async def _whole_turn(
         committed,
         said=(started.noticed, ran.noticed, unrefreshed, committed.noticed),
     )  # P
-    assistant = await durable._composer(kernel, t, narrate=False).compose(result)  # Q-T
+    assistant = await durable.composer_for(kernel, t, narrate=False).compose(result)  # Q-T
     await t.recorder.deliver(tx, assistant, settled=True)  # U/V
     return assistant
 
@@ -184,5 +184,4 @@ class _ReadingIn:
 
 
 async def _connection(tx: Stores) -> Any:
-    connection = await tx.driver_connection()  # type: ignore[attr-defined]
-    return connection
+    return await tx.driver_connection()

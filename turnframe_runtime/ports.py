@@ -12,13 +12,13 @@ from typing import Any, Literal, Protocol
 from pydantic import Field
 
 from turnframe_core import codes
-from turnframe_core._model import FrozenModel, NonEmptyStr, Revision
 from turnframe_core.blocks import AnswerBasis
 from turnframe_core.cases import CaseKey
 from turnframe_core.commands import CommandBatch
 from turnframe_core.errors import TurnframeError
 from turnframe_core.events import DomainEvent
 from turnframe_core.facts import NarratableFact
+from turnframe_core.model import FrozenModel, NonEmptyStr, Revision
 from turnframe_core.moves import MoveKind, Referable
 from turnframe_core.understanding import Brief, Understanding
 from turnframe_core.wording import ClaimClass

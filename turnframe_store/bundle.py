@@ -179,6 +179,13 @@ class Stores:
         on its own, and this does nothing."""
         yield
 
+    async def driver_connection(self) -> Any:
+        """Inside a transaction of stores that share it with the caller's writes (`SqlStores`,
+        see `commit_in`): the transaction's own driver connection, for writes that commit with
+        it (decision 0029); never begin, commit or roll back on it. Stores that share none, and
+        any store outside a transaction, raise `NotImplementedError`."""
+        raise NotImplementedError("these stores share no driver connection")
+
     @contextlib.asynccontextmanager
     async def snapshot(self) -> AsyncIterator[Stores]:
         """Reads as of one moment: every read made through the stores it yields sees the same

@@ -14,7 +14,6 @@ from typing import Annotated, Any, ClassVar, Final, Literal
 
 from pydantic import ConfigDict, Field, model_validator
 
-from turnframe_core._model import Remembering
 from turnframe_core.canonical import CanonicalJsonError, Digest, canonical_json
 from turnframe_core.cases import CaseKey, CaseRef, WorkflowKey
 from turnframe_core.commands import CommandEnvelope, CommandOrigin
@@ -30,6 +29,7 @@ from turnframe_core.ids import (
     TurnId,
 )
 from turnframe_core.interactions import Interaction, InteractionStatus, can_transition
+from turnframe_core.model import Remembering
 from turnframe_core.replay import (
     AwaitingConfirmationOutcome,
     CommandOutcome,

@@ -61,7 +61,7 @@ class LocalTripDesk(TransactionalExecutor):
     async def create(self) -> None:
         """The two tables, in the store's database."""
         async with self.stores.transaction() as tx:
-            connection = await tx.driver_connection()  # type: ignore[attr-defined]
+            connection = await tx.driver_connection()
             await self._run(
                 connection,
                 f"CREATE TABLE {self.trip_table} (account_id TEXT, trip_id TEXT,"
@@ -76,7 +76,7 @@ class LocalTripDesk(TransactionalExecutor):
     async def open_trips(self) -> None:
         """Every trip of `desk` not copied before, as it is now, copied to `case_trip`."""
         async with self.stores.transaction() as tx:
-            connection = await tx.driver_connection()  # type: ignore[attr-defined]
+            connection = await tx.driver_connection()
             for key, trip in self.desk.trips.items():
                 if key in self._copied:
                     continue
@@ -100,7 +100,7 @@ class LocalTripDesk(TransactionalExecutor):
 
     async def load(self, account_id: str, case: CaseKey) -> LoadedCase:
         async with self.stores.snapshot() as snapshot:
-            connection = await snapshot.driver_connection()  # type: ignore[attr-defined]
+            connection = await snapshot.driver_connection()
             return await self.load_in(connection, account_id, case)
 
     async def find(self, account_id: str, workflow: str, name: str) -> Sequence[CaseCandidate]:
@@ -121,7 +121,7 @@ class LocalTripDesk(TransactionalExecutor):
 
     async def execute(self, batch: CommandBatch) -> ExecutionResult:
         async with self.stores.transaction() as tx:
-            connection = await tx.driver_connection()  # type: ignore[attr-defined]
+            connection = await tx.driver_connection()
             return await self.execute_in(connection, batch)
 
     async def execute_in(self, connection: Any, batch: CommandBatch) -> ExecutionResult:

@@ -1,4 +1,5 @@
-"""The pydantic base every core model derives from (internal)."""
+"""The pydantic base every core model derives from, and the constrained types the packages
+share (ids, counts, instants); the stores and the runtime build their records on it."""
 
 from __future__ import annotations
 
