@@ -278,6 +278,7 @@ class ProcessChaos:
         self.rng = random.Random(plan.seed)
         self.runtimes = [_Process(self, i) for i in range(plan.runtimes)]
         self.workers: list[asyncio.subprocess.Process] = []
+        self._forwarding: set[asyncio.Task[None]] = set()
         #: every process this run started, killed or not (stopped at the end whatever happens)
         self.started: list[asyncio.subprocess.Process] = []
         #: every turn id a user sent, and those stored
@@ -376,6 +377,10 @@ class ProcessChaos:
             await desk.aclose()
 
     async def _start_worker(self) -> asyncio.subprocess.Process:
+        """Start a `turnframe worker` and wait until it says it is running (its relay and
+        actors started): a kill counts from then, so it meets a worker that may hold rows, not
+        one still importing. A worker that dies first (or is not running within 120 s) fails
+        the run. Its output goes on to the run's worker log."""
         command = [str(Path(sys.executable).parent / "turnframe"), "worker"]
         command += ["--db", self.database_url, "--broker", self.broker_url, "--threads", "4"]
         command += [
@@ -384,11 +389,23 @@ class ProcessChaos:
             "--app",
             "turnframe_test.outbox_app:desk_runtime",
         ]
-        with self.log("worker").open("ab") as log:
+        log = self.log("worker")
+        with log.open("ab") as written:
             worker = await asyncio.create_subprocess_exec(
-                *command, env={**os.environ, **WORKER_ENV}, stdout=log, stderr=log
+                *command,
+                env={**os.environ, **WORKER_ENV},
+                stdout=asyncio.subprocess.PIPE,
+                stderr=written,
             )
         self.started.append(worker)
+        assert worker.stdout is not None
+        try:
+            said = await asyncio.wait_for(worker.stdout.readline(), 120)
+        except TimeoutError:
+            said = b""
+        if not said.startswith(b"turnframe worker: running"):
+            raise RuntimeError("a worker process did not get running (see its log)")
+        self._forwarding.add(asyncio.create_task(_forward(worker.stdout, said, log)))
         return worker
 
     async def _kill_runtimes(self) -> None:
@@ -407,17 +424,35 @@ class ProcessChaos:
             await asyncio.shield(victim.start())  # started whole even if the run stops now
 
     async def _kill_workers(self) -> None:
-        life = self.plan.worker_life_s
-        if life is None or not self.workers:
+        """Each worker slot on its own: a running worker lives its random life and is killed
+        (counting the rows its relay held at that moment). Its successor is started as the
+        victim's life begins and is running before the kill, so a kill always meets a worker
+        that has relayed rows, never one still importing, and kills come as often as a worker
+        can start."""
+        if self.plan.worker_life_s is None or not self.workers:
             return
-        rng = random.Random(f"{self.plan.seed}-workers")
+        await asyncio.gather(*(self._kill_slot(slot) for slot in range(len(self.workers))))
+
+    def _killing_workers(self) -> bool:
+        """While the users play, and after that until the plan's worker kills are reached
+        (the rows they left are still being carried out): each kill costs a worker's start,
+        which on a small machine can outlast the users' play."""
+        kills = self.report.counts["worker kills"]
+        return not self.users_done.is_set() or kills < self.plan.min_worker_kills
+
+    async def _kill_slot(self, slot: int) -> None:
+        life = self.plan.worker_life_s
+        assert life is not None
+        rng = random.Random(f"{self.plan.seed}-workers-{slot}")
         conninfo = parse_url(self.database_url)[1]
         async with await psycopg.AsyncConnection.connect(conninfo, autocommit=True) as c:
-            while not self.users_done.is_set():
+            while self._killing_workers():
+                successor = asyncio.create_task(self._start_worker())
                 await asyncio.sleep(rng.uniform(*life))
-                if self.users_done.is_set():
+                started = await asyncio.shield(successor)
+                if not self._killing_workers():
+                    self.workers.append(started)  # stopped with the rest
                     return
-                slot = rng.randrange(len(self.workers))
                 victim = self.workers[slot]
                 if victim.returncode is None:
                     # The rows the victim's relay claimed and that are being carried out.
@@ -431,7 +466,7 @@ class ProcessChaos:
                     await victim.wait()
                     self.report.counts["worker kills"] += 1
                     self.report.counts["worker kills with rows in hand"] += in_hand > 0
-                self.workers[slot] = await asyncio.shield(self._start_worker())
+                self.workers[slot] = started
 
     async def _settled(self, *, timeout_s: float) -> None:
         """Wait (bounded) until no outbox row is open and every turn has ended."""
@@ -466,6 +501,7 @@ class ProcessChaos:
             except TimeoutError:
                 process.kill()
                 await process.wait()
+        await asyncio.gather(*self._forwarding, return_exceptions=True)  # each ends at EOF
 
     # --- the users --------------------------------------------------------------------------
 
@@ -690,6 +726,15 @@ PLANS: dict[str, ChaosPlan] = {
         worker_life_s=None,
     ),
 }
+
+
+async def _forward(stream: asyncio.StreamReader, first: bytes, log: Path) -> None:
+    """A worker's output, from its first line on, appended to `log` until it ends."""
+    with log.open("ab") as written:
+        written.write(first)
+        while line := await stream.readline():
+            written.write(line)
+            written.flush()
 
 
 async def run_plan(plan: ChaosPlan, server_url: str, broker_url: str, workdir: Path) -> ChaosReport:
