@@ -21,6 +21,7 @@ The report counts processes killed, turns, dispatches, invariant checks and viol
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import json
 import os
@@ -376,11 +377,10 @@ class ProcessChaos:
         finally:
             await desk.aclose()
 
-    async def _start_worker(self) -> asyncio.subprocess.Process:
-        """Start a `turnframe worker` and wait until it says it is running (its relay and
-        actors started): a kill counts from then, so it meets a worker that may hold rows, not
-        one still importing. A worker that dies first (or is not running within 120 s) fails
-        the run. Its output goes on to the run's worker log."""
+    async def _start_worker(self, *, running: bool = True) -> asyncio.subprocess.Process:
+        """Start a `turnframe worker`; with `running`, wait until it says it is running (its
+        relay and actors started), and fail the run if it dies first or is not running within
+        120 s. Its output goes to the run's worker log."""
         command = [str(Path(sys.executable).parent / "turnframe"), "worker"]
         command += ["--db", self.database_url, "--broker", self.broker_url, "--threads", "4"]
         command += [
@@ -399,12 +399,12 @@ class ProcessChaos:
             )
         self.started.append(worker)
         assert worker.stdout is not None
-        try:
-            said = await asyncio.wait_for(worker.stdout.readline(), 120)
-        except TimeoutError:
-            said = b""
-        if not said.startswith(b"turnframe worker: running"):
-            raise RuntimeError("a worker process did not get running (see its log)")
+        said = b""
+        if running:
+            with contextlib.suppress(TimeoutError):
+                said = await asyncio.wait_for(worker.stdout.readline(), 120)
+            if not said.startswith(b"turnframe worker: running"):
+                raise RuntimeError("a worker process did not get running (see its log)")
         self._forwarding.add(asyncio.create_task(_forward(worker.stdout, said, log)))
         return worker
 
@@ -424,14 +424,28 @@ class ProcessChaos:
             await asyncio.shield(victim.start())  # started whole even if the run stops now
 
     async def _kill_workers(self) -> None:
-        """Each worker slot on its own: a running worker lives its random life and is killed
-        (counting the rows its relay held at that moment). Its successor is started as the
-        victim's life begins and is running before the kill, so a kill always meets a worker
-        that has relayed rows, never one still importing, and kills come as often as a worker
-        can start."""
-        if self.plan.worker_life_s is None or not self.workers:
+        """A run that counts worker kills (`min_worker_kills`) kills running workers, each slot
+        on its own (`_kill_slot`). Any other kills a random worker its random life after its
+        start, running or not (those runs are about runtime kills; a worker's full start costs
+        3 s or more of CPU here, which a run of short lives cannot pay for each kill)."""
+        life = self.plan.worker_life_s
+        if life is None or not self.workers:
             return
-        await asyncio.gather(*(self._kill_slot(slot) for slot in range(len(self.workers))))
+        if self.plan.min_worker_kills:
+            await asyncio.gather(*(self._kill_slot(slot) for slot in range(len(self.workers))))
+            return
+        rng = random.Random(f"{self.plan.seed}-workers")
+        while not self.users_done.is_set():
+            await asyncio.sleep(rng.uniform(*life))
+            if self.users_done.is_set():
+                return
+            slot = rng.randrange(len(self.workers))
+            victim = self.workers[slot]
+            if victim.returncode is None:
+                victim.send_signal(signal.SIGKILL)
+                await victim.wait()
+                self.report.counts["worker kills"] += 1
+            self.workers[slot] = await asyncio.shield(self._start_worker(running=False))
 
     def _killing_workers(self) -> bool:
         """While the users play, and after that until the plan's worker kills are reached
@@ -441,6 +455,10 @@ class ProcessChaos:
         return not self.users_done.is_set() or kills < self.plan.min_worker_kills
 
     async def _kill_slot(self, slot: int) -> None:
+        """A running worker lives its random life and is killed, counting the rows its relay
+        held at that moment. Its successor is started as the victim's life begins and is
+        running before the kill, so a kill always meets a worker that relayed rows, never one
+        still importing, and kills come as often as a worker can start."""
         life = self.plan.worker_life_s
         assert life is not None
         rng = random.Random(f"{self.plan.seed}-workers-{slot}")
