@@ -280,6 +280,7 @@ class ProcessChaos:
         self.runtimes = [_Process(self, i) for i in range(plan.runtimes)]
         self.workers: list[asyncio.subprocess.Process] = []
         self._forwarding: set[asyncio.Task[None]] = set()
+        self._play_ended: float | None = None
         #: every process this run started, killed or not (stopped at the end whatever happens)
         self.started: list[asyncio.subprocess.Process] = []
         #: every turn id a user sent, and those stored
@@ -449,10 +450,15 @@ class ProcessChaos:
 
     def _killing_workers(self) -> bool:
         """While the users play, and after that until the plan's worker kills are reached
-        (the rows they left are still being carried out): each kill costs a worker's start,
-        which on a small machine can outlast the users' play."""
-        kills = self.report.counts["worker kills"]
-        return not self.users_done.is_set() or kills < self.plan.min_worker_kills
+        (the rows they left are still being carried out), for at most `_KILLS_AFTER_PLAY_S`:
+        each kill costs a worker's start, which on a small machine can outlast the users'
+        play. A run short of its kills then says so in its checks."""
+        if not self.users_done.is_set():
+            return True
+        if self._play_ended is None:
+            self._play_ended = time.monotonic()
+        late = time.monotonic() - self._play_ended > _KILLS_AFTER_PLAY_S
+        return not late and self.report.counts["worker kills"] < self.plan.min_worker_kills
 
     async def _kill_slot(self, slot: int) -> None:
         """A running worker lives its random life and is killed, counting the rows its relay
@@ -466,8 +472,13 @@ class ProcessChaos:
         async with await psycopg.AsyncConnection.connect(conninfo, autocommit=True) as c:
             while self._killing_workers():
                 successor = asyncio.create_task(self._start_worker())
-                await asyncio.sleep(rng.uniform(*life))
-                started = await asyncio.shield(successor)
+                try:
+                    await asyncio.sleep(rng.uniform(*life))
+                    started = await asyncio.shield(successor)
+                finally:  # cancelled: the successor is in `started` (stopped with the rest)
+                    if not successor.done():
+                        successor.cancel()
+                        await asyncio.gather(successor, return_exceptions=True)
                 if not self._killing_workers():
                     self.workers.append(started)  # stopped with the rest
                     return
@@ -744,6 +755,10 @@ PLANS: dict[str, ChaosPlan] = {
         worker_life_s=None,
     ),
 }
+
+
+#: how long worker kills go on after the users' play to reach a plan's `min_worker_kills`
+_KILLS_AFTER_PLAY_S = 120.0
 
 
 async def _forward(stream: asyncio.StreamReader, first: bytes, log: Path) -> None:

@@ -11,6 +11,8 @@ import asyncio
 from collections.abc import Sequence
 from typing import Any
 
+import pytest
+
 from turnframe_runtime import OutboxConfig, OutboxWorker, Relay, connect_broker
 from turnframe_store import MemoryStores, OutboxEntry, OutboxStatus
 from turnframe_store import builders as build
@@ -134,3 +136,10 @@ async def test_a_workers_relay_holds_twice_its_threads_unless_told(make_desk: An
     assert OutboxWorker(desk.runtime, broker, threads=3).relay().max_in_flight == 6
     relay_only = OutboxWorker(desk.runtime, connect_broker("stub://"), consume=False)
     assert relay_only.relay().max_in_flight == OutboxConfig().batch_size
+
+
+def test_a_bound_below_one_is_refused() -> None:
+    with pytest.raises(ValueError, match="max_in_flight"):
+        _relay(MemoryStores(), _Broker(), 0)
+    with pytest.raises(ValueError, match="max_in_flight"):
+        OutboxConfig(max_in_flight=0)

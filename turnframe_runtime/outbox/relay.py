@@ -80,7 +80,9 @@ class Relay:
         self._clock = clock
         self.worker_id = worker_id or relay_worker_id()
         #: None: unbounded (a relay driven round by round, as tests do)
-        self.max_in_flight = max_in_flight or self.config.max_in_flight
+        self.max_in_flight = self.config.max_in_flight if max_in_flight is None else max_in_flight
+        if self.max_in_flight is not None and self.max_in_flight < 1:
+            raise ValueError("a relay's max_in_flight is at least 1")
         self._last_reap = 0
         self._settled = asyncio.Event()
 

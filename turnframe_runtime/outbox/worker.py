@@ -124,9 +124,9 @@ class OutboxWorker:
         """A relay publishing to this worker's broker. It holds at most `max_in_flight` claims:
         the config's, else twice this worker's consuming threads (a relay whose worker does not
         consume: `batch_size`)."""
-        bound = self.config.max_in_flight or (
-            2 * self._threads if self._consume else self.config.batch_size
-        )
+        bound = self.config.max_in_flight
+        if bound is None:
+            bound = 2 * self._threads if self._consume else self.config.batch_size
         return Relay(
             self._dispatcher.kernel.stores,
             self.publish,

@@ -296,7 +296,8 @@ class OutboxWriter(Role, ABC):
         return await self._reschedule(outbox_id, rules.instant(at))
 
     async def release_expired_claims(self, claimed_before: int) -> int:
-        """Reaper: move dispatching rows claimed before `claimed_before` back to pending, due now;
+        """Reaper: move dispatching rows whose claim's lease started before `claimed_before` (at
+        the claim, or again when its attempt began) back to pending, due now;
         a row whose attempt had begun records `CLAIM_EXPIRED` as its last failure (its outcome
         was never recorded). Return how many moved."""
         return await self._release_expired_claims(rules.instant(claimed_before))
