@@ -93,7 +93,7 @@ async def _card(desk: DeskHarness) -> InteractionBlock:
 async def _rows(stores: SqlStores) -> dict[str, list[tuple[Any, ...]]]:
     """Every row of every table of the store's database (tf_* and the trips), by table."""
     async with stores.snapshot() as snapshot:
-        connection = await snapshot.driver_connection()  # type: ignore[attr-defined]
+        connection = await snapshot.driver_connection()
         if stores.dialect == "sqlite":
             cursor = await connection.execute(
                 "SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name"
