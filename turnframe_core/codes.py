@@ -180,6 +180,12 @@ AUDIT_LINK_ALTERED = "turnframe.audit.link_altered"
 AUDIT_LINK_MISSING = "turnframe.audit.link_missing"
 AUDIT_LINK_OUT_OF_ORDER = "turnframe.audit.link_out_of_order"
 
+# --- erasure (runtime.erase, runtime.export_subject) --------------------------------------------
+#: the account holds no such subject (also when another account does: nothing is revealed)
+ERASURE_UNKNOWN_SUBJECT = "turnframe.erasure.unknown_subject"
+#: the subject or account is not a well-formed id
+ERASURE_INVALID_SUBJECT = "turnframe.erasure.invalid_subject"
+
 # --- stream -------------------------------------------------------------------------------------
 STREAM_EXPIRED = "turnframe.stream.expired"
 STREAM_INTERRUPTED = "turnframe.stream.interrupted"

@@ -52,6 +52,8 @@ __all__ = [
     "FailedOutcome",
     "IdempotentReplayOutcome",
     "OutcomeUnknown",
+    "PERSONAL_RECORD_FIELDS",
+    "SEALED_DIGEST_SCHEME",
     "PolicyDecisionRecord",
     "ProseFinding",
     "ProviderAttempt",
@@ -61,8 +63,23 @@ __all__ = [
     "TargetResolutionRecord",
     "TurnPhase",
     "WorkflowVersion",
+    "personal_field_digest",
     "verify_chain",
 ]
+
+#: The record fields that hold a person's words and values (what the user sent, what was
+#: understood from it, the plan built from that, the copy rendered with its values): erasure
+#: empties them (`turnframe_core.erasure`).
+PERSONAL_RECORD_FIELDS: tuple[str, ...] = (
+    "input",
+    "understanding",
+    "reduction_plan",
+    "copy_renders",
+)
+#: The digest scheme new records are written with: each personal field enters the record's
+#: digest through its own digest, so erasure can remove the value and keep the digest
+#: (decision 0032). Scheme 1, the records written before, digests the record's JSON whole.
+SEALED_DIGEST_SCHEME = 2
 
 
 class TurnPhase(StrEnum):
@@ -296,6 +313,14 @@ class ReplayRecord(FrozenModel):
     #: the digest of each card of `interactions_created` as stored, its lifecycle left out
     #: (`Interaction.content_digest`): the chain vouches for what a click on it runs
     interaction_digests: tuple[Digest, ...] = ()
+    #: how `digest()` is taken: 1, over the record's canonical JSON; 2 (sealed), each personal
+    #: field through its own digest
+    digest_scheme: Literal[1, 2] = 1
+    #: once erased: the digest each personal field held (sealed), or the whole record's
+    #: (`"record"`, a scheme-1 record); the fields themselves are emptied
+    erased: dict[str, Digest] = Field(default_factory=dict)
+    #: when the record was erased
+    erased_at: Millis | None = None
 
     @model_validator(mode="after")
     def _token_is_derived(self) -> ReplayRecord:
@@ -320,6 +345,9 @@ class ReplayRecord(FrozenModel):
                 "response_block_hashes": (),
                 "event_digests": (),
                 "interaction_digests": (),
+                "digest_scheme": 1,
+                "erased": {},
+                "erased_at": None,
             },
         )
 
@@ -327,7 +355,21 @@ class ReplayRecord(FrozenModel):
         """Digest of this record's canonical JSON (what the next record of the chain stores),
         computed once per instance: the record is frozen, and the chain link of a final record
         and the next turn's `previous_digest` both ask for it."""
-        return self.cached("digest", lambda: digest(self))
+        return self.cached("digest", self._digest)
+
+    def _digest(self) -> str:
+        if self.digest_scheme == 1:
+            return self.erased.get("record") or digest(self)
+        data = self.model_dump(mode="json")
+        erased = data.pop("erased", {})
+        data.pop("erased_at", None)
+        sealed = {
+            name: erased.get(name) or personal_field_digest(data, name)
+            for name in PERSONAL_RECORD_FIELDS
+        }
+        for name in PERSONAL_RECORD_FIELDS:
+            data.pop(name, None)
+        return digest({**data, "sealed": sealed})
 
     def advanced(self, phase: TurnPhase, *, at: int, **changes: Any) -> ReplayRecord:
         """This record at a later phase (phases never go back, except into `failed`)."""
@@ -347,6 +389,12 @@ class ReplayRecord(FrozenModel):
             if isinstance(record.outcome, OutcomeUnknown) and record.outcome.attempt_id not in seen:
                 seen.append(record.outcome.attempt_id)
         return tuple(seen)
+
+
+def personal_field_digest(data: dict[str, Any], name: str) -> str:
+    """The digest a sealed record's digest takes of its personal field `name`, from the record's
+    JSON form `data` (a field left out while it holds its default digests as null)."""
+    return digest({name: data.get(name)})
 
 
 class ChainBreak(FrozenModel):

@@ -12,7 +12,7 @@ from collections.abc import Iterable
 
 from turnframe_core.canonical import digest
 from turnframe_core.derive import derive_replay_token
-from turnframe_core.replay import ReplayRecord, TurnPhase, WorkflowVersion
+from turnframe_core.replay import SEALED_DIGEST_SCHEME, ReplayRecord, TurnPhase, WorkflowVersion
 from turnframe_core.turn import AssistantTurn, TurnInput
 from turnframe_runtime.context import TurnContext
 from turnframe_runtime.errors import IdempotencyKeyReused, TurnFailed, TurnInProgress
@@ -99,6 +99,7 @@ async def accept_turn(
         recorded_at=turn.now if previous is None else max(turn.now, previous.recorded_at + 1),
         input=turn.input,
         previous_digest=previous.digest() if previous is not None else None,
+        digest_scheme=SEALED_DIGEST_SCHEME,
         loaded_cases=tuple(case.case_ref for case in cases),
         workflow_versions=tuple(
             sorted(

@@ -23,6 +23,7 @@ from turnframe_core import codes
 from turnframe_core.audit_chain import ChainFinding, ChainLink, verify_conversation
 from turnframe_core.blocks import ReceiptBlock
 from turnframe_core.canonical import digest
+from turnframe_core.erasure import erase_card, erase_reply, is_erased_form
 from turnframe_core.events import DomainEvent, event_digest
 from turnframe_core.interactions import Interaction
 from turnframe_core.model import FrozenModel, NonEmptyStr
@@ -327,6 +328,14 @@ def _checks(
             "; ".join(f"{f.code} ({f.turn_id or f.position})" for f in findings),
         )
     )
+    if record.erased_at is not None:
+        checks.append(
+            _check(
+                "the erased record holds no words, and the digest of each erased field",
+                is_erased_form(record),
+                "an erased record still holds words, or lost an erased field's digest",
+            )
+        )
     if record.understanding is not None:
         checks.append(
             _check(
@@ -405,7 +414,17 @@ def _content_checks(
     """What the record's digests vouch for (the chain vouches for the record): each block of the
     stored reply, each committed event, each command's idempotency key."""
     checks: list[AuditCheck] = []
-    if reply is not None and record.response_block_hashes:
+    if reply is not None and record.erased_at is not None:
+        # What an erased block held can no longer be re-hashed; it must hold no words instead
+        # (the record's hashes, which the chain vouches for, still stand for what it held).
+        checks.append(
+            _check(
+                "each returned block was erased and holds no words",
+                erase_reply(reply) == reply,
+                "an erased turn's reply still holds words",
+            )
+        )
+    elif reply is not None and record.response_block_hashes:
         hashes = tuple(block_content_hash(block) for block in reply.blocks)
         differing = [
             str(block.block_id)
@@ -458,25 +477,42 @@ def _card_checks(
     """Each card the turn created is stored as the record's digest vouches for (what a click
     on it runs comes from the stored card). A record begun before cards were digested and
     finished after (by recovery) digests only its last cards: the digests stand for the last
-    ids; a record that digests none says nothing about its cards."""
+    ids; a record that digests none says nothing about its cards. Once the turn was erased, a
+    settled card was erased with it and must hold no words instead (the record's digest still
+    stands for what it held); a card still open keeps its words and is checked as before."""
+    checks: list[AuditCheck] = []
+    erased: set[str] = set()
+    if record.erased_at is not None:
+        settled = [c for c in stored.values() if c is not None and not c.status.is_open]
+        erased = {card.interaction_id for card in settled}
+        worded = [card.interaction_id for card in settled if erase_card(card) != card]
+        checks.append(
+            _check(
+                "each settled card of the erased turn holds no words",
+                not worded,
+                ", ".join(worded),
+            )
+        )
     digests = record.interaction_digests
     if not digests:
-        return []
+        return checks
     ids = record.interactions_created[len(record.interactions_created) - len(digests) :]
     differing = [
         interaction_id
         for interaction_id, recorded in zip(ids, digests, strict=False)
-        if (card := stored.get(interaction_id)) is None or card.content_digest() != recorded
+        if interaction_id not in erased
+        and ((card := stored.get(interaction_id)) is None or card.content_digest() != recorded)
     ]
     if len(digests) > len(record.interactions_created):
         differing.append(f"{len(record.interactions_created)} cards, {len(digests)} digested")
-    return [
+    checks.append(
         _check(
             "each card the turn created is the one the record vouches for (digest)",
             not differing,
             ", ".join(differing),
         )
-    ]
+    )
+    return checks
 
 
 def _stream_checks(reply: AssistantTurn | None, streamed: Sequence[Any]) -> list[AuditCheck]:

@@ -8,12 +8,14 @@ from turnframe_core.errors import TurnframeError
 __all__ = [
     "ConversationBusy",
     "IdempotencyKeyReused",
+    "InvalidSubject",
     "OriginNotVerified",
     "ReviewerRequired",
     "ServerEventRefused",
     "StoresWithoutTransactions",
     "TurnFailed",
     "TurnInProgress",
+    "UnknownSubject",
     "UnknownWorkflow",
 ]
 
@@ -112,3 +114,17 @@ class ServerEventRefused(TurnframeError):
     def __init__(self, message: str, refusal_code: str | None = None) -> None:
         super().__init__(message)
         self.refusal_code = refusal_code
+
+
+class UnknownSubject(TurnframeError):
+    """The account holds no such subject to erase or export. Another account's subject gives
+    this same error, word for word: nothing is revealed, nothing is written."""
+
+    code = codes.ERASURE_UNKNOWN_SUBJECT
+
+
+class InvalidSubject(TurnframeError):
+    """The account or subject given to erase or export is not a well-formed id; nothing was
+    read or written."""
+
+    code = codes.ERASURE_INVALID_SUBJECT

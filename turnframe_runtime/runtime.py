@@ -16,7 +16,9 @@ import secrets
 import socket
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from functools import partial
+from typing import Any
 
+from turnframe_core.erasure import ErasureReport
 from turnframe_core.ids import IdSource
 from turnframe_core.replay import ReplayRecord
 from turnframe_core.server_events import ServerEvent
@@ -27,6 +29,7 @@ from turnframe_core.workflow import Workflow, WorkflowDefinition
 from turnframe_runtime.audit import Audit, audit_turn
 from turnframe_runtime.config import OutboxConfig, RuntimeConfig
 from turnframe_runtime.copy import CopyDrift, ServerCopy, drift
+from turnframe_runtime.erasure import erase_subject, export_subject
 from turnframe_runtime.errors import TurnFailed, TurnInProgress, UnknownWorkflow
 from turnframe_runtime.feed import FeedItem
 from turnframe_runtime.kernel import Kernel
@@ -375,6 +378,27 @@ class TurnRuntime:
         `RuntimeConfig.stream_retention_ms`; returns how many turns' logs went (at most
         `limit`). Workers call it with each recovery sweep."""
         return await self._kernel.followers.prune(self._kernel.clock(), limit)
+
+    async def erase(self, account_id: str, subject: str) -> ErasureReport:
+        """Erase a subject's words and values (decision 0032): every turn of the conversation
+        `subject` loses what its user wrote and what was rendered from it, in the user turn, the
+        reply's blocks, the replay record, the stream log, the journal's arguments and the
+        outbox's payloads; ids, order, kinds, statuses and every digest the audit chain needs
+        stay, so the conversation's audit still verifies. Each turn is erased in one transaction,
+        so a crash leaves whole turns; erasing again finishes (idempotent). What still has to
+        run with its words (a turn running, a command or an outbox row not settled) is kept and
+        named in the report. `UnknownSubject` for a conversation the account does not hold
+        (another account's too), `InvalidSubject` for a malformed id: nothing is written."""
+        return await erase_subject(
+            self._kernel.stores, account_id, subject, at=self._kernel.clock()
+        )
+
+    async def export_subject(self, account_id: str, subject: str) -> dict[str, Any]:
+        """A subject's data as JSON-ready data (the conversation `subject`: each turn's input,
+        understanding, reply, commands and cards), read in one snapshot; errors as `erase`."""
+        return await export_subject(
+            self._kernel.stores, account_id, subject, at=self._kernel.clock()
+        )
 
     async def recover_unfinished(
         self,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from turnframe_core.cases import CaseKey
+from turnframe_core.erasure import TurnErasure
 from turnframe_core.events import DomainEvent
 from turnframe_core.interactions import Interaction
 from turnframe_core.replay import CommandOutcome, ReplayRecord, TurnPhase
@@ -26,8 +27,11 @@ from turnframe_store.records import (
     OutboxEntry,
     UserTurnRecord,
 )
+from turnframe_store.roles import conversations as turn_rules
+from turnframe_store.roles import rules
 from turnframe_store.roles.commits import CommitStore, write_bundle
 from turnframe_store.roles.conversations import StreamEntry
+from turnframe_store.roles.erasure import TurnDocuments, plan_erasure
 
 __all__ = ["MemoryBundleWriter", "MemoryCommits"]
 
@@ -144,3 +148,44 @@ class MemoryCommits(MemoryRole, CommitStore):
             events=writer.events,
             invalidated=tuple(writer.invalidated),
         )
+
+    async def _erase_turn(self, account_id: str, turn_id: str) -> TurnErasure:
+        return await self.engine.write(lambda undo: self.erase_turn_in(undo, account_id, turn_id))
+
+    def erase_turn_in(self, undo: UndoLog, account_id: str, turn_id: str) -> TurnErasure:
+        """`erase_turn` on `undo`: the turn's documents read and rewritten in one write."""
+        t = self.engine.t
+        key = (account_id, turn_id)
+        record = rules.found(t.replay.get(key))
+        stored_reply = t.assistant_turns.get(key)
+        journal = tuple(t.journal[(account_id, c)] for c in t.journal_by_turn.get(key, ()))
+        outbox = tuple(t.outbox[o] for o in record.outbox_ids if o in t.outbox)
+        docs = TurnDocuments(
+            record=record,
+            user_turn=t.user_turns.get(key),
+            reply=None if stored_reply is None else turn_rules.reload_answer(stored_reply),
+            journal=journal,
+            outbox=outbox,
+            stream_events=len(t.stream.get(key, ())),
+            cards=tuple(
+                t.cards[(account_id, i)]
+                for i in record.interactions_created
+                if (account_id, i) in t.cards
+            ),
+        )
+        plan = plan_erasure(docs, self.engine.clock())
+        if plan.user_turn is not None:
+            undo.put(t.user_turns, key, plan.user_turn)
+        if plan.reply is not None:
+            undo.put(t.assistant_turns, key, turn_rules.answer_text(plan.reply))
+        for entry in plan.journal:
+            undo.put(t.journal, (account_id, entry.command_id), entry)
+        for row in plan.outbox:
+            undo.put(t.outbox, row.outbox_id, row)
+        for card in plan.cards:
+            undo.put(t.cards, (account_id, card.interaction_id), card)
+        if plan.drop_stream:
+            undo.remove(t.stream, key)
+        if plan.record is not None:
+            undo.put(t.replay, key, plan.record)
+        return plan.result

@@ -8,6 +8,7 @@ from abc import ABC, abstractmethod
 from typing import Protocol
 
 from turnframe_core.cases import CaseKey
+from turnframe_core.erasure import TurnErasure
 from turnframe_core.events import DomainEvent
 from turnframe_core.interactions import Interaction
 from turnframe_core.replay import CommandOutcome, ReplayRecord, TurnPhase
@@ -149,3 +150,14 @@ class CommitStore(Role, ABC):
     @abstractmethod
     async def _commit(self, bundle: CommitBundle) -> CommitResult:
         """Apply the bundle all-or-nothing, its items in `write_bundle`'s order."""
+
+    async def erase_turn(self, account_id: str, turn_id: str) -> TurnErasure:
+        """Erase the words one turn stored, as `roles.erasure.plan_erasure` says, reading and
+        writing in one transaction (all of it or none); `NotFound` when the account holds no
+        record of the turn. Idempotent."""
+        text(account_id, turn_id)
+        return await self._erase_turn(account_id, turn_id)
+
+    @abstractmethod
+    async def _erase_turn(self, account_id: str, turn_id: str) -> TurnErasure:
+        """Read the turn's documents, apply `plan_erasure` at the store's clock, write it."""

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from turnframe_core.cases import CaseKey
+from turnframe_core.erasure import TurnErasure
 from turnframe_core.events import DomainEvent
 from turnframe_core.interactions import Interaction
 from turnframe_core.replay import CommandOutcome, ReplayRecord, TurnPhase
@@ -26,6 +27,7 @@ from turnframe_store.roles.commits import CommitStore
 from turnframe_store.roles.conversations import StreamEntry
 from turnframe_store.sql._conversations import SqlConversations
 from turnframe_store.sql._core import SqlCore, Step, check
+from turnframe_store.sql._erasure import SqlErasure
 from turnframe_store.sql._events import SqlEvents
 from turnframe_store.sql._interactions import SqlInteractions
 from turnframe_store.sql._journal import SqlJournal
@@ -50,9 +52,13 @@ class SqlCommits(CommitStore):
         super().__init__(core.faults)
         self._core = core
         self._roles = _SqlRoles(conversations, interactions, journal, events, outbox, replay)
+        self._erasure = SqlErasure(core)
 
     async def _commit(self, bundle: CommitBundle) -> CommitResult:
         return await self._write(bundle, None)
+
+    async def _erase_turn(self, account_id: str, turn_id: str) -> TurnErasure:
+        return await self._erasure.erase_turn(account_id, turn_id)
 
     async def commit_in(self, connection: Any, bundle: CommitBundle) -> CommitResult:
         """`commit`, inside the caller's open transaction on its driver `connection`."""

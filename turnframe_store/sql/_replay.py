@@ -157,7 +157,10 @@ class SqlReplay(ReplayStore):
         params = self._core.codec.replay_params(record, text)
         steps = [Step(self._st.replay_put, params, judge, self._st.replay_get, key)]
         if record.phase.is_terminal:  # the write that makes it final links it, once
-            steps.append(self._link_step(record, digest_bytes(text.encode("utf-8"))))
+            # a sealed record's digest is not its text's (decision 0032)
+            sealed = record.digest_scheme != 1
+            text_digest = record.digest() if sealed else digest_bytes(text.encode("utf-8"))
+            steps.append(self._link_step(record, text_digest))
         return steps
 
     def _link_step(self, record: ReplayRecord, record_digest: str) -> Step:
