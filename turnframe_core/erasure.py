@@ -29,6 +29,7 @@ from turnframe_core.turn import AssistantTurn, TurnInput
 
 __all__ = [
     "ERASED",
+    "ERASED_URI",
     "ErasureReport",
     "TurnErasure",
     "erase_card",
@@ -41,6 +42,8 @@ __all__ = [
 
 #: What an erased string holds.
 ERASED: Final = "[erased]"
+#: What an erased artifact's reference holds (a reference must stay a controlled one).
+ERASED_URI: Final = "artifact:erased"
 
 #: Keys whose strings are words (a person's, or copy rendered with values).
 _WORDS: Final = frozenset(
@@ -53,7 +56,6 @@ _WORDS: Final = frozenset(
         "after",
         "freeform_prompt",
         "freeform_argument",
-        "uri_ref",
         "quote",
     }
 )
@@ -108,8 +110,8 @@ def _erase_words(data: Mapping[str, Any]) -> dict[str, Any]:
             erased[key] = [_erase_words(v) if isinstance(v, Mapping) else v for v in value]
         else:
             erased[key] = value
-    if data.get("kind") == "artifact" and isinstance(data.get("name"), str):
-        erased["name"] = ERASED  # an artifact's name is the file's, which a person named
+    if data.get("kind") == "artifact":  # its name and where it lies are the person's file's
+        erased.update(name=ERASED, uri_ref=ERASED_URI)
     return erased
 
 

@@ -4,6 +4,7 @@ server copy and the ports an adopter implements).
 What this module exports is the public API; the stage modules behind it may change freely.
 """
 
+from turnframe_core.erasure import ErasureReport, TurnErasure
 from turnframe_runtime.audit import AUDIT_QUESTIONS, Audit, AuditCheck, audit_turn
 from turnframe_runtime.audit_html import render_audit_html
 from turnframe_runtime.calls import ModelCall, note_model_call
@@ -23,6 +24,7 @@ from turnframe_runtime.copy import (
 from turnframe_runtime.errors import (
     ConversationBusy,
     IdempotencyKeyReused,
+    InvalidSubject,
     OriginNotVerified,
     ReviewerRequired,
     ServerEventRefused,
@@ -32,6 +34,7 @@ from turnframe_runtime.errors import (
     TooManyFollowers,
     TurnFailed,
     TurnInProgress,
+    UnknownSubject,
     UnknownWorkflow,
 )
 from turnframe_runtime.evaluation import (
@@ -159,6 +162,10 @@ __all__ = [
     "StreamExpired",
     "StreamInterrupted",
     "TooManyFollowers",
+    "ErasureReport",
+    "InvalidSubject",
+    "TurnErasure",
+    "UnknownSubject",
     "FeedItem",
     "DispatchOutcome",
     "ExecutionFailed",

@@ -23,7 +23,7 @@ from turnframe_core import codes
 from turnframe_core.audit_chain import ChainFinding, ChainLink, verify_conversation
 from turnframe_core.blocks import ReceiptBlock
 from turnframe_core.canonical import digest
-from turnframe_core.erasure import erase_card, erase_reply, is_erased_form
+from turnframe_core.erasure import erase_card, erase_reply, erase_value, is_erased_form
 from turnframe_core.events import DomainEvent, event_digest
 from turnframe_core.interactions import Interaction
 from turnframe_core.model import FrozenModel, NonEmptyStr
@@ -442,7 +442,22 @@ def _content_checks(
                 ", ".join(differing),
             )
         )
-    if record.event_digests:
+    if record.event_digests and record.erased_at is not None:
+        # An erased turn's events lost their payloads (the record's digests stand for what
+        # they held): each must be its erased self, its identity and order as committed.
+        worded = [
+            event.event_id
+            for event in events
+            if event.event_id in record.event_ids and erase_value(event.payload) != event.payload
+        ]
+        checks.append(
+            _check(
+                "each event of the erased turn holds no values",
+                not worded and {e.event_id for e in events} >= set(record.event_ids),
+                ", ".join(worded) or "an event the record lists is missing",
+            )
+        )
+    elif record.event_digests:
         ledger = {event.event_id: event_digest(event) for event in events}
         altered = [
             event_id

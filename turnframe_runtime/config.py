@@ -23,6 +23,10 @@ class RuntimeConfig:
       refused with `ConversationBusy`, having written nothing.
     - `stream_retention_ms`: how long a finished turn's stream log stays readable by
       `resume_stream` (`prune_streams` deletes older ones).
+    - `turn_retention_ms`: how long a finished turn keeps its words (None, the default: as long
+      as the store keeps it). Older turns are erased by `erase_expired`, which `turnframe
+      worker` runs with each recovery sweep: the same erasure as `erase` (decision 0032), so
+      their audit still verifies.
     - `stream_poll_ms`: how often a reader following a turn that runs in another process reads
       its log again (a turn running in this process wakes its readers at once); while the log
       stays still the wait doubles, up to `stream_poll_max_ms`.
@@ -58,6 +62,7 @@ class RuntimeConfig:
     max_selection_candidates: int = 5
     conversation_wait_ms: int = 10_000
     stream_retention_ms: int = 7 * 24 * 3_600_000
+    turn_retention_ms: int | None = None
     stream_poll_ms: int = 250
     stream_poll_max_ms: int = 5_000
     stream_followers_per_turn: int = 256
@@ -83,6 +88,8 @@ class RuntimeConfig:
             "timer_lease_ms",
             "timer_poll_ms",
         )
+        if self.turn_retention_ms is not None:
+            _at_least_one(self, "turn_retention_ms")
 
 
 @dataclass(frozen=True)

@@ -25,7 +25,7 @@ from turnframe_runtime.errors import InvalidSubject, UnknownSubject
 from turnframe_store.bundle import Stores
 from turnframe_store.errors import NotFound
 
-__all__ = ["erase_subject", "export_subject"]
+__all__ = ["erase_expired", "erase_subject", "export_subject"]
 
 _ACCOUNT: TypeAdapter[str] = TypeAdapter(AccountId)
 _SUBJECT: TypeAdapter[str] = TypeAdapter(ConversationId)
@@ -60,6 +60,24 @@ async def erase_subject(stores: Stores, account_id: str, subject: str, *, at: in
         except NotFound:  # a turn received whose record is not written yet: still running
             erased.append(TurnErasure(turn_id=turn_id, erased=False, kept=("turn: still running",)))
     return ErasureReport(account_id=account_id, subject=subject, erased_at=at, turns=tuple(erased))
+
+
+async def erase_expired(
+    stores: Stores, retention_ms: int | None, *, now: int, limit: int
+) -> tuple[TurnErasure, ...]:
+    """The retention sweep: erase at most `limit` final turns recorded more than
+    `retention_ms` ago whose words are not all erased yet, every account, oldest first; each as
+    `erase` erases it (one transaction per turn). Nothing without a retention."""
+    if retention_ms is None:
+        return ()
+    expired = await stores.replay.unerased_before(now - retention_ms, limit)
+    erased: list[TurnErasure] = []
+    for account_id, turn_id in expired:
+        try:
+            erased.append(await stores.commits.erase_turn(account_id, turn_id))
+        except NotFound:  # gone since it was listed
+            continue
+    return tuple(erased)
 
 
 async def export_subject(

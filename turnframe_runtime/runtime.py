@@ -18,7 +18,7 @@ from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from functools import partial
 from typing import Any
 
-from turnframe_core.erasure import ErasureReport
+from turnframe_core.erasure import ErasureReport, TurnErasure
 from turnframe_core.ids import IdSource
 from turnframe_core.replay import ReplayRecord
 from turnframe_core.server_events import ServerEvent
@@ -29,7 +29,7 @@ from turnframe_core.workflow import Workflow, WorkflowDefinition
 from turnframe_runtime.audit import Audit, audit_turn
 from turnframe_runtime.config import OutboxConfig, RuntimeConfig
 from turnframe_runtime.copy import CopyDrift, ServerCopy, drift
-from turnframe_runtime.erasure import erase_subject, export_subject
+from turnframe_runtime.erasure import erase_expired, erase_subject, export_subject
 from turnframe_runtime.errors import TurnFailed, TurnInProgress, UnknownWorkflow
 from turnframe_runtime.feed import FeedItem
 from turnframe_runtime.kernel import Kernel
@@ -391,6 +391,17 @@ class TurnRuntime:
         (another account's too), `InvalidSubject` for a malformed id: nothing is written."""
         return await erase_subject(
             self._kernel.stores, account_id, subject, at=self._kernel.clock()
+        )
+
+    async def erase_expired(self, *, limit: int = 1_000) -> tuple[TurnErasure, ...]:
+        """The retention sweep (`RuntimeConfig.turn_retention_ms`): erase, as `erase` does, at
+        most `limit` finished turns older than the retention whose words are not all erased
+        yet, every account, oldest first; what each erasure did. A turn that still keeps words
+        (a card open, a command not run) is taken again by a later sweep. `turnframe worker`
+        runs it with each recovery sweep; nothing without a retention."""
+        kernel = self._kernel
+        return await erase_expired(
+            kernel.stores, kernel.config.turn_retention_ms, now=kernel.clock(), limit=limit
         )
 
     async def export_subject(self, account_id: str, subject: str) -> dict[str, Any]:

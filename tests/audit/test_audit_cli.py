@@ -314,3 +314,30 @@ async def test_a_server_written_turn_is_shown_as_written_by_the_server(
     page = report.read_text()
     assert "Nobody sent this turn: the server wrote it" in page
     assert "No text: the user answered a card." not in page
+
+
+async def test_replay_and_export_of_an_erased_conversation_verify_and_show_what_remains(
+    database: Database,
+) -> None:
+    desk, turns = await _conversation(database)
+    report = await desk.runtime.erase(desk.account_id, desk.conversation_id)
+    await desk.stores.aclose()
+    url = _cli_url(database)
+
+    replayed = await asyncio.to_thread(_run, "replay", turns[0].replay_token, "--db", url, "--json")
+    summary = await asyncio.to_thread(_run, "replay", turns[1].replay_token, "--db", url)
+    exported = await asyncio.to_thread(
+        _run, "audit-export", "--db", url, "--conversation", desk.conversation_id
+    )
+
+    assert report.turns[0].erased and not report.turns[0].kept, report
+    assert replayed.returncode == 0, replayed.stderr
+    audit = json.loads(replayed.stdout)
+    assert audit["verified"], [c for c in audit["checks"] if not c["passed"]]
+    assert audit["what_the_user_sent"]["input"]["text"] == "[erased]"
+    assert "Grace Hopper" not in replayed.stdout
+    assert any(c["name"].startswith("the erased record holds no words") for c in audit["checks"])
+    assert summary.returncode == 0 and "verified" in summary.stdout, summary.stdout
+    assert exported.returncode == 0, exported.stderr
+    verdict = json.loads(exported.stdout.splitlines()[-1])
+    assert verdict["intact"] is True and "Grace Hopper" not in exported.stdout

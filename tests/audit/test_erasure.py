@@ -37,6 +37,7 @@ ERASED_TABLES = (
     "tf_replay",
     "tf_stream_event",
     "tf_interaction",
+    "tf_domain_event",
     "tf_command_journal",
     "tf_outbox",
 )
@@ -74,6 +75,8 @@ async def _documents(desk: Any) -> str:
         logged = await stores.conversations.stream_events(account, turn.turn_id, -1, 1000)
         parts += [event.model_dump_json() for event in logged]
         parts += [e.model_dump_json() for e in await stores.journal.for_turn(account, turn.turn_id)]
+        events = await stores.events.get_by_ids(account, list(record.event_ids))
+        parts += [event.model_dump_json() for event in events]
         for interaction_id in record.interactions_created:
             parts.append((await stores.interactions.get(account, interaction_id)).model_dump_json())
         for outbox_id in record.outbox_ids:
@@ -131,8 +134,7 @@ async def test_erasure_removes_the_words_and_the_audit_still_verifies(make_desk)
     for turn in turns:
         audit = await desk.runtime.audit(desk.account_id, turn.replay_token)
         assert audit.verified, audit.failed()
-        # the ledger's events are the domain's facts and keep their payloads (decision 0032)
-        assert PERSON not in audit.model_dump_json(exclude={"what_committed"})
+        assert PERSON not in audit.model_dump_json()
         reply = await desk.runtime.load_turn(desk.account_id, turn.turn_id)
         # identity, order and kinds stay: the same blocks, ids and kinds, their words erased
         assert [(b.block_id, b.kind) for b in reply.blocks] == [
@@ -353,3 +355,92 @@ async def _refuse_record_rewrites(stores: SqlStores) -> Any:
         await asyncio.to_thread(run, drop)
 
     return cleanup
+
+
+# --- retention ------------------------------------------------------------------------------------
+
+
+async def test_the_retention_sweep_erases_turns_past_their_age_and_the_audit_verifies(
+    make_desk,
+) -> None:
+    desk = await make_desk(config=RuntimeConfig(stream_every_turn=True, turn_retention_ms=60_000))
+    old = await _conversation(desk)
+    desk.clock.advance(60_001)
+    recent = await desk.say(f"My name is {PERSON}", NAME)
+
+    swept = await desk.runtime.erase_expired()
+
+    assert [t.turn_id for t in swept] == [t.turn_id for t in old]
+    assert all(t.erased and not t.kept for t in swept)
+    assert await desk.runtime.erase_expired() == ()  # passed by from now on
+    for turn in old:
+        record = await desk.runtime.replay(desk.account_id, turn.replay_token)
+        assert record.erased_at is not None and PERSON not in record.model_dump_json()
+    kept = await desk.runtime.replay(desk.account_id, recent.replay_token)
+    assert kept.erased_at is None and kept.input.text == f"My name is {PERSON}"
+    await _verified(desk)
+
+
+async def test_without_a_retention_the_sweep_erases_nothing(make_desk) -> None:
+    desk = await make_desk()
+    await _conversation(desk)
+    before = await _documents(desk)
+    desk.clock.advance(10 * 365 * 24 * 3_600_000)
+
+    assert await desk.runtime.erase_expired() == ()
+    assert await _documents(desk) == before
+
+
+async def test_a_turn_the_sweep_could_not_finish_is_taken_again_once_it_settles(make_desk) -> None:
+    desk = await make_desk(config=RuntimeConfig(turn_retention_ms=1_000))
+    desk.ready_trip()
+    asked = await desk.say(f"Rebook my outbound, for {PERSON}", REBOOK)
+    desk.clock.advance(1_001)
+
+    [first] = await desk.runtime.erase_expired()
+    assert first.kept  # the card is still open
+
+    await desk.click(desk.card(asked), "opt_rebook")
+    await _settle_outbox(desk)
+    desk.clock.advance(1_001)
+    swept = await desk.runtime.erase_expired()
+
+    assert asked.turn_id in [t.turn_id for t in swept]
+    assert all(not t.kept for t in swept)
+    assert PERSON not in await _documents(desk)
+    await _verified(desk)
+
+
+# --- while turns run ------------------------------------------------------------------------------
+
+
+async def test_erasure_while_a_turn_runs_keeps_it_and_erasing_again_finishes(make_desk) -> None:
+    desk = await make_desk(config=LOGGED)
+    earlier = await _conversation(desk)
+    gate, started = asyncio.Event(), asyncio.Event()
+    scripted = desk.interpreter.understand
+
+    async def understand(brief: Any) -> Any:
+        started.set()
+        await gate.wait()  # the turn holds its conversation, its record not final
+        return await scripted(brief)
+
+    desk.interpreter.understand = understand
+    running = asyncio.create_task(
+        desk.say(
+            f"My name is {PERSON} again", act("a1", "trip.set_name", "h1", PERSON, name=PERSON)
+        )
+    )
+    await asyncio.wait_for(started.wait(), 10)
+
+    during = await desk.runtime.erase(desk.account_id, desk.conversation_id)
+
+    assert [t.erased for t in during.turns[: len(earlier)]] == [True] * len(earlier)
+    assert during.turns[-1].kept == ("turn: still running",)
+    gate.set()
+    last = await running
+    assert desk.receipt_codes(last) or desk.kinds(last)  # the turn finished normally
+    after = await desk.runtime.erase(desk.account_id, desk.conversation_id)
+    assert after.complete and [t.already for t in after.turns] == [True] * len(earlier) + [False]
+    assert PERSON not in await _documents(desk)
+    await _verified(desk)

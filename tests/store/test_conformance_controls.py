@@ -967,6 +967,19 @@ class RelinkingReplay(MemoryReplay):
         await engine.write(write)
 
 
+class EraseBlindReplay(MemoryReplay):
+    """unerased_before lists erased turns too."""
+
+    async def _unerased_before(self, before: int, limit: int) -> tuple[tuple[str, str], ...]:
+        t = self.engine.t
+        held = sorted(
+            (r.recorded_at, key)
+            for key, r in t.replay.items()
+            if r.phase.is_terminal and r.recorded_at < before
+        )
+        return tuple(key for _, key in held[:limit])
+
+
 class OneAccountReplay(MemoryReplay):
     """accounts_with_token names only the first account holding the token."""
 
@@ -983,6 +996,31 @@ class UnlinkedBundle(MemoryCommits):
         conversation = (bundle.account_id, bundle.conversation_id)
         await engine.write(lambda undo: undo.put(engine.t.audit_chain, conversation, []))
         return result
+
+
+class ForgetfulErasure(MemoryCommits):
+    """erase_turn rewrites every document of the turn but its user turn."""
+
+    def erase_turn_in(self, undo: UndoLog, account_id: str, turn_id: str) -> Any:
+        key = (account_id, turn_id)
+        words = self.engine.t.user_turns.get(key)
+        erased = super().erase_turn_in(undo, account_id, turn_id)
+        if words is not None:
+            undo.put(self.engine.t.user_turns, key, words)
+        return erased
+
+
+class EagerErasure(MemoryCommits):
+    """erase_turn erases a turn that is still running, as if it were final."""
+
+    def erase_turn_in(self, undo: UndoLog, account_id: str, turn_id: str) -> Any:
+        key = (account_id, turn_id)
+        record = self.engine.t.replay.get(key)
+        if record is not None and not record.phase.is_terminal:
+            undo.put(
+                self.engine.t.replay, key, record.model_copy(update={"phase": TurnPhase.FAILED})
+            )
+        return super().erase_turn_in(undo, account_id, turn_id)
 
 
 class HalfBundle(MemoryCommits):
@@ -1478,6 +1516,21 @@ CONTROLS: dict[str, tuple[str, type[Any], str]] = {
         "commits",
         UnlinkedBundle,
         "check_a_commit_bundle_links_the_record_it_makes_final",
+    ),
+    "erase_blind_replay": (
+        "replay",
+        EraseBlindReplay,
+        "check_the_retention_sweep_lists_final_turns_still_holding_words_oldest_first",
+    ),
+    "forgetful_erasure": (
+        "commits",
+        ForgetfulErasure,
+        "check_erasing_a_turn_rewrites_its_words_and_keeps_its_digests",
+    ),
+    "eager_erasure": (
+        "commits",
+        EagerErasure,
+        "check_a_running_turn_keeps_its_words_and_a_foreign_one_is_not_found",
     ),
     "half_bundle": (
         "commits",

@@ -26,6 +26,7 @@ from dramatiq.brokers.stub import StubBroker
 from turnframe_core import codes
 from turnframe_runtime import observe
 from turnframe_runtime.config import OutboxConfig
+from turnframe_runtime.erasure import erase_expired
 from turnframe_runtime.outbox.dispatch import DispatchOutcome
 from turnframe_runtime.outbox.relay import Relay
 from turnframe_store.errors import MissingExtra
@@ -221,7 +222,7 @@ class OutboxWorker:
         """The relay, and a recovery sweep every claim lease: a follow-up turn whose worker died
         after recording its answer (or any turn a crashed process left) is finished by the
         next sweep once its marker is older than the lease; stream logs past their retention
-        are pruned with it."""
+        are pruned with it, and turns past `RuntimeConfig.turn_retention_ms` erased."""
         lease_ms = self.config.claim_lease_ms
 
         async def sweep() -> None:
@@ -238,6 +239,16 @@ class OutboxWorker:
                     await self._dispatcher.kernel.followers.prune(self._dispatcher.kernel.clock())
                 except Exception as failure:
                     observe.failure(_log, "outbox.stream_prune_failed", failure)
+                try:  # finished turns' words past their retention (decision 0032)
+                    kernel = self._dispatcher.kernel
+                    await erase_expired(
+                        kernel.stores,
+                        kernel.config.turn_retention_ms,
+                        now=kernel.clock(),
+                        limit=1_000,
+                    )
+                except Exception as failure:
+                    observe.failure(_log, "outbox.retention_sweep_failed", failure)
 
         relay = self._running_relay = self.relay()
         try:

@@ -10,7 +10,8 @@ The checks choose every time they pass in (`created_at`, `now`, …); the store 
 assumed, so a store stamping lifecycle times with the wall clock passes too.
 
 The checks live in one module per section (`turns`, `stream`, `interactions`, `journal`,
-`events`, `outbox`, `timers`, `replay`, `ordering`, `bundle`, `arguments`, `transactions`);
+`events`, `outbox`, `timers`, `replay`, `erasure`, `ordering`, `bundle`, `arguments`,
+`transactions`);
 `CHECKS` lists them all, in that order.
 """
 
@@ -28,6 +29,11 @@ from turnframe_store.conformance.bundle import (
     check_a_commit_bundle_stores_the_assistant_turn_once,
     check_a_commit_bundle_with_an_invalid_item_writes_nothing,
     check_each_bundle_item_is_judged_on_the_state_its_own_stage_left,
+)
+from turnframe_store.conformance.erasure import (
+    check_a_running_turn_keeps_its_words_and_a_foreign_one_is_not_found,
+    check_erasing_a_turn_rewrites_its_words_and_keeps_its_digests,
+    check_the_retention_sweep_lists_final_turns_still_holding_words_oldest_first,
 )
 from turnframe_store.conformance.events import (
     check_a_duplicate_event_id_appends_nothing,
@@ -200,6 +206,10 @@ __all__ = [
     "check_a_record_is_linked_into_its_conversations_chain_once_when_final",
     "check_a_commit_bundle_links_the_record_it_makes_final",
     "check_an_auditor_finds_the_accounts_of_a_token_and_of_a_conversation",
+    # erasure
+    "check_erasing_a_turn_rewrites_its_words_and_keeps_its_digests",
+    "check_a_running_turn_keeps_its_words_and_a_foreign_one_is_not_found",
+    "check_the_retention_sweep_lists_final_turns_still_holding_words_oldest_first",
     # ordering
     "check_lists_follow_their_named_sort_keys",
     "check_another_accounts_records_are_not_found_exactly_like_missing_ones",

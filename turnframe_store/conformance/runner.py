@@ -24,6 +24,7 @@ SECTIONS: Final = (
     "outbox",
     "timers",
     "replay",
+    "erasure",
     "ordering",
     "bundle",
     "arguments",

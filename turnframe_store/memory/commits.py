@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+
 from turnframe_core.cases import CaseKey
 from turnframe_core.erasure import TurnErasure
 from turnframe_core.events import DomainEvent
@@ -149,6 +151,20 @@ class MemoryCommits(MemoryRole, CommitStore):
             invalidated=tuple(writer.invalidated),
         )
 
+    def _replace_event(self, undo: UndoLog, event: DomainEvent) -> None:
+        """`event` in place of the stored event of its id, in the ledger and both its orders."""
+        t = self.engine.t
+        key = (event.account_id, event.event_id)
+        stored = t.events[key]
+        undo.put(t.events, key, event)
+        for ordered in (
+            t.events_by_account[event.account_id],
+            t.events_by_case[(event.account_id, event.workflow, event.case_id)],
+        ):
+            at = ordered.index(stored)
+            ordered[at] = event
+            undo.step(functools.partial(ordered.__setitem__, at, stored))
+
     async def _erase_turn(self, account_id: str, turn_id: str) -> TurnErasure:
         return await self.engine.write(lambda undo: self.erase_turn_in(undo, account_id, turn_id))
 
@@ -167,6 +183,9 @@ class MemoryCommits(MemoryRole, CommitStore):
             journal=journal,
             outbox=outbox,
             stream_events=len(t.stream.get(key, ())),
+            events=tuple(
+                t.events[(account_id, e)] for e in record.event_ids if (account_id, e) in t.events
+            ),
             cards=tuple(
                 t.cards[(account_id, i)]
                 for i in record.interactions_created
@@ -184,8 +203,12 @@ class MemoryCommits(MemoryRole, CommitStore):
             undo.put(t.outbox, row.outbox_id, row)
         for card in plan.cards:
             undo.put(t.cards, (account_id, card.interaction_id), card)
+        for event in plan.events:
+            self._replace_event(undo, event)
         if plan.drop_stream:
             undo.remove(t.stream, key)
         if plan.record is not None:
             undo.put(t.replay, key, plan.record)
+        if plan.complete and key not in t.replay_erased:
+            undo.put(t.replay_erased, key, self.engine.clock())
         return plan.result

@@ -38,6 +38,20 @@ class MemoryReplay(MemoryRole, ReplayStore):
 
         return await self.engine.read(read)
 
+    async def _unerased_before(self, before: int, limit: int) -> tuple[tuple[str, str], ...]:
+        def read() -> tuple[tuple[str, str], ...]:
+            t = self.engine.t
+            held = sorted(
+                (record.recorded_at, key)
+                for key, record in t.replay.items()
+                if record.phase.is_terminal
+                and record.recorded_at < before
+                and key not in t.replay_erased
+            )
+            return tuple(key for _, key in held[:limit])
+
+        return await self.engine.read(read)
+
     async def _for_conversation(
         self, account_id: str, conversation_id: str
     ) -> tuple[ReplayRecord, ...]:

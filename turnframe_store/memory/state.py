@@ -111,6 +111,8 @@ class Tables:
         self.replay_first_put: dict[Key2, int] = {}
         self.replay_by_token: dict[Key2, str] = {}
         self.replay_by_conversation: dict[Key2, list[str]] = {}
+        #: when each (account, turn)'s words were all erased
+        self.replay_erased: dict[Key2, int] = {}
         #: each conversation's audit chain, link n at index n
         self.audit_chain: dict[Key2, list[ChainLink]] = {}
         #: the (account, turn)s the chain links

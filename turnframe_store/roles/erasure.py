@@ -2,17 +2,19 @@
 turn's documents and writes what `plan_erasure` gives, in one transaction.
 
 Rules:
-- Only a final turn is erased (its record `delivered` or `failed`): a turn still running keeps
-  its words until it ends, and erasing again then removes them.
+- Only a final turn is erased (its record `delivered` or `failed`): a turn still running keeps its
+  words until it ends, and erasing again then removes them.
 - What erasure writes: the user turn's input, the stored reply's blocks, the replay record's
-  personal fields (their digests kept), the words of each card the turn created once it
-  settled, the payload of each journal entry the turn admitted once it settled, the payload of
-  each outbox row the record lists once it settled; the turn's stream log is deleted whole (it
-  only served the reply, which the store keeps). Only content is written, never a lifecycle.
-- What it keeps: every id, kind, status, code, time, order and digest; the audit chain's links
-  are never written. A command or outbox row not settled yet keeps its payload (it still has to
-  run or be sent with it) and is reported in `kept`; so is a card still open (a click on it
-  runs what it stored).
+  personal fields (their digests kept), the payload of each event the turn committed (its id,
+  type, case, revision and sequence stay: receipts stay backed, readers' cursors do not move), the
+  words of each card the turn created once it settled, the payload of each journal entry the turn
+  admitted once it settled, the payload of each outbox row the record lists once it settled; the
+  turn's stream log is deleted whole (it only served the reply, which the store keeps). Only
+  content is written, never a lifecycle.
+- What it keeps: every id, kind, status, code, time, order and digest; the audit chain's links are
+  never written. A command or outbox row not settled yet keeps its payload (it still has to run or
+  be sent with it) and is reported in `kept`; so is a card still open (a click on it runs what it
+  stored).
 - Erasing an erased turn writes nothing and says so (`already`).
 """
 
@@ -28,6 +30,7 @@ from turnframe_core.erasure import (
     erase_reply,
     erase_value,
 )
+from turnframe_core.events import DomainEvent
 from turnframe_core.interactions import Interaction
 from turnframe_core.replay import ReplayRecord
 from turnframe_core.turn import AssistantTurn
@@ -48,6 +51,8 @@ class TurnDocuments:
     stream_events: int
     #: the cards the turn created
     cards: tuple[Interaction, ...] = ()
+    #: the events the turn committed
+    events: tuple[DomainEvent, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -61,11 +66,26 @@ class ErasurePlan:
     journal: tuple[JournalEntry, ...] = ()
     outbox: tuple[OutboxEntry, ...] = ()
     cards: tuple[Interaction, ...] = ()
+    events: tuple[DomainEvent, ...] = ()
     drop_stream: bool = False
 
     @property
+    def complete(self) -> bool:
+        """Nothing of the turn holds words once this plan is written: the store marks the turn
+        done (the retention sweep passes it by from then on)."""
+        return self.result.erased and not self.result.kept
+
+    @property
     def writes(self) -> bool:
-        documents = (self.record, self.user_turn, self.reply, self.journal, self.outbox, self.cards)
+        documents = (
+            self.record,
+            self.user_turn,
+            self.reply,
+            self.journal,
+            self.outbox,
+            self.cards,
+            self.events,
+        )
         return any(documents) or self.drop_stream
 
 
@@ -99,6 +119,11 @@ def plan_erasure(docs: TurnDocuments, at: int) -> ErasurePlan:
             kept.append(f"card {card.interaction_id}: {card.status.value}")
         elif (erased_card := erase_card(card)) != card:
             cards.append(erased_card)
+    events = [
+        event.model_copy(update={"payload": payload})
+        for event in docs.events
+        if (payload := erase_value(event.payload)) != event.payload
+    ]
     erased_record = erase_record(record, at)
     user_turn = docs.user_turn
     erased_input = None
@@ -114,6 +139,7 @@ def plan_erasure(docs: TurnDocuments, at: int) -> ErasurePlan:
         journal=tuple(journal),
         outbox=tuple(outbox),
         cards=tuple(cards),
+        events=tuple(events),
         drop_stream=docs.stream_events > 0,
     )
     if not plan.writes:

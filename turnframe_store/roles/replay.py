@@ -75,6 +75,15 @@ class ReplayReader(Role, ABC):
         rules.text(conversation_id)
         return await self._accounts_with_conversation(conversation_id)
 
+    async def unerased_before(self, before: int, limit: int) -> tuple[tuple[str, str], ...]:
+        """Operator sweep, every account (the retention sweep, decision 0032): the (account,
+        turn) of at most `limit` final records recorded before `before` whose turn still holds
+        words (no erasure left it with none), oldest first, then by account and turn."""
+        return await self._unerased_before(rules.instant(before), rules.limit(limit))
+
+    @abstractmethod
+    async def _unerased_before(self, before: int, limit: int) -> tuple[tuple[str, str], ...]: ...
+
     @abstractmethod
     async def _get(self, account_id: str, turn_id: str) -> ReplayRecord: ...
 

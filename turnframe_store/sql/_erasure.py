@@ -1,12 +1,12 @@
 """Erasing one turn on SQL (internal): its documents read and rewritten in one transaction, as
 `roles.erasure.plan_erasure` says.
 
-The replay row is read first, `FOR UPDATE` on PostgreSQL, so two erasures of one turn queue on
-it (the second then finds the turn erased and writes nothing). Only content columns are written
-(`user_input`, `assistant_turn`, a card's `interaction`, a journal entry's `entry`, an outbox
-row's `payload`, the record): a lifecycle column a concurrent writer moves is never
-overwritten. A card or an outbox row is rewritten only while it is still settled. The record is written last: a failure before it
-undoes the transaction, and the turn is then as it was.
+The replay row is read first, `FOR UPDATE` on PostgreSQL, so two erasures of one turn queue on it
+(the second then finds the turn erased and writes nothing). Only content columns are written
+(`user_input`, `assistant_turn`, an event's `payload`, a card's `interaction`, a journal entry's
+`entry`, an outbox row's `payload`, the record): a lifecycle column a concurrent writer moves is
+never overwritten. A card or an outbox row is rewritten only while it is still settled. The record
+is written last: a failure before it undoes the transaction, and the turn is then as it was.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from typing import Any
 import sqlalchemy as sa
 
 from turnframe_core.erasure import TurnErasure
+from turnframe_core.events import DomainEvent
 from turnframe_core.interactions import Interaction, InteractionStatus
 from turnframe_store.errors import NotFound
 from turnframe_store.records import OutboxEntry, OutboxStatus
@@ -40,6 +41,8 @@ class ErasureStatements:
     journal_of_turn: Statement
     outbox_row: Statement
     card_row: Statement
+    event_row: Statement
+    event_rewrite: Statement
     card_rewrite: Statement
     stream_count: Statement
     turn_rewrite: Statement
@@ -47,6 +50,7 @@ class ErasureStatements:
     payload_rewrite: Statement
     stream_drop: Statement
     record_rewrite: Statement
+    record_done: Statement
 
     @classmethod
     def build(cls, sql: Compiler) -> ErasureStatements:
@@ -57,6 +61,8 @@ class ErasureStatements:
         outbox = sql.tables["tf_outbox"]
         log = sql.tables["tf_stream_event"]
         card = sql.tables["tf_interaction"]
+        event = sql.tables["tf_domain_event"]
+        of_event = (event.c.account_id == bind("account_id"), event.c.event_id == bind("event_id"))
         of_card = (
             card.c.account_id == bind("account_id"),
             card.c.interaction_id == bind("interaction_id"),
@@ -89,6 +95,11 @@ class ErasureStatements:
                 sa.select(outbox).where(outbox.c.outbox_id == bind("outbox_id")),
             ),
             card_row=c("erase_card_row", sa.select(card).where(*of_card)),
+            event_row=c("erase_event_row", sa.select(event).where(*of_event)),
+            event_rewrite=c(
+                "erase_event_rewrite",
+                sa.update(event).where(*of_event).values(payload=bind("payload")),
+            ),
             card_rewrite=c(
                 "erase_card_rewrite",
                 sa.update(card)
@@ -129,6 +140,16 @@ class ErasureStatements:
                 .where(replay.c.account_id == account, replay.c.turn_id == turn_id)
                 .values(record=bind("record")),
             ),
+            record_done=c(
+                "erase_record_done",
+                sa.update(replay)
+                .where(
+                    replay.c.account_id == account,
+                    replay.c.turn_id == turn_id,
+                    replay.c.erased_at.is_(None),
+                )
+                .values(erased_at=bind("erased_at", replay.c.erased_at.type)),
+            ),
         )
 
 
@@ -160,6 +181,10 @@ class SqlErasure:
         for interaction_id in record.interactions_created:
             params = {"account_id": account_id, "interaction_id": interaction_id}
             cards.extend(codec.card(row) for row in await connection.fetch(st.card_row, params))
+        events: list[DomainEvent] = []
+        for event_id in record.event_ids:
+            params = {"account_id": account_id, "event_id": event_id}
+            events.extend(codec.event(row) for row in await connection.fetch(st.event_row, params))
         docs = TurnDocuments(
             record=record,
             user_turn=None if turn_row is None else codec.user_turn(turn_row),
@@ -168,6 +193,7 @@ class SqlErasure:
             outbox=tuple(outbox),
             stream_events=int((await connection.fetch(st.stream_count, key))[0]["events"]),
             cards=tuple(cards),
+            events=tuple(events),
         )
         plan = plan_erasure(docs, self._core.clock())
         if plan.user_turn is not None or plan.reply is not None:
@@ -191,10 +217,17 @@ class SqlErasure:
         for card in plan.cards:
             params = {"account_id": account_id, "interaction_id": card.interaction_id}
             await _write(connection, st.card_rewrite, {**params, "interaction": document(card)})
+        for event in plan.events:
+            params = {"account_id": account_id, "event_id": event.event_id}
+            await _write(
+                connection, st.event_rewrite, {**params, "payload": document(event.payload)}
+            )
         if plan.drop_stream:
             await _write(connection, st.stream_drop, key)
         if plan.record is not None:
             await _write(connection, st.record_rewrite, {**key, "record": document(plan.record)})
+        if plan.complete:
+            await _write(connection, st.record_done, {**key, "erased_at": self._core.now()})
         return plan.result
 
 

@@ -30,6 +30,7 @@ class ReplayStatements:
     replay_get: Statement
     replay_get_by_token: Statement
     replay_of_conversation: Statement
+    replay_unerased: Statement
     replay_last_of_conversation: Statement
     link_last: Statement
     link_insert: Statement
@@ -46,7 +47,7 @@ class ReplayStatements:
             replay.c.account_id == account,
             replay.c.conversation_id == bind("conversation_id"),
         )
-        upsert = sql.insert(replay).values(values_of(replay))
+        upsert = sql.insert(replay).values(values_of(replay, "erased_at"))
         link = sql.tables["tf_audit_link"]
         link_of_conversation = (
             link.c.account_id == account,
@@ -88,6 +89,17 @@ class ReplayStatements:
                 sa.select(replay.c.record)
                 .where(*of_conversation)
                 .order_by(replay.c.first_recorded_at, replay.c.turn_id),
+            ),
+            replay_unerased=c(
+                "replay_unerased",
+                sa.select(replay.c.account_id, replay.c.turn_id)
+                .where(
+                    replay.c.erased_at.is_(None),
+                    among(replay.c.phase, turn_rules.TERMINAL_PHASES),
+                    replay.c.recorded_at < bind("before", replay.c.recorded_at.type),
+                )
+                .order_by(replay.c.recorded_at, replay.c.account_id, replay.c.turn_id)
+                .limit(bind("limit")),
             ),
             replay_last_of_conversation=c(
                 "replay_last_of_conversation",
@@ -208,6 +220,13 @@ class SqlReplay(ReplayStore):
             self._st.replay_get_by_token,
             {"account_id": account_id, "replay_token": replay_token},
         )
+
+    async def _unerased_before(self, before: int, limit: int) -> tuple[tuple[str, str], ...]:
+        rows = await self._core.fetch(
+            self._st.replay_unerased,
+            {"before": self._core.backend.time_in(before), "limit": limit},
+        )
+        return tuple((row["account_id"], row["turn_id"]) for row in rows)
 
     async def _for_conversation(
         self, account_id: str, conversation_id: str

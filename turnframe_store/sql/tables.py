@@ -325,6 +325,14 @@ class TfReplay(_TfModel, table=True):
         # an auditor who knows only a token, or a conversation id, finds its accounts
         sa.Index("tf_replay_by_token", "replay_token"),
         sa.Index("tf_replay_conversation_accounts", "conversation_id", "account_id"),
+        # the retention sweep: final records whose words are not all erased, oldest first
+        sa.Index(
+            "tf_replay_retention",
+            "recorded_at",
+            "account_id",
+            "turn_id",
+            **_where(f"erased_at IS NULL AND {_among('phase', turn_rules.TERMINAL_PHASES)}"),
+        ),
     )
 
     account_id: str = _text(primary_key=True)
@@ -335,6 +343,8 @@ class TfReplay(_TfModel, table=True):
     first_recorded_at: datetime = _time()
     recorded_at: datetime = _time()
     record: str = _text()
+    #: when the turn's words were all erased (decision 0032; nothing left holding them)
+    erased_at: datetime | None = _time(nullable=True)
 
 
 class TfAuditLink(_TfModel, table=True):
