@@ -21,6 +21,8 @@ from turnframe_store.sql._migrate import VERSION_TABLE
 from turnframe_store.sql.tables import metadata
 from turnframe_store.sql.url import sync_url
 
+#: the last revision (0003: tf_replay.erased_at, decision 0032)
+HEAD = "0003"
 TABLES = {
     "tf_conversation",
     "tf_turn",
@@ -77,7 +79,7 @@ async def test_the_migrations_create_every_table_and_record_their_version(
     versions = await asyncio.to_thread(_inspect, database, _versions)
 
     assert names == TABLES | {VERSION_TABLE}
-    assert versions == ["0002"]
+    assert versions == [HEAD]
 
 
 async def test_migrating_again_on_the_next_start_keeps_the_data(database: Database) -> None:
@@ -96,7 +98,7 @@ async def test_migrating_again_on_the_next_start_keeps_the_data(database: Databa
     second = await database.migrated()
 
     assert (await second.conversations.get_phase("acct_1", "turn_1")).phase is TurnPhase.RECEIVED
-    assert await asyncio.to_thread(_inspect, database, _versions) == ["0002"]
+    assert await asyncio.to_thread(_inspect, database, _versions) == [HEAD]
 
 
 async def test_the_in_process_guard_lets_stores_in_one_process_migrate_together(
@@ -106,7 +108,7 @@ async def test_the_in_process_guard_lets_stores_in_one_process_migrate_together(
 
     await asyncio.gather(*(stores.migrate() for stores in starting))
 
-    assert await asyncio.to_thread(_inspect, database, _versions) == ["0002"]
+    assert await asyncio.to_thread(_inspect, database, _versions) == [HEAD]
     assert await asyncio.to_thread(_inspect, database, _differences) == []
 
 
@@ -138,5 +140,5 @@ async def test_two_processes_migrating_together_do_not_race(database: Database) 
     outcomes = [await process.communicate() for process in processes]
 
     assert [p.returncode for p in processes] == [0, 0, 0], [err for _, err in outcomes]
-    assert await asyncio.to_thread(_inspect, database, _versions) == ["0002"]
+    assert await asyncio.to_thread(_inspect, database, _versions) == [HEAD]
     assert await asyncio.to_thread(_inspect, database, _differences) == []
