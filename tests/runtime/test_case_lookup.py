@@ -10,6 +10,8 @@ from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, cast
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from turnframe_core import (
     Brief,
@@ -24,11 +26,12 @@ from turnframe_core import (
 )
 from turnframe_core.understanding import OfferedRecord, validate_understanding
 from turnframe_runtime import RuntimeConfig
-from turnframe_runtime.lookup import CaseLookups, LookupLimiter
+from turnframe_runtime.cases import CaseBook
+from turnframe_runtime.lookup import CaseLookups, LookedUp, LookupLimiter
 from turnframe_runtime.models import understanding_schema
 from turnframe_runtime.ports import CaseCandidate
 from turnframe_test.harness import DeskHarness
-from turnframe_test.sample.travel import TRIP, TripDirectory, TripWorkflow
+from turnframe_test.sample.travel import TRIP, TripDesk, TripDirectory, TripWorkflow
 from turnframe_test.scripted import ScriptedInterpreter
 from turnframe_test.understandings import act
 
@@ -272,3 +275,34 @@ def test_the_model_is_offered_lookups_only_of_the_kinds_the_brief_offers() -> No
     schema = understanding_schema(_brief("hi", OfferedRecord(record=BOOKING, workflow=TRIP)))
     record = schema["properties"]["lookups"]["items"]["properties"]["record"]
     assert record == {"type": "string", "enum": [BOOKING]}
+
+
+async def _look_up_as_acct_1(desk: TripDesk, reference: str) -> tuple[LookedUp, list[str]]:
+    directory = LeakyDirectory(desk)
+    lookups = CaseLookups.build([NamedTrips()], 10, 60_000)
+    cases = CaseBook(directory, {TRIP: NamedTrips()}, "acct_1")
+    named = named_record(BOOKING, reference)
+    looked = await lookups.look_up(cases, "acct_1", "conv_1", [named], now=0)
+    return looked, [call for call, _ in directory.asked]
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.one_of(
+        st.from_regex(r"BK-[0-9]{4}", fullmatch=True),
+        st.text(min_size=1, max_size=24).filter(str.strip),
+    )
+)
+async def test_any_reference_to_another_accounts_record_answers_as_one_to_no_record(
+    reference: str,
+) -> None:
+    foreign_desk = TripDesk()
+    foreign_desk.open_trip("acct_2", "T-300", reference)
+    foreign, asked_foreign = await _look_up_as_acct_1(foreign_desk, reference)
+    missing, asked_missing = await _look_up_as_acct_1(TripDesk(), reference)
+
+    assert foreign == missing and foreign.found == ()
+    assert len(foreign.noticed.notices) == 1
+    well_formed = NamedTrips().nameable()[0].accepts(reference)
+    assert asked_missing == (["find"] if well_formed else [])
+    assert asked_foreign == (["find", "authorize"] if well_formed else [])
