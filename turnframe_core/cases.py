@@ -8,12 +8,14 @@ from pydantic import StringConstraints
 
 from turnframe_core.model import FrozenModel, Revision
 
-__all__ = ["CaseKey", "CaseRef", "CaseId", "WorkflowKey"]
+__all__ = ["CaseKey", "CaseRef", "CaseId", "RecordKind", "WorkflowKey"]
 
 WorkflowKey = Annotated[
     str, StringConstraints(min_length=1, max_length=100, pattern=r"^[a-z][a-z0-9_.-]*$")
 ]
 CaseId = Annotated[str, StringConstraints(min_length=1, max_length=200)]
+#: a kind of record a user may name to reach its case ("booking_reference", "order_number")
+RecordKind = Annotated[str, StringConstraints(pattern=r"^[a-z][a-z0-9_]{0,63}$")]
 
 
 class CaseKey(FrozenModel):

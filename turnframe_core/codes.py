@@ -170,6 +170,18 @@ OPERATION_NOT_PROPOSABLE = "turnframe.operation.not_proposable"
 # --- targets ------------------------------------------------------------------------------------
 TARGET_MISSING = "turnframe.target.missing"
 
+# --- case lookup --------------------------------------------------------------------------------
+# case lookup: a case found by a reference the user names (decision 0033)
+#: no case of that kind and reference this account may reach; another account's record and a
+#: record that does not exist answer with this same code
+CASE_LOOKUP_NOT_FOUND = "turnframe.case_lookup.not_found"
+#: the reference does not have the form its workflow declares; nothing was looked up
+CASE_LOOKUP_MALFORMED_REFERENCE = "turnframe.case_lookup.malformed_reference"
+#: the conversation made as many lookups as its window allows; nothing was looked up
+CASE_LOOKUP_RATE_LIMITED = "turnframe.case_lookup.rate_limited"
+#: an understanding names a kind of record its brief did not offer
+UNDERSTANDING_UNKNOWN_RECORD = "turnframe.understanding.unknown_record"
+
 # --- replay -------------------------------------------------------------------------------------
 REPLAY_CHAIN_BROKEN = "turnframe.replay.chain_broken"
 #: audit chain findings (turnframe_core.audit_chain)

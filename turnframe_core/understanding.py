@@ -32,7 +32,7 @@ from pydantic import Field, JsonValue, StringConstraints, field_validator, model
 
 from turnframe_core import codes
 from turnframe_core.canonical import CanonicalJsonError, canonical_json, digest
-from turnframe_core.cases import WorkflowKey
+from turnframe_core.cases import RecordKind, WorkflowKey
 from turnframe_core.errors import TurnframeError
 from turnframe_core.ids import InteractionId, OptionId
 from turnframe_core.limits import MAX_JSON_DEPTH, json_value_problem
@@ -50,10 +50,12 @@ __all__ = [
     "Evidence",
     "Handle",
     "HandleTarget",
+    "NamedReference",
     "NewRecord",
     "OfferedCard",
     "OfferedHandle",
     "OfferedOperation",
+    "OfferedRecord",
     "Problem",
     "ProposedAct",
     "Question",
@@ -66,6 +68,7 @@ __all__ = [
     "act",
     "ambiguous_act",
     "constraint",
+    "named_record",
     "question",
     "understanding_of",
     "validate_understanding",
@@ -191,6 +194,15 @@ class CardAnswerProposal(FrozenModel):
     evidence: Evidence
 
 
+class NamedReference(FrozenModel):
+    """A record the user named, of a kind the brief offers, by the reference they wrote (a
+    booking reference, an order number): the runtime looks its case up, never the model."""
+
+    record: RecordKind
+    reference: Annotated[str, StringConstraints(min_length=1, max_length=256)]
+    evidence: Evidence
+
+
 class Understanding(FrozenModel):
     """Everything an Interpreter proposes for one turn. A proposal, never an effect."""
 
@@ -198,10 +210,13 @@ class Understanding(FrozenModel):
     questions: tuple[Question, ...] = ()
     constraints: tuple[Constraint, ...] = ()
     card_answers: tuple[CardAnswerProposal, ...] = ()
+    lookups: tuple[NamedReference, ...] = ()
 
     @property
     def is_empty(self) -> bool:
-        return not (self.acts or self.questions or self.constraints or self.card_answers)
+        return not (
+            self.acts or self.questions or self.constraints or self.card_answers or self.lookups
+        )
 
     def hash(self) -> str:
         """`sha256:` digest of the canonical JSON; equal understandings share it."""
@@ -307,6 +322,13 @@ class OfferedHandle(FrozenModel):
     workflow: WorkflowKey
 
 
+class OfferedRecord(FrozenModel):
+    """A kind of record the user may name this turn, and the workflow of its cases."""
+
+    record: RecordKind
+    workflow: WorkflowKey
+
+
 class OfferedCard(FrozenModel):
     """The card on screen and its option ids; `accepts_text` when typed words may answer it."""
 
@@ -324,12 +346,17 @@ class Brief(FrozenModel):
     operations: tuple[OfferedOperation, ...] = ()
     card_on_screen: OfferedCard | None = None
     new_record_workflows: tuple[WorkflowKey, ...] = ()
+    #: the records the user may name (each kind once); a found case gets a handle
+    records: tuple[OfferedRecord, ...] = ()
 
     @model_validator(mode="after")
     def _unique_offers(self) -> Brief:
         handles = [offered.handle for offered in self.handles]
         if len(set(handles)) != len(handles):
             raise ValueError("a brief issues each handle once")
+        records = [offered.record for offered in self.records]
+        if len(set(records)) != len(records):
+            raise ValueError("a brief offers each kind of record once")
         operations = [offered.operation for offered in self.operations]
         if len(set(operations)) != len(operations):
             raise ValueError("a brief offers each operation once")
@@ -452,6 +479,21 @@ def _problems(understanding: Understanding, brief: Brief) -> Iterator[Problem]:
             yield Problem(code=codes.UNDERSTANDING_DUPLICATE_ID, path=f"{path}.interaction_id")
         answered.add(answer.interaction_id)
         yield from _evidence_problems(answer.evidence, path, brief.text)
+
+    yield from _lookup_problems(understanding.lookups, brief)
+
+
+def _lookup_problems(lookups: Sequence[NamedReference], brief: Brief) -> Iterator[Problem]:
+    """A named record is of a kind the brief offers, and its reference is the user's words."""
+    offered = {record.record for record in brief.records}
+    folded = _folded(brief.text or "")
+    for index, named in enumerate(lookups):
+        path = f"lookups[{index}]"
+        if named.record not in offered:
+            yield Problem(code=codes.UNDERSTANDING_UNKNOWN_RECORD, path=f"{path}.record")
+        if not _grounded(named.reference, folded):
+            yield Problem(code=codes.UNDERSTANDING_VALUE_NOT_GROUNDED, path=f"{path}.reference")
+        yield from _evidence_problems(named.evidence, path, brief.text)
 
 
 def _value_problems(
@@ -578,8 +620,16 @@ def constraint(kind: ConstraintKind | str, quote: str) -> Constraint:
     return Constraint(kind=ConstraintKind(kind), evidence=Evidence(quote=quote))
 
 
+def named_record(record: str, reference: str, quote: str | None = None) -> NamedReference:
+    """The user named a record of kind `record` by `reference`, quoting `quote` (the
+    reference itself unless given)."""
+    return NamedReference(
+        record=record, reference=reference, evidence=Evidence(quote=quote or reference)
+    )
+
+
 def understanding_of(
-    *parts: ProposedAct | Question | Constraint | CardAnswerProposal,
+    *parts: ProposedAct | Question | Constraint | CardAnswerProposal | NamedReference,
 ) -> Understanding:
     """An understanding of `parts`, each in its list in the order given."""
     return Understanding(
@@ -587,4 +637,5 @@ def understanding_of(
         questions=tuple(p for p in parts if isinstance(p, Question)),
         constraints=tuple(p for p in parts if isinstance(p, Constraint)),
         card_answers=tuple(p for p in parts if isinstance(p, CardAnswerProposal)),
+        lookups=tuple(p for p in parts if isinstance(p, NamedReference)),
     )

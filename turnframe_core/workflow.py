@@ -16,6 +16,7 @@ structurally; `as_workflow` is the one place that adapts such an object to a `Wo
 
 from __future__ import annotations
 
+import re
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from enum import StrEnum
@@ -26,7 +27,7 @@ from pydantic import Field, StringConstraints, model_validator
 from turnframe_core import codes
 from turnframe_core.blocks import NoticeSeverity
 from turnframe_core.canonical import Digest, canonical_json
-from turnframe_core.cases import CaseRef
+from turnframe_core.cases import CaseRef, RecordKind
 from turnframe_core.commands import CommandPolicy, RiskClass
 from turnframe_core.copytext import Localized
 from turnframe_core.errors import TurnframeError
@@ -47,6 +48,7 @@ __all__ = [
     "CompiledCommand",
     "DomainRefusal",
     "InteractionRequirement",
+    "NameableRecord",
     "NextStep",
     "Obligation",
     "OperationName",
@@ -284,6 +286,30 @@ class DomainRefusal(FrozenModel):
     explanation: NonEmptyStr | Localized
 
 
+class NameableRecord(FrozenModel):
+    """A record a user may name to reach its case (a booking reference, an order number): its
+    kind, and the form a reference of that kind has (`pattern`, matched whole, on at most
+    `max_length` characters). A reference of another form is refused before any lookup."""
+
+    record: RecordKind
+    pattern: NonEmptyStr
+    max_length: int = Field(default=64, ge=1, le=256)
+
+    @model_validator(mode="after")
+    def _compiles(self) -> NameableRecord:
+        try:
+            re.compile(self.pattern)
+        except re.error:
+            raise ValueError("a nameable record's pattern is a regular expression") from None
+        return self
+
+    def accepts(self, reference: str) -> bool:
+        """Whether `reference` has this record's form (its length checked first)."""
+        return (
+            len(reference) <= self.max_length and re.fullmatch(self.pattern, reference) is not None
+        )
+
+
 class NextStep(FrozenModel):
     """A step the user could take next: an offered operation, how to say it, preset arguments."""
 
@@ -508,6 +534,11 @@ class Workflow(ABC):
         the same turn backs that promise."""
         return False
 
+    def nameable(self) -> Sequence[NameableRecord]:
+        """The records a user may name to reach one of this workflow's cases (looked up through
+        `CaseDirectory.find`, scoped to the account); none declared."""
+        return ()
+
     def external_answer(self, request: Any, result: Any) -> CompiledCommand | None:
         """The command that records an external system's answer to one of this workflow's
         outbox requests (`request` an `OutboxRequest`, `result` a `SendCompleted` or
@@ -589,6 +620,10 @@ class _DefinedWorkflow(Workflow):
     def follow_up_pending(self, state: Mapping[str, Any] | None) -> bool:
         pending = getattr(self.definition, "follow_up_pending", None)
         return bool(pending(state)) if callable(pending) else False
+
+    def nameable(self) -> Sequence[NameableRecord]:
+        declared = getattr(self.definition, "nameable", None)
+        return tuple(declared()) if callable(declared) else ()
 
     def external_answer(self, request: Any, result: Any) -> CompiledCommand | None:
         answer = getattr(self.definition, "external_answer", None)

@@ -74,6 +74,22 @@ class CaseBook:
         self.cases[key] = in_view
         return in_view
 
+    async def find(self, workflow: str, name: str) -> list[CaseInView]:
+        """The cases of `workflow` the directory finds by `name` that this account may reach,
+        each loaded and given a handle (its own, when it had one). A case of another account
+        is dropped by `authorize` exactly as if it had not been found."""
+        found: list[CaseInView] = []
+        for candidate in await self._directory.find(self._account_id, workflow, name):
+            if candidate.case.workflow != workflow:
+                continue
+            in_view = await self.load(candidate.case, candidate.label)
+            if in_view is None or any(f.case_ref.key == candidate.case for f in found):
+                continue
+            found.append(in_view)
+            if all(c.case_ref.key != candidate.case for c in self.handles.values()):
+                self.handles[f"h{len(self.handles) + 1}"] = in_view
+        return found
+
     async def load_candidates(self, conversation_id: str) -> None:
         """Load the conversation's candidate cases and issue a handle for each (h1, h2, …)."""
         candidates = await self._directory.candidates(self._account_id, conversation_id)

@@ -55,6 +55,10 @@ class RuntimeConfig:
     - `guard`: how the wording guard reads free prose's languages (`GuardConfig`: ordinary
       words to add per language, the shortest text judged foreign, languages whose language
       check is off); its claim rules and value grounding always run.
+    - `lookups_per_conversation`, `lookup_window_ms`: a conversation may look up at most this
+      many records the user names (`Workflow.nameable`) in any window of this length; one more
+      is refused with `turnframe.case_lookup.rate_limited`. Counted in this process (decision
+      0033).
     """
 
     locales: tuple[str, ...] = ("en",)
@@ -72,6 +76,8 @@ class RuntimeConfig:
     guard: GuardConfig = DEFAULT_GUARD
     timer_lease_ms: int = 60_000
     timer_poll_ms: int = 1_000
+    lookups_per_conversation: int = 10
+    lookup_window_ms: int = 600_000
 
     def __post_init__(self) -> None:
         if self.narration not in ("structured", "free"):
@@ -87,6 +93,8 @@ class RuntimeConfig:
             "feed_followers_per_conversation",
             "timer_lease_ms",
             "timer_poll_ms",
+            "lookups_per_conversation",
+            "lookup_window_ms",
         )
         if self.turn_retention_ms is not None:
             _at_least_one(self, "turn_retention_ms")

@@ -55,7 +55,7 @@ from turnframe_runtime.reduce import (
     target_resolutions,
 )
 from turnframe_runtime.state import TurnState
-from turnframe_runtime.understand import understand
+from turnframe_runtime.understand import Understood, understand
 from turnframe_store.bundle import Stores
 from turnframe_store.errors import Conflict, StoreError, Timeout
 from turnframe_store.records import UserTurnRecord
@@ -127,21 +127,29 @@ async def understand_and_start(kernel: Kernel, t: TurnState, accepted: Accepted)
     starting = False
     try:
         admitted = accepted.admitted
+        card = admitted.card if admitted else None
         with observe.stage("G", "understand"):
             understood = await understand(
                 kernel.interpreter,
                 t.ctx,
                 t.cases.handles,
-                admitted.card if admitted else None,
+                card,
                 kernel.clock,
+                kernel.lookups.offered,
             )  # G
+            heard = _heard(t, understood)
+            named = understood.understanding.lookups if understood.trusted else ()
+            if named:  # the records the user named (decision 0033)
+                looked = await kernel.lookups.look_up(
+                    t.cases, t.ctx.account_id, t.ctx.conversation_id, named, kernel.clock()
+                )
+                if looked.found:  # read again over a brief with their handles, no more lookups
+                    understood = await understand(
+                        kernel.interpreter, t.ctx, t.cases.handles, card, kernel.clock
+                    )
+                    heard = _heard(t, understood)
+                heard = looked.noticed + heard
         understanding = understood.understanding
-        if understood.attempt is not None:
-            t.audit.attempted(understood.attempt)
-        t.audit.understanding_problems.extend(understood.problems)
-        heard = noticed(understood.notice) if understood.notice is not None else NOTHING
-        if understood.trusted:
-            t.audit.understanding = understanding
         with observe.stage("J-K", "reduce"):
             planned = plan_turn(t, admitted, understanding, heard)  # J/K
         if not planned.writes_anything:
@@ -154,6 +162,16 @@ async def understand_and_start(kernel: Kernel, t: TurnState, accepted: Accepted)
         if not (starting and isinstance(failure, Timeout)):
             await fail_before_effects(kernel, t, failure)
         raise
+
+
+def _heard(t: TurnState, understood: Understood) -> Noticed:
+    """Record what understanding said (its call, its problems, the understanding when it is
+    trusted) and return its notice."""
+    if understood.attempt is not None:
+        t.audit.attempted(understood.attempt)
+    t.audit.understanding_problems.extend(understood.problems)
+    t.audit.understanding = understood.understanding if understood.trusted else None
+    return noticed(understood.notice) if understood.notice is not None else NOTHING
 
 
 async def accept_and_start(

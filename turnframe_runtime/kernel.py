@@ -6,9 +6,9 @@ Rules:
   fixed when the kernel is built and never changes; the public facade (`TurnRuntime`), the
   outbox dispatcher, the worker and recovery all take the kernel, and none of them reaches into
   another's underscore names.
-- A kernel refuses to be built over stores without transactions, duplicate workflow keys or
-  event origin names, free narration without an explicitly passed reviewer, or copy missing a
-  message a declared locale needs.
+- A kernel refuses to be built over stores without transactions, duplicate workflow keys,
+  nameable record kinds or event origin names, free narration without an explicitly passed
+  reviewer, or copy missing a message a declared locale needs.
 - One turn at a time per conversation (`lock`); each turn's state is its own (`begin`).
 """
 
@@ -43,6 +43,7 @@ from turnframe_runtime.errors import ConversationBusy, ReviewerRequired, StoresW
 from turnframe_runtime.execute import Execution
 from turnframe_runtime.feed import ConversationFeeds
 from turnframe_runtime.follow import Followers
+from turnframe_runtime.lookup import CaseLookups
 from turnframe_runtime.narration import Narration
 from turnframe_runtime.origins import EventOrigin
 from turnframe_runtime.ports import (
@@ -90,6 +91,8 @@ class Kernel:
     feeds: ConversationFeeds
     #: the senders of server events, by name
     origins: Mapping[str, EventOrigin]
+    #: the records users may name, and this process's count of their lookups
+    lookups: CaseLookups
 
     @classmethod
     def build(
@@ -174,6 +177,9 @@ class Kernel:
             followers=Followers(stores, hub, config),
             feeds=ConversationFeeds(stores, hub, config),
             origins=MappingProxyType(by_name),
+            lookups=CaseLookups.build(
+                adopted, config.lookups_per_conversation, config.lookup_window_ms
+            ),
         )
 
     @asynccontextmanager

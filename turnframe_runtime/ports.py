@@ -83,9 +83,10 @@ class CaseDirectory(Protocol):
         ...
 
     async def find(self, account_id: str, workflow: str, name: str) -> Sequence[CaseCandidate]:
-        """Cases of `workflow` whose label matches `name` exactly (no fuzzy matching). Reserved
-        for looking up a record the user names that is not among the candidates; this runtime
-        does not call it yet."""
+        """Cases of `workflow` whose record matches `name` exactly (no fuzzy matching): a
+        reference the user named, of a kind the workflow declares (`Workflow.nameable`), in
+        the form it declares. The runtime authorizes every case returned before it loads it
+        (decision 0033); the label returned is what the brief shows."""
         ...
 
 

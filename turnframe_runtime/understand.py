@@ -9,7 +9,7 @@ and the notice.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from turnframe_core import codes
@@ -20,6 +20,7 @@ from turnframe_core.understanding import (
     OfferedCard,
     OfferedHandle,
     OfferedOperation,
+    OfferedRecord,
     Problem,
     Understanding,
     UnderstandingRejected,
@@ -51,9 +52,12 @@ class Understood:
 
 
 def brief_for(
-    turn: TurnContext, handles: Mapping[str, CaseInView], card: Interaction | None
+    turn: TurnContext,
+    handles: Mapping[str, CaseInView],
+    card: Interaction | None,
+    records: Sequence[OfferedRecord] = (),
 ) -> Brief:
-    """What the interpreter may see of this turn."""
+    """What the interpreter may see of this turn; `records`: what the user may name."""
     operations: dict[str, OfferedOperation] = {}
     for case in handles.values():
         for spec in case.workflow.operations(case.view):
@@ -80,6 +84,7 @@ def brief_for(
         ),
         operations=tuple(operations.values()),
         card_on_screen=card_on_screen,
+        records=tuple(records),
     )
 
 
@@ -89,14 +94,15 @@ async def understand(
     handles: Mapping[str, CaseInView],
     card: Interaction | None,
     clock: Callable[[], int],
+    records: Sequence[OfferedRecord] = (),
 ) -> Understood:
-    """The validated understanding of the turn's text."""
+    """The validated understanding of the turn's text; `records`: what the user may name."""
     text = (turn.input.text or "").strip()
     if not text:
         return Understood(Understanding())
     if interpreter is None:
         return Understood(Understanding(), notice=codes.NOTICE_MESSAGE_UNREADABLE)
-    brief = brief_for(turn, handles, card)
+    brief = brief_for(turn, handles, card, records)
     started = clock()
     try:
         with observe.span("model.understand"):

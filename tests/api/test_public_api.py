@@ -25,9 +25,9 @@ ADOPTER_NAMES = (
     "ArgumentSpec", "AmbiguousTarget", "ApplyOperation", "CardTarget", "CompiledCommand",
     "ConfirmCommands", "ConfirmationPolicy", "Constraint", "ConstraintKind", "DeclineAndRecord",
     "DomainRefusal", "Evidence", "ExternalSaga", "HandleTarget", "InteractionRequirement",
-    "NextStep", "Obligation", "OperationSpec", "OperationalOutcome", "OptionStyle", "PerCase",
-    "PhaseOwnership", "ProposedAct", "Question", "ResolvedAct", "RiskClass", "Understanding",
-    "WorkflowDefinition", "WorkflowView",
+    "NameableRecord", "NamedReference", "NextStep", "Obligation", "OperationSpec",
+    "OperationalOutcome", "OptionStyle", "PerCase", "PhaseOwnership", "ProposedAct", "Question",
+    "ResolvedAct", "RiskClass", "Understanding", "WorkflowDefinition", "WorkflowView",
 )  # fmt: skip
 #: The core's whole top: the adopter names, every error type core raises, and `codes`.
 CORE_SURFACE = (
@@ -41,7 +41,8 @@ CORE_SURFACE = (
     "InteractionNotFound", "InteractionOption", "InteractionPayload", "InteractionRejected",
     "InteractionRequirement", "InteractionResponse", "InvalidId", "InvalidInteraction",
     "InvalidTurnInput", "InvalidVisMessage", "Localized", "MalformedModelOutput", "Move",
-    "MoveKind", "MovesRefused", "NextStep", "Obligation", "OperationSpec", "OperationalOutcome",
+    "MoveKind", "MovesRefused", "NameableRecord", "NamedReference", "NextStep", "Obligation",
+    "OperationSpec", "OperationalOutcome",
     "OptionStyle", "PayloadCorrupt", "PerCase", "PhaseOwnership", "ProposedAct", "Question",
     "ReceiptSeverity", "ReceiptSpec", "Referable", "ReferableKind", "ReferableOption",
     "ResolvedAct", "RiskClass", "ScopeViolation", "ServerEvent", "StaleInteraction", "StateValue",
@@ -51,7 +52,7 @@ CORE_SURFACE = (
     "ValueRule", "ViewInvariantViolation", "Workflow", "WorkflowDefinition", "WorkflowView",
     "as_workflow", "codes", "derive_id", "is_terminal",
     # the builders an interpreter writes a proposal with (they were the test kit's)
-    "act", "ambiguous_act", "constraint", "question", "understanding_of",
+    "act", "ambiguous_act", "constraint", "named_record", "question", "understanding_of",
 )  # fmt: skip
 #: Names the core top exported before it was cut to the adopter surface: they still resolve.
 OLDER_CORE_NAMES = {

@@ -168,6 +168,16 @@ def understanding_schema(brief: Brief) -> Schema:
     properties["constraints"] = _array(
         _object({"kind": _one_of(k.value for k in ConstraintKind), "evidence": _EVIDENCE})
     )
+    if brief.records:
+        properties["lookups"] = _array(
+            _object(
+                {
+                    "record": _one_of(offered.record for offered in brief.records),
+                    "reference": {"type": "string", "minLength": 1, "maxLength": 256},
+                    "evidence": _EVIDENCE,
+                }
+            )
+        )
     card = brief.card_on_screen
     if card is not None and card.accepts_text:
         properties["card_answers"] = _array(
