@@ -27,6 +27,7 @@ from turnframe_core.understanding import (
 )
 from turnframe_runtime import observe
 from turnframe_runtime.context import Purpose, TurnContext, provider_attempt
+from turnframe_runtime.memory import NOTHING_RECALLED, Recalled, remember
 from turnframe_runtime.ports import Interpreter
 from turnframe_runtime.reduce import CaseInView
 
@@ -51,9 +52,13 @@ class Understood:
 
 
 def brief_for(
-    turn: TurnContext, handles: Mapping[str, CaseInView], card: Interaction | None
+    turn: TurnContext,
+    handles: Mapping[str, CaseInView],
+    card: Interaction | None,
+    recalled: Recalled = NOTHING_RECALLED,
 ) -> Brief:
-    """What the interpreter may see of this turn."""
+    """What the interpreter may see of this turn (`recalled`: of its conversation's last
+    replies, for the brief's memory)."""
     operations: dict[str, OfferedOperation] = {}
     for case in handles.values():
         for spec in case.workflow.operations(case.view):
@@ -80,6 +85,7 @@ def brief_for(
         ),
         operations=tuple(operations.values()),
         card_on_screen=card_on_screen,
+        memory=remember(recalled, {c.case_ref.key: h for h, c in handles.items()}, turn.now),
     )
 
 
@@ -89,6 +95,7 @@ async def understand(
     handles: Mapping[str, CaseInView],
     card: Interaction | None,
     clock: Callable[[], int],
+    recalled: Recalled = NOTHING_RECALLED,
 ) -> Understood:
     """The validated understanding of the turn's text."""
     text = (turn.input.text or "").strip()
@@ -96,7 +103,7 @@ async def understand(
         return Understood(Understanding())
     if interpreter is None:
         return Understood(Understanding(), notice=codes.NOTICE_MESSAGE_UNREADABLE)
-    brief = brief_for(turn, handles, card)
+    brief = brief_for(turn, handles, card, recalled)
     started = clock()
     try:
         with observe.span("model.understand"):
