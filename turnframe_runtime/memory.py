@@ -2,7 +2,7 @@
 
 `recall` reads it once, inside durable point 1's transaction (no durable point of its own): the
 conversation's last `MEMORY_TURNS` stored replies and the cards they showed as stored now, at
-most `MEMORY_ITEMS` of them, so a text turn reads at most 1 + `MEMORY_ITEMS` rows more however
+most `MEMORY_ITEMS` of them, so a text turn makes at most 1 + `MEMORY_ITEMS` reads more however
 long the conversation. `remember` maps what was recalled onto this turn's handles: a case the
 turn issued no handle for (it left the conversation, or the account may no longer reach it) is
 named by no handle, so memory never brings a case into a turn that the turn did not load and
