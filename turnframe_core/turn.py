@@ -52,6 +52,7 @@ from turnframe_core.ids import (
 )
 from turnframe_core.interactions import InteractionResponse
 from turnframe_core.model import FrozenModel, Millis, NonEmptyStr, Whole
+from turnframe_core.understanding import ExpectationKind
 
 __all__ = [
     "SERVER_TURN_ORIGIN",
@@ -234,13 +235,6 @@ class TurnStatus(StrEnum):
 
 class TerminalStatus(TurnframeError):
     code = codes.TURN_TERMINAL_STATUS
-
-
-class ExpectationKind(StrEnum):
-    AWAITING_VALUE = "awaiting_value"
-    AWAITING_OBLIGATION = "awaiting_obligation"
-    AWAITING_CONFIRMATION = "awaiting_confirmation"
-    AWAITING_SELECTION = "awaiting_selection"
 
 
 class Expectation(FrozenModel):

@@ -15,6 +15,9 @@ quotes.
 
 Missing required arguments are not a rejection: the reducer turns them into a question for the
 user. The brief lists them so the Interpreter knows what to look for.
+
+The brief also carries a `ConversationMemory`: what the last replies asked, offered and showed,
+typed and capped, by the brief's own handles. It informs a proposal and grants nothing.
 """
 
 from __future__ import annotations
@@ -26,9 +29,17 @@ import unicodedata
 from collections.abc import Iterator, Sequence
 from decimal import Decimal, InvalidOperation
 from enum import StrEnum
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Final, Literal
 
-from pydantic import Field, JsonValue, StringConstraints, field_validator, model_validator
+from pydantic import (
+    Field,
+    JsonValue,
+    SerializerFunctionWrapHandler,
+    StringConstraints,
+    field_validator,
+    model_serializer,
+    model_validator,
+)
 
 from turnframe_core import codes
 from turnframe_core.canonical import CanonicalJsonError, canonical_json, digest
@@ -39,15 +50,22 @@ from turnframe_core.limits import MAX_JSON_DEPTH, json_value_problem
 from turnframe_core.model import FrozenModel, NonEmptyStr
 
 __all__ = [
+    "MEMORY_ITEMS",
+    "MEMORY_MAX_CHARS",
+    "MEMORY_MISSING",
+    "MEMORY_TURNS",
     "ActId",
     "AmbiguousTarget",
     "ArgumentValue",
     "Brief",
     "CardAnswerProposal",
+    "CardEnding",
     "CardTarget",
     "Constraint",
     "ConstraintKind",
+    "ConversationMemory",
     "Evidence",
+    "ExpectationKind",
     "Handle",
     "HandleTarget",
     "NamedReference",
@@ -60,6 +78,10 @@ __all__ = [
     "ProposedAct",
     "Question",
     "QuestionId",
+    "RememberedCard",
+    "RememberedOffer",
+    "RememberedQuestion",
+    "RememberedTurn",
     "Target",
     "Understanding",
     "UnderstandingRejected",
@@ -337,6 +359,116 @@ class OfferedCard(FrozenModel):
     accepts_text: bool = False
 
 
+# --- conversation memory ------------------------------------------------------------------------
+# What the last replies asked, offered and showed, as typed context with hard caps (never text):
+# each case by this brief's handle, or by none when the brief issued no handle for it (it left
+# the conversation, or the account may no longer reach it). Memory informs a proposal and never
+# grants one: what a model proposes from it is validated, reduced and confirmed like anything.
+
+#: The replies a memory reads: the conversation's last `MEMORY_TURNS` assistant turns.
+MEMORY_TURNS: Final = 5
+#: The most items any one list of a memory holds (the newest are kept).
+MEMORY_ITEMS: Final = 10
+#: The most missing argument names an open question lists.
+MEMORY_MISSING: Final = 5
+#: The longest a memory's canonical JSON can be, whatever the conversation's length: every list
+#: full and every name at its longest (a test builds that memory and measures it).
+MEMORY_MAX_CHARS: Final = 22_000
+
+#: How many replies ago (1: the reply the user is answering now).
+_TurnsAgo = Annotated[int, Field(strict=True, ge=1, le=MEMORY_TURNS)]
+#: An operation's or argument's name, as a workflow declares it (never the user's words).
+_Name = Annotated[str, StringConstraints(max_length=100, pattern=r"^[a-z][a-z0-9_.]*$")]
+
+
+class ExpectationKind(StrEnum):
+    """What a reply waits for from the user."""
+
+    AWAITING_VALUE = "awaiting_value"
+    AWAITING_OBLIGATION = "awaiting_obligation"
+    AWAITING_CONFIRMATION = "awaiting_confirmation"
+    AWAITING_SELECTION = "awaiting_selection"
+
+
+class CardEnding(StrEnum):
+    """How a card a reply showed stands now."""
+
+    OPEN = "open"
+    ANSWERED = "answered"
+    #: answered, but what the answer ran failed
+    FAILED = "failed"
+    DECLINED = "declined"
+    DISMISSED = "dismissed"
+    #: the case moved on or a newer card took its place
+    SUPERSEDED = "superseded"
+    EXPIRED = "expired"
+
+
+class RememberedQuestion(FrozenModel):
+    """Something a reply asked that is still open; `interaction_id` names the card asking it."""
+
+    turns_ago: _TurnsAgo
+    kind: ExpectationKind
+    handle: Handle | None = None
+    operation: _Name | None = None
+    missing: tuple[_Name, ...] = Field(default=(), max_length=MEMORY_MISSING)
+    interaction_id: InteractionId | None = None
+
+
+class RememberedOffer(FrozenModel):
+    """A next step a reply offered. Taking it up is a new act the user states; it is judged
+    and confirmed like any other."""
+
+    turns_ago: _TurnsAgo
+    operation: _Name
+    handle: Handle | None = None
+
+
+class RememberedCard(FrozenModel):
+    """A card a reply showed and how it stands; `chosen_option`, once it ended, the option it
+    was answered with (a declining one too). A card that asked which case: `choices`, the cases
+    it offered, and `chosen_handle`, the one the answer chose."""
+
+    turns_ago: _TurnsAgo
+    interaction_id: InteractionId
+    handle: Handle | None = None
+    ending: CardEnding
+    chosen_option: OptionId | None = None
+    choices: tuple[Handle, ...] = Field(default=(), max_length=MEMORY_ITEMS)
+    chosen_handle: Handle | None = None
+
+
+class RememberedTurn(FrozenModel):
+    """The cases a reply was about, by this brief's handles."""
+
+    turns_ago: _TurnsAgo
+    handles: tuple[Handle, ...] = Field(default=(), max_length=MEMORY_ITEMS)
+
+
+class ConversationMemory(FrozenModel):
+    """What the last replies of the conversation asked, offered and showed, newest first; each
+    list holds at most `MEMORY_ITEMS` (`turns`: `MEMORY_TURNS`), so a memory's canonical JSON
+    stays within `MEMORY_MAX_CHARS` however long the conversation."""
+
+    open_questions: tuple[RememberedQuestion, ...] = Field(default=(), max_length=MEMORY_ITEMS)
+    offers: tuple[RememberedOffer, ...] = Field(default=(), max_length=MEMORY_ITEMS)
+    cards: tuple[RememberedCard, ...] = Field(default=(), max_length=MEMORY_ITEMS)
+    turns: tuple[RememberedTurn, ...] = Field(default=(), max_length=MEMORY_TURNS)
+
+    @property
+    def is_empty(self) -> bool:
+        return not (self.open_questions or self.offers or self.cards or self.turns)
+
+    def handles(self) -> set[str]:
+        """Every handle the memory names."""
+        named: set[str | None] = {h for turn in self.turns for h in turn.handles}
+        for card in self.cards:
+            named.update((*card.choices, card.handle, card.chosen_handle))
+        named.update(question.handle for question in self.open_questions)
+        named.update(offer.handle for offer in self.offers)
+        return {handle for handle in named if handle is not None}
+
+
 class Brief(FrozenModel):
     """All an Interpreter sees of a turn: the user's text, opaque handles, no write tools."""
 
@@ -348,6 +480,7 @@ class Brief(FrozenModel):
     new_record_workflows: tuple[WorkflowKey, ...] = ()
     #: the records the user may name (each kind once); a found case gets a handle
     records: tuple[OfferedRecord, ...] = ()
+    memory: ConversationMemory = Field(default_factory=ConversationMemory)
 
     @model_validator(mode="after")
     def _unique_offers(self) -> Brief:
@@ -361,6 +494,20 @@ class Brief(FrozenModel):
         if len(set(operations)) != len(operations):
             raise ValueError("a brief offers each operation once")
         return self
+
+    @model_validator(mode="after")
+    def _memory_names_issued_handles(self) -> Brief:
+        if not self.memory.handles() <= {offered.handle for offered in self.handles}:
+            raise ValueError("a brief's memory names only the handles the brief issues")
+        return self
+
+    @model_serializer(mode="wrap")
+    def _without_empty_memory(self, handler: SerializerFunctionWrapHandler) -> Any:
+        """An empty memory is left out, so a brief without one reads as it did before memory."""
+        data = handler(self)
+        if isinstance(data, dict) and self.memory.is_empty:
+            data.pop("memory", None)
+        return data
 
 
 # --- validation ---------------------------------------------------------------------------------

@@ -47,6 +47,7 @@ from turnframe_runtime.compose import Composer, TurnResult
 from turnframe_runtime.context import NOTHING, Noticed, Purpose, merge_notices, noticed
 from turnframe_runtime.execute import Committed
 from turnframe_runtime.follow_up import FollowUp
+from turnframe_runtime.memory import NOTHING_RECALLED, Recalled, recall
 from turnframe_runtime.reduce import (
     CaseInView,
     Plan,
@@ -107,8 +108,11 @@ async def accept(kernel: Kernel, t: TurnState, turn_input: TurnInput) -> Assista
                 if prior is not None:
                     return prior
             answer = await admit_card_answer(tx, t.cases, t.ctx)  # C
+            recalled = NOTHING_RECALLED
+            if kernel.interpreter is not None and (turn_input.text or "").strip():
+                recalled = await recall(tx, t.ctx.account_id, t.ctx.conversation_id)  # for G
             user_turn, t.recorder.record = await accept_turn(tx, t.ctx, t.cases.cases.values())
-            accepted = Accepted(answer)
+            accepted = Accepted(answer, recalled=recalled)
             if turn_input.is_click_only:  # J-L and M's journal, with the user turn
                 planned = plan_turn(t, accepted.admitted, Understanding())
                 return Accepted(answer, await start_turn(kernel, tx, t, planned, user_turn))
@@ -136,6 +140,7 @@ async def understand_and_start(kernel: Kernel, t: TurnState, accepted: Accepted)
                 card,
                 kernel.clock,
                 kernel.lookups.offered,
+                accepted.recalled,
             )  # G
             heard = _heard(t, understood)
             named = understood.understanding.lookups if understood.trusted else ()
@@ -145,7 +150,12 @@ async def understand_and_start(kernel: Kernel, t: TurnState, accepted: Accepted)
                 )
                 if looked.found:  # read again over a brief with their handles, no more lookups
                     understood = await understand(
-                        kernel.interpreter, t.ctx, t.cases.handles, card, kernel.clock
+                        kernel.interpreter,
+                        t.ctx,
+                        t.cases.handles,
+                        card,
+                        kernel.clock,
+                        recalled=accepted.recalled,
                     )
                     heard = _heard(t, understood)
                 heard = looked.noticed + heard
@@ -439,6 +449,8 @@ class Accepted:
 
     answer: CardAnswer | None
     started: Started | None = None
+    #: what the conversation's last replies asked, offered and showed (read for G)
+    recalled: Recalled = NOTHING_RECALLED
 
     @property
     def admitted(self) -> Admitted | None:

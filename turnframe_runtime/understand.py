@@ -28,6 +28,7 @@ from turnframe_core.understanding import (
 )
 from turnframe_runtime import observe
 from turnframe_runtime.context import Purpose, TurnContext, provider_attempt
+from turnframe_runtime.memory import NOTHING_RECALLED, Recalled, remember
 from turnframe_runtime.ports import Interpreter
 from turnframe_runtime.reduce import CaseInView
 
@@ -56,8 +57,10 @@ def brief_for(
     handles: Mapping[str, CaseInView],
     card: Interaction | None,
     records: Sequence[OfferedRecord] = (),
+    recalled: Recalled = NOTHING_RECALLED,
 ) -> Brief:
-    """What the interpreter may see of this turn; `records`: what the user may name."""
+    """What the interpreter may see of this turn: `records`, what the user may name;
+    `recalled`, its conversation's last replies, for the brief's memory."""
     operations: dict[str, OfferedOperation] = {}
     for case in handles.values():
         for spec in case.workflow.operations(case.view):
@@ -85,6 +88,7 @@ def brief_for(
         operations=tuple(operations.values()),
         card_on_screen=card_on_screen,
         records=tuple(records),
+        memory=remember(recalled, {c.case_ref.key: h for h, c in handles.items()}, turn.now),
     )
 
 
@@ -95,6 +99,7 @@ async def understand(
     card: Interaction | None,
     clock: Callable[[], int],
     records: Sequence[OfferedRecord] = (),
+    recalled: Recalled = NOTHING_RECALLED,
 ) -> Understood:
     """The validated understanding of the turn's text; `records`: what the user may name."""
     text = (turn.input.text or "").strip()
@@ -102,7 +107,7 @@ async def understand(
         return Understood(Understanding())
     if interpreter is None:
         return Understood(Understanding(), notice=codes.NOTICE_MESSAGE_UNREADABLE)
-    brief = brief_for(turn, handles, card, records)
+    brief = brief_for(turn, handles, card, records, recalled)
     started = clock()
     try:
         with observe.span("model.understand"):

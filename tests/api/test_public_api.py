@@ -194,3 +194,17 @@ def test_the_conversation_feed_is_public() -> None:
         callable(getattr(runtime, name, None))
         for name in ("follow_conversation", "follow_up_turns", "feed_followers")
     )
+
+
+def test_the_brief_s_memory_is_public_in_its_home_module() -> None:
+    from turnframe_core import turn, understanding
+
+    memory_names = (
+        "MEMORY_ITEMS", "MEMORY_MAX_CHARS", "MEMORY_MISSING", "MEMORY_TURNS", "CardEnding",
+        "ConversationMemory", "ExpectationKind", "RememberedCard", "RememberedOffer",
+        "RememberedQuestion", "RememberedTurn",
+    )  # fmt: skip
+    assert [name for name in memory_names if name not in understanding.__all__] == []
+    memory = turnframe_core.Brief.model_fields["memory"]
+    assert memory.annotation is understanding.ConversationMemory
+    assert turn.ExpectationKind is understanding.ExpectationKind  # one kind, read by both

@@ -181,7 +181,7 @@ def test_copy_renders_are_personal_and_erased() -> None:
             template_version="1",
             locale="en",
             catalog_digest="sha256:" + "1" * 64,
-        ),  # fmt: skip
+        ),
     )
     record = _sealed(copy_renders=(render,))
 
