@@ -503,10 +503,14 @@ class Brief(FrozenModel):
 
     @model_serializer(mode="wrap")
     def _without_empty_memory(self, handler: SerializerFunctionWrapHandler) -> Any:
-        """An empty memory is left out, so a brief without one reads as it did before memory."""
+        """An empty memory, and no record to name, are left out: a brief without them reads as
+        it did before either existed (a model request's bytes do not change)."""
         data = handler(self)
-        if isinstance(data, dict) and self.memory.is_empty:
-            data.pop("memory", None)
+        if isinstance(data, dict):
+            if self.memory.is_empty:
+                data.pop("memory", None)
+            if not self.records:
+                data.pop("records", None)
         return data
 
 
