@@ -18,6 +18,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Final
 
+from turnframe_core.blocks import BlockKind
+from turnframe_core.erased import ERASED, ERASED_URI, erase_input, erase_value
 from turnframe_core.interactions import Interaction, InteractionPayload
 from turnframe_core.model import FrozenModel, Millis, NonEmptyStr
 from turnframe_core.replay import (
@@ -25,7 +27,7 @@ from turnframe_core.replay import (
     ReplayRecord,
     personal_field_digest,
 )
-from turnframe_core.turn import AssistantTurn, TurnInput
+from turnframe_core.turn import AssistantTurn
 
 __all__ = [
     "ERASED",
@@ -39,11 +41,6 @@ __all__ = [
     "erase_value",
     "is_erased_form",
 ]
-
-#: What an erased string holds.
-ERASED: Final = "[erased]"
-#: What an erased artifact's reference holds (a reference must stay a controlled one).
-ERASED_URI: Final = "artifact:erased"
 
 #: Keys whose strings are words (a person's, or copy rendered with values).
 _WORDS: Final = frozenset(
@@ -60,38 +57,13 @@ _WORDS: Final = frozenset(
     }
 )
 #: Keys whose whole value is data a person's values went into (an argument's value, a copy
-#: sentence's parameters, an action's payload): erased leaf by leaf (`erase_value`).
-_VALUES: Final = frozenset({"value", "params", "payload"})
+#: sentence's parameters, an action's payload, a card's own metadata): erased leaf by leaf
+#: (`erase_value`).
+_VALUES: Final = frozenset({"value", "params", "payload", "metadata"})
 #: Keys of a reply's blocks whose value is the person's values a sentence was written from (the
 #: facts it used, the moves it was written as): emptied.
 _EMPTIED: Final = frozenset({"facts_used", "moves"})
-
-
-def erase_value(value: Any) -> Any:
-    """A JSON value with every leaf erased, its shape kept: each string becomes `ERASED`, each
-    number or boolean None; keys and lengths stay, so what the value held is still named."""
-    if isinstance(value, Mapping):
-        return {key: erase_value(item) for key, item in value.items()}
-    if isinstance(value, list | tuple):
-        return [erase_value(item) for item in value]
-    if isinstance(value, str):
-        return ERASED
-    return None
-
-
-def erase_input(turn_input: TurnInput) -> TurnInput:
-    """A user's turn without its words: text, a card answer's free text and attachments' file
-    names become `ERASED`; the card, the option, ids, locale and origin stay."""
-    data = turn_input.model_dump(mode="json")
-    if data.get("text") is not None:
-        data["text"] = ERASED
-    answer = data.get("interaction_response")
-    if answer is not None and answer.get("freeform_input") is not None:
-        answer["freeform_input"] = ERASED
-    for attachment in data.get("attachments") or ():
-        if attachment.get("filename") is not None:
-            attachment["filename"] = ERASED
-    return TurnInput.model_validate(data)
+_KNOWN_KINDS: Final = frozenset(kind.value for kind in BlockKind)
 
 
 def _erase_words(data: Mapping[str, Any]) -> dict[str, Any]:
@@ -120,7 +92,13 @@ def erase_reply(turn: AssistantTurn) -> AssistantTurn:
     events and card it cites and its copy reference; its text, titles, labels and the facts it
     used are erased. The carry-over fields (case references, offers) are ids and stay."""
     data = turn.model_dump(mode="json")
-    data["blocks"] = [_erase_words(block) for block in data["blocks"]]
+    data["blocks"] = [
+        _erase_words(block)
+        if block.get("kind") in _KNOWN_KINDS
+        # a block of a kind this version does not know (kept opaque): only its kind and id stay
+        else {k: v if k in ("kind", "block_id") else erase_value(v) for k, v in block.items()}
+        for block in data["blocks"]
+    ]
     return AssistantTurn.model_validate(data, context={"turnframe_stored": True})
 
 
@@ -168,13 +146,7 @@ def is_erased_form(record: ReplayRecord) -> bool:
         digests_kept = set(record.erased) == {"record"}
     else:
         digests_kept = set(record.erased) == set(PERSONAL_RECORD_FIELDS)
-    return (
-        digests_kept
-        and record.input == erase_input(record.input)
-        and record.understanding is None
-        and record.reduction_plan is None
-        and not record.copy_renders
-    )
+    return digests_kept and all(record.holds_erased(name) for name in PERSONAL_RECORD_FIELDS)
 
 
 class TurnErasure(FrozenModel):

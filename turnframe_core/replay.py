@@ -19,6 +19,7 @@ from turnframe_core.canonical import Digest, digest
 from turnframe_core.cases import CaseRef
 from turnframe_core.commands import CommandOrigin, CommandPolicy
 from turnframe_core.derive import derive_replay_token
+from turnframe_core.erased import erase_input
 from turnframe_core.errors import TurnframeError
 from turnframe_core.ids import (
     AccountId,
@@ -331,6 +332,8 @@ class ReplayRecord(FrozenModel):
             self.conversation_id,
         ):
             raise ValueError("the recorded input belongs to another account or conversation")
+        if bool(self.erased) != (self.erased_at is not None):
+            raise ValueError("a record keeps erased digests exactly when it was erased")
         return self
 
     @model_serializer(mode="wrap")
@@ -359,17 +362,35 @@ class ReplayRecord(FrozenModel):
 
     def _digest(self) -> str:
         if self.digest_scheme == 1:
-            return self.erased.get("record") or digest(self)
+            # erased before records were sealed: only its whole digest is left (the audit says
+            # that its content can no longer be checked)
+            kept = self.erased.get("record")
+            return kept if kept is not None and self.erased_at is not None else digest(self)
         data = self.model_dump(mode="json")
-        erased = data.pop("erased", {})
+        data.pop("erased", None)
         data.pop("erased_at", None)
         sealed = {
-            name: erased.get(name) or personal_field_digest(data, name)
+            # a kept digest stands for a field only while the field holds what erasure leaves:
+            # words put back, or a digest kept beside words, are digested as they are
+            name: kept
+            if (kept := self.erased.get(name)) is not None and self.holds_erased(name)
+            else personal_field_digest(data, name)
             for name in PERSONAL_RECORD_FIELDS
         }
         for name in PERSONAL_RECORD_FIELDS:
             data.pop(name, None)
         return digest({**data, "sealed": sealed})
+
+    def holds_erased(self, name: str) -> bool:
+        """Whether the personal field `name` holds what erasure leaves in it (and the record
+        was erased)."""
+        if self.erased_at is None:
+            return False
+        if name == "input":
+            return self.input == erase_input(self.input)
+        if name == "copy_renders":
+            return not self.copy_renders
+        return getattr(self, name) is None
 
     def advanced(self, phase: TurnPhase, *, at: int, **changes: Any) -> ReplayRecord:
         """This record at a later phase (phases never go back, except into `failed`)."""

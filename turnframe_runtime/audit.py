@@ -328,6 +328,15 @@ def _checks(
             "; ".join(f"{f.code} ({f.turn_id or f.position})" for f in findings),
         )
     )
+    if record.erased_at is not None and record.digest_scheme == 1:
+        checks.append(
+            _check(
+                "the erased record's fields can be checked against its digest",
+                False,
+                "erased before records were sealed: only its whole digest is left, so what it "
+                "keeps can no longer be checked (decision 0032)",
+            )
+        )
     if record.erased_at is not None:
         checks.append(
             _check(
@@ -493,21 +502,17 @@ def _card_checks(
     on it runs comes from the stored card). A record begun before cards were digested and
     finished after (by recovery) digests only its last cards: the digests stand for the last
     ids; a record that digests none says nothing about its cards. Once the turn was erased, a
-    settled card was erased with it and must hold no words instead (the record's digest still
-    stands for what it held); a card still open keeps its words and is checked as before."""
+    settled card erased with it holds no words and is not re-hashed (the record's digest
+    stands for what it held); any other card (still open, or settled since) keeps its words
+    and its digest is checked as before."""
     checks: list[AuditCheck] = []
     erased: set[str] = set()
-    if record.erased_at is not None:
-        settled = [c for c in stored.values() if c is not None and not c.status.is_open]
-        erased = {card.interaction_id for card in settled}
-        worded = [card.interaction_id for card in settled if erase_card(card) != card]
-        checks.append(
-            _check(
-                "each settled card of the erased turn holds no words",
-                not worded,
-                ", ".join(worded),
-            )
-        )
+    if record.erased_at is not None:  # a card erased with its turn: its digest stood for words
+        erased = {
+            card.interaction_id
+            for card in stored.values()
+            if card is not None and not card.status.is_open and erase_card(card) == card
+        }
     digests = record.interaction_digests
     if not digests:
         return checks

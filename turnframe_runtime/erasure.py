@@ -15,18 +15,22 @@ Rules:
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 from pydantic import TypeAdapter, ValidationError
 
+from turnframe_core import codes
 from turnframe_core.erasure import ErasureReport, TurnErasure
 from turnframe_core.ids import AccountId, ConversationId
+from turnframe_runtime import observe
 from turnframe_runtime.errors import InvalidSubject, UnknownSubject
 from turnframe_store.bundle import Stores
 from turnframe_store.errors import NotFound
 
 __all__ = ["erase_expired", "erase_subject", "export_subject"]
 
+_log = logging.getLogger("turnframe_runtime.erasure")
 _ACCOUNT: TypeAdapter[str] = TypeAdapter(AccountId)
 _SUBJECT: TypeAdapter[str] = TypeAdapter(ConversationId)
 #: one message for an unknown subject, whoever holds it
@@ -66,8 +70,10 @@ async def erase_expired(
     stores: Stores, retention_ms: int | None, *, now: int, limit: int
 ) -> tuple[TurnErasure, ...]:
     """The retention sweep: erase at most `limit` final turns recorded more than
-    `retention_ms` ago whose words are not all erased yet, every account, oldest first; each as
-    `erase` erases it (one transaction per turn). Nothing without a retention."""
+    `retention_ms` ago whose words are not all erased yet, every account (turns never erased
+    first, oldest first); each as `erase` erases it (one transaction per turn). A turn whose
+    erasure fails is reported (`kept`: its code) and the others go on. Nothing without a
+    retention."""
     if retention_ms is None:
         return ()
     expired = await stores.replay.unerased_before(now - retention_ms, limit)
@@ -77,6 +83,10 @@ async def erase_expired(
             erased.append(await stores.commits.erase_turn(account_id, turn_id))
         except NotFound:  # gone since it was listed
             continue
+        except Exception as failure:  # one turn's failure never holds the others up
+            observe.failure(_log, "erasure.retention_turn_failed", failure)
+            kept = (f"failed: {codes.code_of(failure)}",)
+            erased.append(TurnErasure(turn_id=turn_id, erased=False, kept=kept))
     return tuple(erased)
 
 

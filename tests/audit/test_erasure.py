@@ -63,9 +63,15 @@ async def _settle_outbox(desk: Any) -> None:
 
 async def _documents(desk: Any) -> str:
     """Every document erasure rewrites, read through the stores' own readers, as one text."""
+    return "\n".join((await _documents_by_turn(desk)).values())
+
+
+async def _documents_by_turn(desk: Any) -> dict[str, str]:
+    """`_documents`, each turn's apart."""
     stores, account = desk.stores, desk.account_id
-    parts: list[str] = []
+    by_turn: dict[str, str] = {}
     for turn in await stores.conversations.list_turns(account, desk.conversation_id):
+        parts: list[str] = []
         parts.append(turn.input.model_dump_json())
         with suppress(NotFound):
             reply = await stores.conversations.get_assistant_turn(account, turn.turn_id)
@@ -81,7 +87,8 @@ async def _documents(desk: Any) -> str:
             parts.append((await stores.interactions.get(account, interaction_id)).model_dump_json())
         for outbox_id in record.outbox_ids:
             parts.append((await stores.outbox.get(outbox_id)).model_dump_json())
-    return "\n".join(parts)
+        by_turn[turn.turn_id] = "\n".join(parts)
+    return by_turn
 
 
 async def _raw_tables(stores: SqlStores) -> dict[str, str]:
@@ -285,29 +292,59 @@ async def test_a_crash_between_turns_leaves_whole_turns_and_erasing_again_finish
     await _verified(desk)
 
 
-async def test_a_crash_inside_a_turns_erasure_leaves_the_turn_as_it_was(
-    make_desk, monkeypatch
+#: Every table an erasure writes, in the order it writes them (memory: the n-th write).
+WRITES = (
+    "tf_turn",
+    "tf_command_journal",
+    "tf_outbox",
+    "tf_interaction",
+    "tf_domain_event",
+    "tf_stream_event",
+    "tf_replay",
+)
+
+
+@pytest.mark.parametrize("point", WRITES)
+async def test_a_crash_at_any_write_of_an_erasure_leaves_whole_turns_and_erasing_again_finishes(
+    make_desk, monkeypatch, point
 ) -> None:
     desk = await make_desk(config=LOGGED)
     await _conversation(desk)
-    before = await _documents(desk)
+    before = await _documents_by_turn(desk)
     stores = desk.stores
-    if isinstance(stores, MemoryStores):
+    cleanup = None
+    if isinstance(stores, MemoryStores):  # the n-th write of a turn's erasure fails
         real = MemoryCommits.erase_turn_in
+        crash_at = WRITES.index(point)
 
         def crashing(self: Any, undo: Any, account_id: str, turn_id: str) -> Any:
-            real(self, undo, account_id, turn_id)  # every document written ...
-            raise _Crash(turn_id)  # ... then the write fails before it ends
+            writes = 0
+            put, remove, step = undo.put, undo.remove, undo.step
+
+            def counted(write: Any) -> Any:
+                def call(*args: Any) -> Any:
+                    nonlocal writes
+                    if writes == crash_at:
+                        raise _Crash(turn_id)
+                    writes += 1
+                    return write(*args)
+
+                return call
+
+            undo.put, undo.remove, undo.step = counted(put), counted(remove), counted(step)
+            return real(self, undo, account_id, turn_id)
 
         monkeypatch.setattr(MemoryCommits, "erase_turn_in", crashing)
-        cleanup = None
-    else:  # the database refuses the record's rewrite, the last write of the transaction
-        cleanup = await _refuse_record_rewrites(stores)
+    else:  # the database refuses the erasure's write to one table
+        cleanup = await _refuse_writes(stores, point)
     try:
         with pytest.raises(Exception) as failed:
             await desk.runtime.erase(desk.account_id, desk.conversation_id)
         assert not isinstance(failed.value, UnknownSubject)
-        assert await _documents(desk) == before  # nothing of the turn was erased
+        after = await _documents_by_turn(desk)
+        for turn_id, text in after.items():  # each turn erased whole, or not at all
+            erased = (await desk.stores.replay.get(desk.account_id, turn_id)).erased_at
+            assert text == before[turn_id] if erased is None else PERSON not in text, turn_id
         await _verified(desk)
     finally:
         monkeypatch.undo()
@@ -315,10 +352,11 @@ async def test_a_crash_inside_a_turns_erasure_leaves_the_turn_as_it_was(
             await cleanup()
     report = await desk.runtime.erase(desk.account_id, desk.conversation_id)
     assert report.complete and PERSON not in await _documents(desk)
+    await _verified(desk)
 
 
-async def _refuse_record_rewrites(stores: SqlStores) -> Any:
-    """A trigger that fails every UPDATE of a replay record: the erasing transaction's writes
+async def _refuse_writes(stores: SqlStores, table: str) -> Any:
+    """A trigger that fails every UPDATE or DELETE of `table`: the erasing transaction's writes
     before it must all roll back. Returns what drops it."""
     postgres = stores.dialect == "postgresql"
     schema = f'"{stores.config.schema}".' if postgres and stores.config.schema else ""
@@ -326,19 +364,21 @@ async def _refuse_record_rewrites(stores: SqlStores) -> Any:
         create = [
             f"CREATE OR REPLACE FUNCTION {schema}tf_test_refuse() RETURNS trigger AS $$ "
             "BEGIN RAISE EXCEPTION 'refused by the test'; END $$ LANGUAGE plpgsql",
-            f"CREATE TRIGGER tf_test_refuse BEFORE UPDATE ON {schema}tf_replay "
+            f"CREATE TRIGGER tf_test_refuse BEFORE UPDATE OR DELETE ON {schema}{table} "
             f"FOR EACH ROW EXECUTE FUNCTION {schema}tf_test_refuse()",
         ]
         drop = [
-            f"DROP TRIGGER tf_test_refuse ON {schema}tf_replay",
+            f"DROP TRIGGER tf_test_refuse ON {schema}{table}",
             f"DROP FUNCTION {schema}tf_test_refuse()",
         ]
     else:
         create = [
-            "CREATE TRIGGER tf_test_refuse BEFORE UPDATE ON tf_replay "
-            "BEGIN SELECT RAISE(ABORT, 'refused by the test'); END"
+            f"CREATE TRIGGER tf_test_refuse_u BEFORE UPDATE ON {table} "
+            "BEGIN SELECT RAISE(ABORT, 'refused by the test'); END",
+            f"CREATE TRIGGER tf_test_refuse_d BEFORE DELETE ON {table} "
+            "BEGIN SELECT RAISE(ABORT, 'refused by the test'); END",
         ]
-        drop = ["DROP TRIGGER tf_test_refuse"]
+        drop = ["DROP TRIGGER tf_test_refuse_u", "DROP TRIGGER tf_test_refuse_d"]
 
     def run(statements: list[str]) -> None:
         engine = sa.create_engine(sync_url(stores.url), poolclass=NullPool)
@@ -355,92 +395,3 @@ async def _refuse_record_rewrites(stores: SqlStores) -> Any:
         await asyncio.to_thread(run, drop)
 
     return cleanup
-
-
-# --- retention ------------------------------------------------------------------------------------
-
-
-async def test_the_retention_sweep_erases_turns_past_their_age_and_the_audit_verifies(
-    make_desk,
-) -> None:
-    desk = await make_desk(config=RuntimeConfig(stream_every_turn=True, turn_retention_ms=60_000))
-    old = await _conversation(desk)
-    desk.clock.advance(60_001)
-    recent = await desk.say(f"My name is {PERSON}", NAME)
-
-    swept = await desk.runtime.erase_expired()
-
-    assert [t.turn_id for t in swept] == [t.turn_id for t in old]
-    assert all(t.erased and not t.kept for t in swept)
-    assert await desk.runtime.erase_expired() == ()  # passed by from now on
-    for turn in old:
-        record = await desk.runtime.replay(desk.account_id, turn.replay_token)
-        assert record.erased_at is not None and PERSON not in record.model_dump_json()
-    kept = await desk.runtime.replay(desk.account_id, recent.replay_token)
-    assert kept.erased_at is None and kept.input.text == f"My name is {PERSON}"
-    await _verified(desk)
-
-
-async def test_without_a_retention_the_sweep_erases_nothing(make_desk) -> None:
-    desk = await make_desk()
-    await _conversation(desk)
-    before = await _documents(desk)
-    desk.clock.advance(10 * 365 * 24 * 3_600_000)
-
-    assert await desk.runtime.erase_expired() == ()
-    assert await _documents(desk) == before
-
-
-async def test_a_turn_the_sweep_could_not_finish_is_taken_again_once_it_settles(make_desk) -> None:
-    desk = await make_desk(config=RuntimeConfig(turn_retention_ms=1_000))
-    desk.ready_trip()
-    asked = await desk.say(f"Rebook my outbound, for {PERSON}", REBOOK)
-    desk.clock.advance(1_001)
-
-    [first] = await desk.runtime.erase_expired()
-    assert first.kept  # the card is still open
-
-    await desk.click(desk.card(asked), "opt_rebook")
-    await _settle_outbox(desk)
-    desk.clock.advance(1_001)
-    swept = await desk.runtime.erase_expired()
-
-    assert asked.turn_id in [t.turn_id for t in swept]
-    assert all(not t.kept for t in swept)
-    assert PERSON not in await _documents(desk)
-    await _verified(desk)
-
-
-# --- while turns run ------------------------------------------------------------------------------
-
-
-async def test_erasure_while_a_turn_runs_keeps_it_and_erasing_again_finishes(make_desk) -> None:
-    desk = await make_desk(config=LOGGED)
-    earlier = await _conversation(desk)
-    gate, started = asyncio.Event(), asyncio.Event()
-    scripted = desk.interpreter.understand
-
-    async def understand(brief: Any) -> Any:
-        started.set()
-        await gate.wait()  # the turn holds its conversation, its record not final
-        return await scripted(brief)
-
-    desk.interpreter.understand = understand
-    running = asyncio.create_task(
-        desk.say(
-            f"My name is {PERSON} again", act("a1", "trip.set_name", "h1", PERSON, name=PERSON)
-        )
-    )
-    await asyncio.wait_for(started.wait(), 10)
-
-    during = await desk.runtime.erase(desk.account_id, desk.conversation_id)
-
-    assert [t.erased for t in during.turns[: len(earlier)]] == [True] * len(earlier)
-    assert during.turns[-1].kept == ("turn: still running",)
-    gate.set()
-    last = await running
-    assert desk.receipt_codes(last) or desk.kinds(last)  # the turn finished normally
-    after = await desk.runtime.erase(desk.account_id, desk.conversation_id)
-    assert after.complete and [t.already for t in after.turns] == [True] * len(earlier) + [False]
-    assert PERSON not in await _documents(desk)
-    await _verified(desk)

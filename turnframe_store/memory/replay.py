@@ -42,13 +42,13 @@ class MemoryReplay(MemoryRole, ReplayStore):
         def read() -> tuple[tuple[str, str], ...]:
             t = self.engine.t
             held = sorted(
-                (record.recorded_at, key)
+                (record.erased_at is not None, record.recorded_at, key)
                 for key, record in t.replay.items()
                 if record.phase.is_terminal
                 and record.recorded_at < before
                 and key not in t.replay_erased
             )
-            return tuple(key for _, key in held[:limit])
+            return tuple(key for *_, key in held[:limit])
 
         return await self.engine.read(read)
 

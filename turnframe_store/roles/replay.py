@@ -78,7 +78,9 @@ class ReplayReader(Role, ABC):
     async def unerased_before(self, before: int, limit: int) -> tuple[tuple[str, str], ...]:
         """Operator sweep, every account (the retention sweep, decision 0032): the (account,
         turn) of at most `limit` final records recorded before `before` whose turn still holds
-        words (no erasure left it with none), oldest first, then by account and turn."""
+        words (no erasure left it with none): turns never erased first, then turns erased
+        before that still keep words (a card open, a command not run); each oldest first, then
+        by account and turn."""
         return await self._unerased_before(rules.instant(before), rules.limit(limit))
 
     @abstractmethod

@@ -98,7 +98,14 @@ class ReplayStatements:
                     among(replay.c.phase, turn_rules.TERMINAL_PHASES),
                     replay.c.recorded_at < bind("before", replay.c.recorded_at.type),
                 )
-                .order_by(replay.c.recorded_at, replay.c.account_id, replay.c.turn_id)
+                .order_by(
+                    # a turn erased before that still keeps words (a card open, a command not
+                    # run) after every turn never erased: those cannot hold the sweep up
+                    sa.case((replay.c.record.like('%"erased_at":%'), 1), else_=0),
+                    replay.c.recorded_at,
+                    replay.c.account_id,
+                    replay.c.turn_id,
+                )
                 .limit(bind("limit")),
             ),
             replay_last_of_conversation=c(

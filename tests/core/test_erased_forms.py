@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -19,7 +20,7 @@ from turnframe_core.erasure import (
     erase_value,
     is_erased_form,
 )
-from turnframe_core.interactions import InteractionResponse
+from turnframe_core.interactions import InteractionResponse, InteractionStatus
 from turnframe_core.replay import (
     PERSONAL_RECORD_FIELDS,
     SEALED_DIGEST_SCHEME,
@@ -67,20 +68,28 @@ def test_erasing_a_sealed_record_keeps_its_digest_and_removes_its_words() -> Non
 def test_a_sealed_digest_still_covers_what_erasure_keeps_and_what_it_held() -> None:
     record = _sealed()
     erased = erase_record(record, at=99)
+    forged = "sha256:" + "0" * 64
 
     moved = erased.model_copy(update={"event_ids": ("evt_forged",)})
-    forged_digest = erased.model_copy(
-        update={"erased": {**erased.erased, "input": "sha256:" + "0" * 64}}
-    )
+    forged_digest = erased.model_copy(update={"erased": {**erased.erased, "input": forged}})
     other_words = _sealed(understanding={"acts": [{"name": "someone else"}]})
-    words_back = erased.model_copy(update={"understanding": {"acts": [{"name": WORDS}]}})
+    words_back = erased.model_copy(update={"understanding": {"acts": [{"name": "someone else"}]}})
+    new_text = erased.input.model_copy(update={"text": "other words"})
+    text_back = erased.model_copy(update={"input": new_text})
 
-    assert moved.digest() != record.digest()
-    assert forged_digest.digest() != record.digest()
-    assert other_words.digest() != record.digest()
-    # words put back into an erased record do not change its digest: the audit's erased-form
-    # check is what refuses them
-    assert not is_erased_form(words_back)
+    for altered in (moved, forged_digest, other_words, words_back, text_back):
+        assert altered.digest() != record.digest()
+    assert not is_erased_form(words_back) and not is_erased_form(text_back)
+
+
+def test_a_record_never_erased_cannot_carry_a_kept_digest() -> None:
+    record = _sealed()
+    kept = {"input": erase_record(record, at=1).erased["input"]}
+
+    with pytest.raises(ValueError, match="erased digests"):
+        ReplayRecord.model_validate({**dict(record), "erased": kept})
+    with pytest.raises(ValueError, match="erased digests"):
+        ReplayRecord.model_validate({**dict(record), "erased_at": 5})
 
 
 def test_a_record_sealed_before_scheme_two_keeps_its_whole_digest_when_erased() -> None:
@@ -188,3 +197,70 @@ def test_copy_renders_are_personal_and_erased() -> None:
     erased = erase_record(record, at=3)
 
     assert erased.copy_renders == () and erased.digest() == record.digest()
+
+
+def test_a_block_of_an_unknown_kind_keeps_only_its_kind_and_id() -> None:
+    stored = {
+        "schema_version": "1.9",
+        "turn_id": "turn_1",
+        "conversation_id": "conv_1",
+        "account_id": "acct_1",
+        "status": "completed",
+        "locale": "en",
+        "replay_token": AssistantTurn.begin(
+            turn_id="turn_1", conversation_id="conv_1", account_id="acct_1", locale="en",
+            created_at=1,
+        ).replay_token,
+        "created_at": 1,
+        "completed_at": 2,
+        "blocks": [{"kind": "map", "block_id": "blk_m", "caption": f"{WORDS}'s route", "n": 3}],
+    }  # fmt: skip
+    turn = AssistantTurn.model_validate(stored, context={"turnframe_stored": True})
+
+    erased = erase_reply(turn)
+
+    [block] = erased.model_dump(mode="json")["blocks"]
+    assert block == {"kind": "map", "block_id": "blk_m", "caption": ERASED, "n": None}
+    assert erase_reply(erased) == erased
+
+
+def test_a_cards_own_metadata_is_erased_with_its_words() -> None:
+    from turnframe_core.erasure import erase_card
+    from turnframe_core.interactions import (
+        ApplyOperation,
+        DeclineCommands,
+        Interaction,
+        InteractionKind,
+        InteractionOption,
+        InteractionPayload,
+    )
+
+    payload = InteractionPayload(
+        title=f"Send {WORDS}'s form?",
+        options=(InteractionOption(option_id="opt_yes", label="Send",
+                                   action=ApplyOperation(operation="trip.send",
+                                                         arguments={"to": WORDS})),
+                 InteractionOption(option_id="opt_no", label=f"Not to {WORDS}",
+                                   action=DeclineCommands())),
+        metadata={"customer": WORDS},
+    )  # fmt: skip
+    card = Interaction.create(
+        interaction_id="int_1", account_id="acct_1", conversation_id="conv_1",
+        case_ref=_case(),
+        kind=InteractionKind.CONFIRM_COMMAND, payload=payload, created_by_turn="turn_1",
+        created_at=1,
+    ).transition(InteractionStatus.RESOLVING, at=2, option_id="opt_yes").transition(
+        InteractionStatus.RESOLVED, at=3
+    )  # fmt: skip
+
+    erased = erase_card(card)
+
+    assert WORDS not in erased.model_dump_json()
+    assert (erased.status, erased.resolved_option_id) == (card.status, "opt_yes")
+    assert erase_card(erased) == erased
+
+
+def _case() -> Any:
+    from turnframe_core.cases import CaseRef
+
+    return CaseRef(workflow="trip", case_id="T-1", expected_revision=1)
