@@ -94,11 +94,12 @@ async def export_subject(
     stores: Stores, account_id: str, subject: str, *, at: int
 ) -> dict[str, Any]:
     """Everything the library stored of `subject`'s words and values, as JSON-ready data: each
-    turn's input as received, what was understood from it, the reply as returned, the commands
-    it admitted and the cards it created. Read in one snapshot; writes nothing."""
-    turn_ids = await _turn_ids(stores, account_id, subject)
+    turn's input as received, what was understood and planned from it, the copy rendered, the
+    reply as returned, the events it committed, the commands it admitted, the outbox rows and
+    the cards it created. Read in one snapshot; writes nothing."""
     turns: list[dict[str, Any]] = []
     async with stores.snapshot() as view:
+        turn_ids = await _turn_ids(view, account_id, subject)
         conversation = await view.conversations.get_conversation(account_id, subject)
         for turn_id in turn_ids:
             turns.append(await _export_turn(view, account_id, turn_id))
@@ -129,11 +130,30 @@ async def _export_turn(stores: Stores, account_id: str, turn_id: str) -> dict[st
                     "resolved_option_id": card.resolved_option_id,
                 }
             )
+    event_ids = list(record.event_ids) if record is not None else []
+    events = await stores.events.get_by_ids(account_id, event_ids) if event_ids else ()
+    outbox = [
+        row
+        for outbox_id in (record.outbox_ids if record is not None else ())
+        if (row := await _maybe(stores.outbox.get(outbox_id))) is not None
+    ]
     return {
         "turn_id": turn_id,
         "received_at": user_turn.received_at if user_turn is not None else None,
         "input": user_turn.input.model_dump(mode="json") if user_turn is not None else None,
         "understanding": record.understanding if record is not None else None,
+        "reduction_plan": record.reduction_plan if record is not None else None,
+        "copy_renders": (
+            [r.model_dump(mode="json") for r in record.copy_renders] if record is not None else []
+        ),
+        "events": [
+            {"event_id": e.event_id, "event_type": e.event_type, "payload": e.payload}
+            for e in events
+        ],
+        "outbox": [
+            {"outbox_id": r.outbox_id, "destination": r.destination, "payload": r.payload}
+            for r in outbox
+        ],
         "reply": reply.model_dump(mode="json") if reply is not None else None,
         "commands": [
             {

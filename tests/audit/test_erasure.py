@@ -250,6 +250,8 @@ async def test_export_gives_the_subjects_words_as_json_and_none_once_erased(make
     assert [t["turn_id"] for t in exported["turns"]] == [t.turn_id for t in turns]
     assert exported["turns"][0]["input"]["text"] == f"My name is {PERSON}"
     assert any(c["payload"] for t in exported["turns"] for c in t["commands"])
+    assert any(e["payload"] for t in exported["turns"] for e in t["events"])
+    assert any(r["payload"] for t in exported["turns"] for r in t["outbox"])
     assert PERSON in text
     await desk.runtime.erase(desk.account_id, desk.conversation_id)
     after = json.dumps(await desk.runtime.export_subject(desk.account_id, desk.conversation_id))
