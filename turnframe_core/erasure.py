@@ -18,8 +18,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Final
 
-from turnframe_core.blocks import BlockKind
+from turnframe_core.blocks import BlockKind, ResponseBlock
+from turnframe_core.canonical import digest
 from turnframe_core.erased import ERASED, ERASED_URI, erase_input, erase_value
+from turnframe_core.events import DomainEvent
 from turnframe_core.interactions import Interaction, InteractionPayload
 from turnframe_core.model import FrozenModel, Millis, NonEmptyStr
 from turnframe_core.replay import (
@@ -39,6 +41,9 @@ __all__ = [
     "erase_record",
     "erase_reply",
     "erase_value",
+    "erased_block_digest",
+    "erased_card_digest",
+    "erased_event_digest",
     "is_erased_form",
 ]
 
@@ -87,18 +92,36 @@ def _erase_words(data: Mapping[str, Any]) -> dict[str, Any]:
     return erased
 
 
+def _erased_block_json(block: dict[str, Any]) -> dict[str, Any]:
+    if block.get("kind") in _KNOWN_KINDS:
+        return _erase_words(block)
+    # a block of a kind this version does not know (kept opaque): only its kind and id stay
+    return {k: v if k in ("kind", "block_id") else erase_value(v) for k, v in block.items()}
+
+
+def erased_block_digest(block: ResponseBlock) -> str:
+    """The digest of `block`'s erased form (the record keeps it from the turn on, so an erased
+    block is still checked against what the chain vouches for)."""
+    return digest(_erased_block_json(block.model_dump(mode="json")))
+
+
+def erased_event_digest(event: DomainEvent) -> str:
+    """The digest of `event`'s erased form, as committed (its sequence left out)."""
+    data = event.model_dump(mode="json", exclude={"sequence"})
+    return digest({**data, "payload": erase_value(data["payload"])})
+
+
+def erased_card_digest(card: Interaction) -> str:
+    """The content digest of `card`'s erased form."""
+    return erase_card(card).content_digest()
+
+
 def erase_reply(turn: AssistantTurn) -> AssistantTurn:
     """A stored reply without its words: each block keeps its kind, id, author, codes, the
     events and card it cites and its copy reference; its text, titles, labels and the facts it
     used are erased. The carry-over fields (case references, offers) are ids and stay."""
     data = turn.model_dump(mode="json")
-    data["blocks"] = [
-        _erase_words(block)
-        if block.get("kind") in _KNOWN_KINDS
-        # a block of a kind this version does not know (kept opaque): only its kind and id stay
-        else {k: v if k in ("kind", "block_id") else erase_value(v) for k, v in block.items()}
-        for block in data["blocks"]
-    ]
+    data["blocks"] = [_erased_block_json(block) for block in data["blocks"]]
     return AssistantTurn.model_validate(data, context={"turnframe_stored": True})
 
 

@@ -314,6 +314,12 @@ class ReplayRecord(FrozenModel):
     #: the digest of each card of `interactions_created` as stored, its lifecycle left out
     #: (`Interaction.content_digest`): the chain vouches for what a click on it runs
     interaction_digests: tuple[Digest, ...] = ()
+    #: the digest of each returned block's erased form, each committed event's and each
+    #: created card's (`turnframe_core.erasure`): once the turn is erased, the chain still
+    #: vouches for what its documents keep
+    erased_block_hashes: tuple[Digest, ...] = ()
+    erased_event_digests: tuple[Digest, ...] = ()
+    erased_interaction_digests: tuple[Digest, ...] = ()
     #: how `digest()` is taken: 1, over the record's canonical JSON; 2 (sealed), each personal
     #: field through its own digest
     digest_scheme: Literal[1, 2] = 1
@@ -348,6 +354,9 @@ class ReplayRecord(FrozenModel):
                 "response_block_hashes": (),
                 "event_digests": (),
                 "interaction_digests": (),
+                "erased_block_hashes": (),
+                "erased_event_digests": (),
+                "erased_interaction_digests": (),
                 "digest_scheme": 1,
                 "erased": {},
                 "erased_at": None,

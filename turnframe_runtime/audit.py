@@ -23,7 +23,14 @@ from turnframe_core import codes
 from turnframe_core.audit_chain import ChainFinding, ChainLink, verify_conversation
 from turnframe_core.blocks import ReceiptBlock
 from turnframe_core.canonical import digest
-from turnframe_core.erasure import erase_card, erase_reply, erase_value, is_erased_form
+from turnframe_core.erasure import (
+    erase_card,
+    erase_reply,
+    erase_value,
+    erased_block_digest,
+    erased_event_digest,
+    is_erased_form,
+)
 from turnframe_core.events import DomainEvent, event_digest
 from turnframe_core.interactions import Interaction
 from turnframe_core.model import FrozenModel, NonEmptyStr
@@ -433,6 +440,22 @@ def _content_checks(
                 "an erased turn's reply still holds words",
             )
         )
+        if record.erased_block_hashes:  # what each block keeps, as the chain vouches for it
+            kept = tuple(erased_block_digest(block) for block in reply.blocks)
+            checks.append(
+                _check(
+                    "each erased block keeps what the record vouches for (erased-form digest)",
+                    kept == record.erased_block_hashes,
+                    ", ".join(
+                        str(block.block_id)
+                        for block, digest_now, recorded in zip(
+                            reply.blocks, kept, record.erased_block_hashes, strict=False
+                        )
+                        if digest_now != recorded
+                    )
+                    or f"{len(kept)} blocks, {len(record.erased_block_hashes)} recorded",
+                )
+            )
     elif reply is not None and record.response_block_hashes:
         hashes = tuple(block_content_hash(block) for block in reply.blocks)
         differing = [
@@ -466,6 +489,22 @@ def _content_checks(
                 ", ".join(worded) or "an event the record lists is missing",
             )
         )
+        if record.erased_event_digests:  # what each event keeps, as the chain vouches for it
+            keeps = {event.event_id: erased_event_digest(event) for event in events}
+            altered = [
+                event_id
+                for event_id, recorded in zip(
+                    record.event_ids, record.erased_event_digests, strict=False
+                )
+                if keeps.get(event_id) != recorded
+            ]
+            checks.append(
+                _check(
+                    "each erased event keeps what the record vouches for (erased-form digest)",
+                    not altered,
+                    ", ".join(altered),
+                )
+            )
     elif record.event_digests:
         ledger = {event.event_id: event_digest(event) for event in events}
         altered = [
@@ -513,6 +552,23 @@ def _card_checks(
             for card in stored.values()
             if card is not None and not card.status.is_open and erase_card(card) == card
         }
+    erased_digests = record.erased_interaction_digests
+    if erased and erased_digests:  # what each erased card keeps, as the chain vouches for it
+        ids = record.interactions_created[len(record.interactions_created) - len(erased_digests) :]
+        altered = [
+            interaction_id
+            for interaction_id, recorded in zip(ids, erased_digests, strict=False)
+            if interaction_id in erased
+            and (card := stored.get(interaction_id)) is not None
+            and card.content_digest() != recorded
+        ]
+        checks.append(
+            _check(
+                "each erased card keeps what the record vouches for (erased-form digest)",
+                not altered,
+                ", ".join(altered),
+            )
+        )
     digests = record.interaction_digests
     if not digests:
         return checks

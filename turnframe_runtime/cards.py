@@ -16,6 +16,7 @@ from pydantic import ValidationError
 
 from turnframe_core.commands import ConfirmationPolicy
 from turnframe_core.derive import derive_interaction_id
+from turnframe_core.erasure import erased_card_digest
 from turnframe_core.errors import TurnframeError
 from turnframe_core.interactions import (
     CardPurpose,
@@ -319,4 +320,5 @@ async def persist_card(
         return False
     audit.interactions_created.append(card.interaction_id)
     audit.interaction_digests.append(card.content_digest())
+    audit.erased_interaction_digests.append(erased_card_digest(card))
     return True

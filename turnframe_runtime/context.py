@@ -201,6 +201,8 @@ class AuditTrail:
     interactions_created: list[str] = field(default_factory=list)
     #: each created card's `content_digest`, in `interactions_created` order
     interaction_digests: list[str] = field(default_factory=list)
+    #: each created card's erased form's content digest, in the same order
+    erased_interaction_digests: list[str] = field(default_factory=list)
     executed: list[Executed] = field(default_factory=list)
     outbox_ids: list[str] = field(default_factory=list)
     claim_violations: list[str] = field(default_factory=list)

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from turnframe_core.canonical import digest
+from turnframe_core.erasure import erased_block_digest, erased_event_digest
 from turnframe_core.events import DomainEvent, event_digest
 from turnframe_core.replay import (
     CommandOutcomeRecord,
@@ -50,8 +51,10 @@ class TurnFacts:
     command_outcomes: tuple[CommandOutcomeRecord, ...] = ()
     interactions_created: tuple[str, ...] = ()
     interaction_digests: tuple[str, ...] = ()
+    erased_interaction_digests: tuple[str, ...] = ()
     event_ids: tuple[str, ...] = ()
     event_digests: tuple[str, ...] = ()
+    erased_event_digests: tuple[str, ...] = ()
     outbox_ids: tuple[str, ...] = ()
     provider_attempts: tuple[ProviderAttempt, ...] = ()
     claim_violations: tuple[str, ...] = ()
@@ -70,8 +73,10 @@ class TurnFacts:
             command_outcomes=tuple(record.command_outcomes),
             interactions_created=tuple(record.interactions_created),
             interaction_digests=tuple(record.interaction_digests),
+            erased_interaction_digests=tuple(record.erased_interaction_digests),
             event_ids=tuple(record.event_ids),
             event_digests=tuple(record.event_digests),
+            erased_event_digests=tuple(record.erased_event_digests),
             outbox_ids=tuple(record.outbox_ids),
             provider_attempts=tuple(record.provider_attempts),
             claim_violations=tuple(record.claim_violations),
@@ -95,8 +100,10 @@ def replay_record(
         command_outcomes=facts.command_outcomes,
         interactions_created=facts.interactions_created,
         interaction_digests=facts.interaction_digests,
+        erased_interaction_digests=facts.erased_interaction_digests,
         event_ids=facts.event_ids,
         event_digests=facts.event_digests,
+        erased_event_digests=facts.erased_event_digests,
         outbox_ids=facts.outbox_ids,
         provider_attempts=facts.provider_attempts,
         claim_violations=facts.claim_violations,
@@ -171,6 +178,13 @@ class Recorder:
             found = self._event_digests[event.event_id] = event_digest(event)
         return found
 
+    def _erased_digest(self, event: DomainEvent) -> str:
+        key = f"erased:{event.event_id}"
+        found = self._event_digests.get(key)
+        if found is None:
+            found = self._event_digests[key] = erased_event_digest(event)
+        return found
+
     def at(self, phase: TurnPhase, **extra: Any) -> ReplayRecord:
         """The record at `phase` (built, not stored)."""
         assert self.record is not None, "the turn was not accepted"
@@ -209,8 +223,12 @@ class Recorder:
             ),
             interactions_created=tuple(audit.interactions_created),
             interaction_digests=tuple(audit.interaction_digests),
+            erased_interaction_digests=tuple(audit.erased_interaction_digests),
             event_ids=tuple(ev.event_id for e in executed for ev in e.events),
             event_digests=tuple(self._digest(ev) for e in executed for ev in e.events),
+            erased_event_digests=tuple(
+                self._erased_digest(ev) for e in executed for ev in e.events
+            ),
             outbox_ids=tuple(audit.outbox_ids),
             provider_attempts=tuple(audit.provider_attempts),
             claim_violations=tuple(audit.claim_violations),
@@ -233,6 +251,7 @@ class Recorder:
             TurnPhase.DELIVERED,
             response_block_ids=tuple(b.block_id or "" for b in turn.blocks),
             response_block_hashes=hashes,
+            erased_block_hashes=tuple(erased_block_digest(b) for b in turn.blocks),
             **extra,
         )
         self.events.reply(turn, settled=settled, hashes=hashes)  # taken into this bundle at once

@@ -590,6 +590,7 @@ def _carried_on(facts: TurnFacts) -> AuditTrail:
         provider_attempts=list(facts.provider_attempts),
         interactions_created=list(facts.interactions_created),
         interaction_digests=list(facts.interaction_digests),
+        erased_interaction_digests=list(facts.erased_interaction_digests),
         outbox_ids=list(facts.outbox_ids),
         claim_violations=list(facts.claim_violations),
         prose_findings=list(facts.prose_findings),

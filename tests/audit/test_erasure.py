@@ -397,3 +397,67 @@ async def _refuse_writes(stores: SqlStores, table: str) -> Any:
         await asyncio.to_thread(run, drop)
 
     return cleanup
+
+
+# --- what an erased turn keeps is still vouched for -----------------------------------------------
+
+
+KEPT = '"severity":"success"'
+KEPT_FORGED = '"severity":"warning"'
+
+
+async def _tamper_erased(desk: Any, turn_id: str, event_id: str) -> None:
+    """After erasure, change what the turn's reply and event keep (a block's severity, an
+    event's type), behind the stores' back."""
+    stores = desk.stores
+    if isinstance(stores, MemoryStores):
+        t = stores.engine.t
+        key = (desk.account_id, turn_id)
+        t.assistant_turns[key] = t.assistant_turns[key].replace(KEPT, KEPT_FORGED)
+        event = t.events[(desk.account_id, event_id)]
+        forged = event.model_copy(update={"event_type": "trip.forged"})
+        t.events[(desk.account_id, event_id)] = forged
+        return
+
+    def run() -> None:
+        engine = sa.create_engine(sync_url(stores.url), poolclass=NullPool)
+        try:
+            with engine.begin() as connection:
+                if stores.config.schema is not None:
+                    connection.exec_driver_sql(f'SET search_path TO "{stores.config.schema}"')
+                connection.execute(
+                    sa.text(
+                        "UPDATE tf_turn SET assistant_turn = replace(assistant_turn, :old, :new) "
+                        "WHERE turn_id = :turn_id"
+                    ),
+                    {"turn_id": turn_id, "old": KEPT, "new": KEPT_FORGED},
+                )
+                connection.execute(
+                    sa.text("UPDATE tf_domain_event SET event_type = 'trip.forged' "
+                            "WHERE event_id = :event_id"),
+                    {"event_id": event_id},
+                )  # fmt: skip
+        finally:
+            engine.dispose()
+
+    await asyncio.to_thread(run)
+
+
+@pytest.mark.unaudited
+async def test_what_an_erased_turn_keeps_is_still_checked_against_the_chain(make_desk) -> None:
+    desk = await make_desk()
+    named, *_ = await _conversation(desk)
+    await desk.runtime.erase(desk.account_id, desk.conversation_id)
+    record = await desk.runtime.replay(desk.account_id, named.replay_token)
+    assert record.erased_block_hashes and record.erased_event_digests
+    assert (await desk.runtime.audit(desk.account_id, named.replay_token)).verified
+
+    await _tamper_erased(desk, named.turn_id, record.event_ids[0])
+
+    audit = await desk.runtime.audit(desk.account_id, named.replay_token)
+    failed = {check.name for check in audit.failed()}
+    assert not audit.verified
+    assert failed == {
+        "each erased block keeps what the record vouches for (erased-form digest)",
+        "each erased event keeps what the record vouches for (erased-form digest)",
+    }, failed
