@@ -143,3 +143,19 @@ def test_a_bound_below_one_is_refused() -> None:
         _relay(MemoryStores(), _Broker(), 0)
     with pytest.raises(ValueError, match="max_in_flight"):
         OutboxConfig(max_in_flight=0)
+
+
+async def test_a_relay_waiting_for_new_rows_stops_without_waiting_out_a_long_poll() -> None:
+    """Nothing due and not at its bound, the relay waits for rows to commit; its stop ends the
+    wait within a slice of it, not after the poll interval (600 s here)."""
+    stores = MemoryStores()
+    broker = _Broker()
+    relay = _relay(stores, broker, 1, poll_ms=600_000)
+    stop = asyncio.Event()
+    running = asyncio.create_task(relay.run(stop))
+    assert not (await relay.round()).full  # nothing claimed: it waits for rows, not for room
+    await asyncio.sleep(0.05)  # let the relay reach its wait (not an ordering: any point works)
+
+    stop.set()
+
+    await asyncio.wait_for(running, 5)  # at most one slice (1 s) late

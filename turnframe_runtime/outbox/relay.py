@@ -29,7 +29,7 @@ from dataclasses import dataclass
 
 from turnframe_runtime import observe
 from turnframe_runtime.config import OutboxConfig
-from turnframe_store.bundle import Stores
+from turnframe_store.bundle import OutboxWakeups, Stores
 from turnframe_store.records import OutboxEntry
 
 __all__ = ["Relay", "RelayRound", "relay_worker_id"]
@@ -155,9 +155,25 @@ class Relay:
                     continue
                 if done.published >= self.config.batch_size:
                     continue  # more may be due at once
-                # Not cancelled midway (a LISTEN connection is left clean): a stop waits at most
-                # one poll interval.
-                await wakeups.wait(self.config.poll_ms / 1000)
+                # Not cancelled midway (a LISTEN connection is left clean): the wait is taken in
+                # slices of at most `_STOP_SLICE_S`, so a stop waits at most one slice, however
+                # long the poll interval (a test's may outlast it).
+                await _wait_for_rows(wakeups, stop, self.config.poll_ms / 1000)
+
+
+#: The longest a relay's wait for new rows goes without looking at its stop.
+_STOP_SLICE_S = 1.0
+
+
+async def _wait_for_rows(wakeups: OutboxWakeups, stop: asyncio.Event, timeout_s: float) -> None:
+    """Wait for the store's word that rows committed, `timeout_s` at most, or for `stop`
+    (looked at between slices of at most `_STOP_SLICE_S`)."""
+    left = timeout_s
+    while left > 0 and not stop.is_set():
+        step = min(left, _STOP_SLICE_S)
+        if await wakeups.wait(step):
+            return
+        left -= step
 
 
 async def _first(one: asyncio.Event, other: asyncio.Event, timeout_s: float) -> None:
