@@ -399,6 +399,103 @@ async def _refuse_writes(stores: SqlStores, table: str) -> Any:
     return cleanup
 
 
+# --- retention ------------------------------------------------------------------------------------
+
+
+async def test_the_retention_sweep_erases_turns_past_their_age_and_the_audit_verifies(
+    make_desk,
+) -> None:
+    desk = await make_desk(config=RuntimeConfig(stream_every_turn=True, turn_retention_ms=60_000))
+    old = await _conversation(desk)
+    desk.clock.advance(60_001)
+    recent = await desk.say(f"My name is {PERSON}", NAME)
+
+    swept = await desk.runtime.erase_expired()
+
+    assert [t.turn_id for t in swept] == [t.turn_id for t in old]
+    assert all(t.erased and not t.kept for t in swept)
+    assert await desk.runtime.erase_expired() == ()  # passed by from now on
+    for turn in old:
+        record = await desk.runtime.replay(desk.account_id, turn.replay_token)
+        assert record.erased_at is not None and PERSON not in record.model_dump_json()
+    kept = await desk.runtime.replay(desk.account_id, recent.replay_token)
+    assert kept.erased_at is None and kept.input.text == f"My name is {PERSON}"
+    await _verified(desk)
+
+
+async def test_without_a_retention_the_sweep_erases_nothing(make_desk) -> None:
+    desk = await make_desk()
+    await _conversation(desk)
+    before = await _documents(desk)
+    desk.clock.advance(10 * 365 * 24 * 3_600_000)
+
+    assert await desk.runtime.erase_expired() == ()
+    assert await _documents(desk) == before
+
+
+async def test_a_turn_the_sweep_could_not_finish_is_taken_again_once_it_settles(make_desk) -> None:
+    desk = await make_desk(config=RuntimeConfig(turn_retention_ms=1_000))
+    desk.ready_trip()
+    asked = await desk.say(f"Rebook my outbound, for {PERSON}", REBOOK)
+    desk.clock.advance(1_001)
+
+    [first] = await desk.runtime.erase_expired()
+    assert first.kept  # the card is still open
+
+    # a turn never erased comes before one erased that still keeps words: the open card
+    # cannot hold the sweep up
+    asked_again = f"Is {PERSON} on the trip?"
+    named = await desk.say(asked_again, question("q1", asked_again, "h1"))
+    desk.clock.advance(1_001)
+    [fresh] = await desk.runtime.erase_expired(limit=1)
+    assert fresh.turn_id == named.turn_id and fresh.erased and not fresh.kept
+
+    await desk.click(desk.card(asked), "opt_rebook")
+    await _settle_outbox(desk)
+    desk.clock.advance(1_001)
+    swept = await desk.runtime.erase_expired()
+
+    assert asked.turn_id in [t.turn_id for t in swept]
+    assert all(not t.kept for t in swept)
+    assert PERSON not in await _documents(desk)
+    await _verified(desk)
+
+
+# --- while turns run ------------------------------------------------------------------------------
+
+
+async def test_erasure_while_a_turn_runs_keeps_it_and_erasing_again_finishes(make_desk) -> None:
+    desk = await make_desk(config=LOGGED)
+    earlier = await _conversation(desk)
+    gate, started = asyncio.Event(), asyncio.Event()
+    scripted = desk.interpreter.understand
+
+    async def understand(brief: Any) -> Any:
+        started.set()
+        await gate.wait()  # the turn holds its conversation, its record not final
+        return await scripted(brief)
+
+    desk.interpreter.understand = understand
+    running = asyncio.create_task(
+        desk.say(
+            f"My name is {PERSON} again", act("a1", "trip.set_name", "h1", PERSON, name=PERSON)
+        )
+    )
+    await asyncio.wait_for(started.wait(), 10)
+
+    during = await desk.runtime.erase(desk.account_id, desk.conversation_id)
+
+    assert [t.erased for t in during.turns[: len(earlier)]] == [True] * len(earlier)
+    assert during.turns[-1].kept == ("turn: still running",)
+    gate.set()
+    last = await running
+    assert last.status.value == "completed"  # it ran on as if nothing had happened
+    after = await desk.runtime.erase(desk.account_id, desk.conversation_id)
+    assert after.complete and [t.already for t in after.turns] == [True] * len(earlier) + [False]
+    assert PERSON not in await _documents(desk)
+    await _verified(desk)
+
+
 # --- what an erased turn keeps is still vouched for -----------------------------------------------
 
 
