@@ -27,7 +27,7 @@ from turnframe_core.interactions import Interaction
 from turnframe_core.replay import OutcomeUnknown, TurnPhase
 from turnframe_core.stream import StreamMode
 from turnframe_core.turn import AssistantTurn, TurnInput
-from turnframe_core.understanding import Understanding
+from turnframe_core.understanding import OfferedRecord, Understanding
 from turnframe_runtime import observe
 from turnframe_runtime.accept import accept_turn, prior_reply, raced_reply
 from turnframe_runtime.card_answer import (
@@ -133,15 +133,12 @@ async def understand_and_start(kernel: Kernel, t: TurnState, accepted: Accepted)
         admitted = accepted.admitted
         card = admitted.card if admitted else None
         with observe.stage("G", "understand"):
-            understood = await understand(
-                kernel.interpreter,
-                t.ctx,
-                t.cases.handles,
-                card,
-                kernel.clock,
-                kernel.lookups.offered,
-                accepted.recalled,
-            )  # G
+
+            async def read(records: Sequence[OfferedRecord]) -> Understood:
+                return await understand(kernel.interpreter, t.ctx, t.cases.handles, card,
+                                        kernel.clock, records, accepted.recalled)  # fmt: skip
+
+            understood = await read(kernel.lookups.offered)  # G
             heard = _heard(t, understood)
             named = understood.understanding.lookups if understood.trusted else ()
             if named:  # the records the user named (decision 0033)
@@ -149,14 +146,7 @@ async def understand_and_start(kernel: Kernel, t: TurnState, accepted: Accepted)
                     t.cases, t.ctx.account_id, t.ctx.conversation_id, named, kernel.clock()
                 )
                 if looked.found:  # read again over a brief with their handles, no more lookups
-                    understood = await understand(
-                        kernel.interpreter,
-                        t.ctx,
-                        t.cases.handles,
-                        card,
-                        kernel.clock,
-                        recalled=accepted.recalled,
-                    )
+                    understood = await read(())
                     heard = _heard(t, understood)
                 heard = looked.noticed + heard
         understanding = understood.understanding

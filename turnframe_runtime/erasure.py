@@ -50,9 +50,8 @@ async def _turn_ids(stores: Stores, account_id: str, subject: str) -> tuple[str,
         raise UnknownSubject(_UNKNOWN) from None
     turns = await stores.conversations.list_turns(account_id, subject)
     records = await stores.replay.for_conversation(account_id, subject)
-    ids = [turn.turn_id for turn in turns]
-    ids += [r.turn_id for r in records if r.turn_id not in set(ids)]
-    return tuple(ids)
+    # dict keys: the turns in order, each once (a record's turn is almost always among them)
+    return tuple(dict.fromkeys([*(t.turn_id for t in turns), *(r.turn_id for r in records)]))
 
 
 async def erase_subject(stores: Stores, account_id: str, subject: str, *, at: int) -> ErasureReport:

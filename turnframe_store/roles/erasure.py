@@ -21,6 +21,7 @@ Rules:
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TypeVar
 
 from turnframe_core.erasure import (
     TurnErasure,
@@ -89,6 +90,24 @@ class ErasurePlan:
         return any(documents) or self.drop_stream
 
 
+_Settles = TypeVar("_Settles", JournalEntry, OutboxEntry)
+
+
+def _settled_payloads(
+    rows: tuple[_Settles, ...], what: str, kept: list[str]
+) -> tuple[_Settles, ...]:
+    """Each settled row whose payload holds values, with its payload erased; a row not settled
+    yet keeps its payload (it still has to run or be sent with it) and is named in `kept`."""
+    erased: list[_Settles] = []
+    for row in rows:
+        if not row.status.is_terminal:
+            ident = row.command_id if isinstance(row, JournalEntry) else row.outbox_id
+            kept.append(f"{what} {ident}: {row.status.value}")
+        elif (payload := erase_value(row.payload)) != row.payload:
+            erased.append(row.model_copy(update={"payload": payload}))
+    return tuple(erased)
+
+
 def plan_erasure(docs: TurnDocuments, at: int) -> ErasurePlan:
     """The writes erasing `docs`' turn at `at` (see the module's rules)."""
     record = docs.record
@@ -97,22 +116,8 @@ def plan_erasure(docs: TurnDocuments, at: int) -> ErasurePlan:
             TurnErasure(turn_id=record.turn_id, erased=False, kept=("turn: still running",))
         )
     kept: list[str] = []
-    journal: list[JournalEntry] = []
-    for entry in docs.journal:
-        if not entry.status.is_terminal:
-            kept.append(f"command {entry.command_id}: {entry.status.value}")
-            continue
-        payload = erase_value(entry.payload)
-        if payload != entry.payload:
-            journal.append(entry.model_copy(update={"payload": payload}))
-    outbox: list[OutboxEntry] = []
-    for row in docs.outbox:
-        if not row.status.is_terminal:
-            kept.append(f"outbox {row.outbox_id}: {row.status.value}")
-            continue
-        payload = erase_value(row.payload)
-        if payload != row.payload:
-            outbox.append(row.model_copy(update={"payload": payload}))
+    journal = _settled_payloads(docs.journal, "command", kept)
+    outbox = _settled_payloads(docs.outbox, "outbox", kept)
     cards: list[Interaction] = []
     for card in docs.cards:
         if card.status.is_open:
@@ -136,8 +141,8 @@ def plan_erasure(docs: TurnDocuments, at: int) -> ErasurePlan:
         record=erased_record if erased_record != record else None,
         user_turn=erased_input,
         reply=erased_reply if erased_reply != reply else None,
-        journal=tuple(journal),
-        outbox=tuple(outbox),
+        journal=journal,
+        outbox=outbox,
         cards=tuple(cards),
         events=tuple(events),
         drop_stream=docs.stream_events > 0,
